@@ -1,0 +1,97 @@
+package translate
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// This file holds the append-based JSON writing helpers. Reading is always
+// done with gjson; these only produce output.
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string literal, escaped the way
+// encoding/json does it (without HTML escaping): quotes, backslashes and
+// control characters are escaped, invalid UTF-8 becomes U+FFFD, and U+2028 /
+// U+2029 are escaped so the output is also valid JavaScript.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendKey appends `"key":` preceded by a comma unless dst ends in '{' or
+// '['. key must not need escaping.
+func appendKey(dst []byte, key string) []byte {
+	if n := len(dst); n > 0 && dst[n-1] != '{' && dst[n-1] != '[' {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	return append(dst, '"', ':')
+}
+
+// appendStrField appends `,"key":"value"`.
+func appendStrField(dst []byte, key, value string) []byte {
+	return appendString(appendKey(dst, key), value)
+}
+
+// appendIntField appends `,"key":n`.
+func appendIntField(dst []byte, key string, n int64) []byte {
+	return strconv.AppendInt(appendKey(dst, key), n, 10)
+}
+
+// appendRawField appends `,"key":raw` where raw is already valid JSON.
+func appendRawField(dst []byte, key, raw string) []byte {
+	return append(appendKey(dst, key), raw...)
+}
+
+// appendComma appends a comma unless dst ends in '{' or '['.
+func appendComma(dst []byte) []byte {
+	if n := len(dst); n > 0 && dst[n-1] != '{' && dst[n-1] != '[' {
+		dst = append(dst, ',')
+	}
+	return dst
+}

@@ -1,0 +1,86 @@
+package translate
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/tidwall/gjson"
+)
+
+// collect runs a translator over r and returns the client bytes and events.
+func collect(t testing.TB, from, to Dialect, model string, r io.Reader) ([]byte, [][]byte, *StreamTranslator, error) {
+	t.Helper()
+	var out []byte
+	var evs [][]byte
+	tr := NewStreamTranslator(from, to, model, EventWriterFunc(func(p []byte) error {
+		out = append(out, p...)
+		evs = append(evs, bytes.Clone(p))
+		return nil
+	}))
+	err := tr.Run(r)
+	return out, evs, tr, err
+}
+
+func TestPassthroughStreams(t *testing.T) {
+	for _, d := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+		for _, fx := range streamFixtures(t, d) {
+			// no model rewrite: byte-identical
+			out, _, tr, err := collect(t, d, d, "", bytes.NewReader(fx.body))
+			if err != nil {
+				t.Fatalf("%s: %v", fx.name, err)
+			}
+			if !bytes.Equal(out, fx.body) && !bytes.Equal(out, append(bytes.Clone(fx.body), '\n')) && !bytes.Equal(out, append(bytes.Clone(fx.body), '\n', '\n')) {
+				t.Errorf("%s: passthrough changed bytes", fx.name)
+			}
+			if tr.Usage().IsZero() && !strings.Contains(fx.name, "max-tokens") && d != OpenAIChat {
+				t.Errorf("%s: no usage observed", fx.name)
+			}
+			// model rewrite: only the model changes
+			out2, _, _, err := collect(t, d, d, "client-model", iotest.OneByteReader(bytes.NewReader(fx.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := readAllEvents(t, bytes.NewReader(out2))
+			for _, ev := range evs {
+				if len(ev.Data) == 0 || string(ev.Data) == "[DONE]" {
+					continue
+				}
+				for _, p := range []string{"model", "message.model", "response.model"} {
+					if m := gjson.GetBytes(ev.Data, p); m.Exists() && m.Str != "client-model" && p != "model" || (p == "model" && d == OpenAIChat && m.Exists() && m.Str != "client-model") {
+						t.Errorf("%s: %s not rewritten: %s", fx.name, p, ev.Data)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPassthroughChatUsage(t *testing.T) {
+	for _, fx := range streamFixtures(t, OpenAIChat) {
+		_, _, tr, _ := collect(t, OpenAIChat, OpenAIChat, "", bytes.NewReader(fx.body))
+		u := tr.Usage()
+		if u.InputTokens == nil || u.OutputTokens == nil {
+			t.Errorf("%s: usage %v", fx.name, u)
+		}
+	}
+}
+
+func TestPassthroughTruncated(t *testing.T) {
+	in := "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":null}]}"
+	out, _, _, err := collect(t, OpenAIChat, OpenAIChat, "", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"finish_reason":"stop"`) || !strings.HasSuffix(string(out), "data: [DONE]\n\n") {
+		t.Errorf("not closed: %s", out)
+	}
+	boom := errors.New("reset")
+	out, _, _, err = collect(t, AnthropicMessages, AnthropicMessages, "", io.MultiReader(strings.NewReader("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\",\"usage\":{\"input_tokens\":1}}}\n\n"), iotest.ErrReader(boom)))
+	if err != boom || !strings.Contains(string(out), "event: error") {
+		t.Errorf("error not reported: %v %s", err, out)
+	}
+}

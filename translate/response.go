@@ -1,0 +1,63 @@
+package translate
+
+import "github.com/tidwall/gjson"
+
+// TranslateResponse converts a whole (non-streamed) successful response
+// body from the upstream dialect `from` into the client's dialect `to`, and
+// returns the usage it reports.
+//
+// The model the client sees is clientModel (when "" the upstream's is
+// kept). When from == to the body passes through byte for byte except for
+// the top-level "model" field. Otherwise it is decoded into the canonical
+// form (content, tool calls, reasoning, stop reason, usage) and encoded
+// for `to`: an OpenAI "chat.completion", an Anthropic "message", or a
+// Responses "response" object. Supported upstream dialects for translation
+// are OpenAIChat and AnthropicMessages.
+//
+// Errors are *Error values (class ErrAPI for an upstream body that cannot
+// be understood).
+func TranslateResponse(from, to Dialect, body []byte, clientModel string) ([]byte, Usage, error) {
+	if from == to {
+		u := ResponseUsage(from, body)
+		if clientModel == "" {
+			return body, u, nil
+		}
+		m := gjson.GetBytes(body, "model")
+		if !m.Exists() || (m.Type == gjson.String && m.Str == clientModel) {
+			return body, u, nil
+		}
+		out, err := SetModel(body, clientModel)
+		if err != nil {
+			return nil, u, &Error{Class: ErrAPI, Message: "upstream returned a response that is not a JSON object"}
+		}
+		return out, u, nil
+	}
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		return nil, Usage{}, &Error{Class: ErrAPI, Message: "upstream returned a response that is not valid JSON"}
+	}
+	var resp *canonResponse
+	var err *Error
+	switch from {
+	case OpenAIChat:
+		resp, err = decodeChatResponse(body)
+	case AnthropicMessages:
+		resp, err = decodeAnthropicResponse(body)
+	default:
+		return nil, Usage{}, &Error{Class: ErrAPI, Message: sprintf("translation of %s responses is not supported", from)}
+	}
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	if clientModel != "" {
+		resp.model = clientModel
+	}
+	switch to {
+	case OpenAIChat:
+		return encodeChatResponse(resp), resp.usage, nil
+	case AnthropicMessages:
+		return encodeAnthropicResponse(resp), resp.usage, nil
+	case OpenAIResponses:
+		return encodeResponsesResponse(resp), resp.usage, nil
+	}
+	return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown client dialect"}
+}

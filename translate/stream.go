@@ -1,0 +1,389 @@
+package translate
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// EventWriter receives the client's stream, one complete SSE event (or
+// event group that must stay together) per call, so the HTTP handler can
+// write and flush after each call. p is only valid during the call.
+type EventWriter interface {
+	WriteEvent(p []byte) error
+}
+
+// EventWriterFunc adapts a function to EventWriter.
+type EventWriterFunc func(p []byte) error
+
+// WriteEvent calls f(p).
+func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
+
+// StreamTranslator converts an upstream SSE body in dialect From into the
+// client's dialect To, event by event.
+//
+// When From == To it is a passthrough: every upstream SSE block is written
+// verbatim (exact bytes, including comments/keep-alives, pings and
+// "data: [DONE]"), except that the model field is rewritten to clientModel
+// when clientModel != "" and differs (OpenAI Chat chunk "model", Anthropic
+// message_start "message.model", Responses "response.model"). It still
+// observes usage.
+//
+// Otherwise the upstream events are decoded into canonical stream events and
+// re-encoded in the client's dialect, following the streaming sections of
+// the OpenAI Chat Completions, Anthropic Messages and OpenAI Responses API
+// references. Supported upstream dialects for translation are OpenAIChat and
+// AnthropicMessages; client dialects are all three.
+//
+// In every mode the client stream is always terminated properly:
+//   - an upstream that ends without a finish reason, without its terminator
+//     ([DONE], message_stop, response.completed) or without the final blank
+//     line is closed in the client's dialect: open blocks stopped, a stop
+//     reason ("end_turn"/"stop", or the tool-call reason when a tool call was
+//     streamed), then the terminator;
+//   - an upstream read error, or an error event from the upstream, becomes
+//     the client dialect's error event followed by its terminator (OpenAI
+//     Chat: data: {"error":…} then data: [DONE]; Responses: error then
+//     response.failed; Anthropic: event: error, after which the Anthropic
+//     stream ends, per Anthropic's streaming docs).
+//
+// A StreamTranslator is for one stream and is not safe for concurrent use.
+type StreamTranslator struct {
+	from, to Dialect
+	model    string
+	w        EventWriter
+	events   int
+	werr     error
+	buf      []byte
+
+	usage Usage
+	au    anthropicUsage
+
+	// passthrough state
+	pt passState
+
+	// translation state
+	cs  *canonStream
+	dec upstreamDecoder
+}
+
+type passState struct {
+	started   bool
+	finished  bool // finish_reason / message_delta seen
+	done      bool // terminator seen
+	sawTool   bool
+	open      []int // Anthropic open block indexes
+	id        string
+	created   int64
+	upModel   string
+	errored   bool
+	lastSeq   int64
+	respID    string
+	respModel string
+}
+
+// ErrUnsupportedStream is returned by Run for a translation direction that
+// is not implemented (an OpenAIResponses upstream with a different client
+// dialect).
+var ErrUnsupportedStream = errors.New("translate: unsupported stream direction")
+
+// nowUnix is the clock for "created" timestamps; tests replace it.
+var nowUnix = func() int64 { return time.Now().Unix() }
+
+// NewStreamTranslator returns a translator from upstream dialect from to
+// client dialect to. clientModel is the model name the client asked for; it
+// is the one the client sees in every event ("" keeps the upstream's).
+func NewStreamTranslator(from, to Dialect, clientModel string, w EventWriter) *StreamTranslator {
+	t := &StreamTranslator{from: from, to: to, model: clientModel, w: w}
+	if from != to {
+		t.cs = newCanonStream(t, to, clientModel)
+		switch from {
+		case OpenAIChat:
+			t.dec = newChatStreamDecoder(t.cs)
+		case AnthropicMessages:
+			t.dec = newAnthropicStreamDecoder(t.cs)
+		}
+	}
+	return t
+}
+
+// Usage returns the usage observed so far (complete after Run returns).
+// Figures the upstream did not report are nil.
+func (t *StreamTranslator) Usage() Usage {
+	if t.from == AnthropicMessages {
+		return t.au.usage()
+	}
+	return t.usage
+}
+
+// EventsWritten returns how many times WriteEvent was called successfully.
+// Zero after Run means nothing reached the client, so the handler may still
+// retry the request elsewhere or send an HTTP error.
+func (t *StreamTranslator) EventsWritten() int { return t.events }
+
+// Run reads the upstream SSE body until EOF or a read error, writing client
+// events as it goes. It returns nil after a clean end (including an upstream
+// that was cut short but could be closed properly), the upstream read error
+// after it has been reported to the client, or the first EventWriter error
+// (the client went away; nothing more is written).
+func (t *StreamTranslator) Run(upstream io.Reader) error {
+	if t.from != t.to && t.dec == nil {
+		return ErrUnsupportedStream
+	}
+	r := NewSSEReader(upstream)
+	var readErr error
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+		if t.from == t.to {
+			t.passEvent(&ev)
+		} else {
+			t.dec.event(&ev)
+		}
+		if t.werr != nil {
+			return t.werr
+		}
+		if t.from != t.to && t.cs.closed {
+			break
+		}
+	}
+	if t.from == t.to {
+		t.passEnd(readErr)
+	} else {
+		t.dec.end(readErr)
+	}
+	if t.werr != nil {
+		return t.werr
+	}
+	return readErr
+}
+
+// write sends one client event.
+func (t *StreamTranslator) write(p []byte) {
+	if t.werr != nil {
+		return
+	}
+	if err := t.w.WriteEvent(p); err != nil {
+		t.werr = err
+		return
+	}
+	t.events++
+}
+
+// ---- passthrough ----
+
+func (t *StreamTranslator) passEvent(ev *SSEEvent) {
+	raw := ev.Raw
+	data := ev.Data
+	if len(data) == 0 {
+		t.write(raw) // comment / keep-alive
+		return
+	}
+	st := &t.pt
+	switch t.from {
+	case OpenAIChat:
+		if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+			st.done = true
+			break
+		}
+		res := gjson.GetManyBytes(data, "error", "usage", "choices", "id", "model", "created")
+		if res[0].Exists() {
+			st.errored = true
+			break
+		}
+		if res[1].IsObject() {
+			t.usage.merge(chatUsage(res[1]))
+		}
+		st.started = true
+		if res[3].Str != "" {
+			st.id = res[3].Str
+		}
+		if res[5].Type == gjson.Number {
+			st.created = res[5].Int()
+		}
+		res[2].ForEach(func(_, c gjson.Result) bool {
+			if c.Get("finish_reason").Type == gjson.String {
+				st.finished = true
+			}
+			if c.Get("delta.tool_calls").Exists() {
+				st.sawTool = true
+			}
+			return true
+		})
+		if t.model != "" && res[4].Type == gjson.String && res[4].Str != t.model {
+			raw = t.rewrite(ev, "model")
+		}
+	case AnthropicMessages:
+		typ := gjson.GetBytes(data, "type").Str
+		switch typ {
+		case "message_start":
+			st.started = true
+			m := gjson.GetBytes(data, "message")
+			st.id = m.Get("id").Str
+			st.upModel = m.Get("model").Str
+			t.au.add(m.Get("usage"))
+			if t.model != "" && st.upModel != t.model && m.Get("model").Exists() {
+				raw = t.rewrite(ev, "message.model")
+			}
+		case "content_block_start":
+			idx := int(gjson.GetBytes(data, "index").Int())
+			st.open = append(st.open, idx)
+			if gjson.GetBytes(data, "content_block.type").Str == "tool_use" {
+				st.sawTool = true
+			}
+		case "content_block_stop":
+			idx := int(gjson.GetBytes(data, "index").Int())
+			for i, o := range st.open {
+				if o == idx {
+					st.open = append(st.open[:i], st.open[i+1:]...)
+					break
+				}
+			}
+		case "message_delta":
+			st.finished = true
+			st.open = st.open[:0]
+			t.au.add(gjson.GetBytes(data, "usage"))
+		case "message_stop":
+			st.done = true
+		case "error":
+			st.errored = true
+		}
+	case OpenAIResponses:
+		res := gjson.GetManyBytes(data, "type", "sequence_number", "response.model", "response.usage", "response.id")
+		if res[1].Type == gjson.Number {
+			st.lastSeq = res[1].Int()
+		}
+		if res[4].Str != "" {
+			st.respID = res[4].Str
+		}
+		switch res[0].Str {
+		case "response.created", "response.in_progress":
+			st.started = true
+		case "response.completed", "response.incomplete", "response.failed":
+			st.done = true
+			if res[3].IsObject() {
+				t.usage.merge(responsesUsage(res[3]))
+			}
+		case "error":
+			st.errored = true
+		}
+		if t.model != "" && res[2].Type == gjson.String && res[2].Str != t.model {
+			raw = t.rewrite(ev, "response.model")
+		}
+	}
+	t.write(raw)
+}
+
+// rewrite returns ev.Raw with the string at path inside the data replaced
+// by the client's model, keeping every other byte.
+func (t *StreamTranslator) rewrite(ev *SSEEvent, path string) []byte {
+	nd, err := sjson.SetBytes(bytes.Clone(ev.Data), path, t.model)
+	if err != nil {
+		return ev.Raw
+	}
+	if i := bytes.Index(ev.Raw, ev.Data); i >= 0 && bytes.Count(ev.Data, []byte{'\n'}) == 0 {
+		out := make([]byte, 0, len(ev.Raw)+len(nd)-len(ev.Data))
+		out = append(out, ev.Raw[:i]...)
+		out = append(out, nd...)
+		return append(out, ev.Raw[i+len(ev.Data):]...)
+	}
+	return appendEvent(nil, ev.Event, nd)
+}
+
+// passEnd closes a passthrough stream that the upstream did not close.
+func (t *StreamTranslator) passEnd(readErr error) {
+	st := &t.pt
+	if st.done {
+		return
+	}
+	if st.errored && readErr == nil {
+		// the upstream's error event was forwarded; add the terminator.
+		switch t.from {
+		case OpenAIChat:
+			t.write([]byte("data: [DONE]\n\n"))
+			return
+		case AnthropicMessages:
+			return
+		}
+	}
+	msg := "upstream stream ended unexpectedly"
+	if readErr != nil {
+		msg = "upstream stream interrupted: connection error"
+	}
+	b := t.buf[:0]
+	switch t.from {
+	case OpenAIChat:
+		if readErr != nil || !st.started {
+			b = appendEvent(b, "", errorBody(OpenAIChat, ErrUpstreamUnavailable, msg, ""))
+			t.write(b)
+			t.write([]byte("data: [DONE]\n\n"))
+			return
+		}
+		if !st.finished {
+			fr := "stop"
+			if st.sawTool {
+				fr = "tool_calls"
+			}
+			c := append(b, `{"id":`...)
+			c = appendString(c, st.id)
+			c = append(c, `,"object":"chat.completion.chunk","created":`...)
+			c = strconv.AppendInt(c, st.created, 10)
+			c = append(c, `,"model":`...)
+			c = appendString(c, firstNonEmpty(t.model, st.upModel))
+			c = append(c, `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
+			c = append(c, fr...)
+			c = append(c, `"}]}`...)
+			t.write(appendEvent(nil, "", c))
+		}
+		t.write([]byte("data: [DONE]\n\n"))
+	case AnthropicMessages:
+		if readErr != nil || !st.started {
+			t.write(appendEvent(b, "error", errorBody(AnthropicMessages, ErrUpstreamUnavailable, msg, "")))
+			return
+		}
+		for _, idx := range st.open {
+			d := strconv.AppendInt([]byte(`{"type":"content_block_stop","index":`), int64(idx), 10)
+			t.write(appendEvent(nil, "content_block_stop", append(d, '}')))
+		}
+		if !st.finished {
+			sr := stopEndTurn
+			if st.sawTool {
+				sr = stopToolUse
+			}
+			d := []byte(`{"type":"message_delta","delta":{"stop_reason":"` + sr + `","stop_sequence":null},"usage":`)
+			u := t.au.usage()
+			d = appendAnthropicUsage(d, u, false)
+			t.write(appendEvent(nil, "message_delta", append(d, '}')))
+		}
+		t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
+	case OpenAIResponses:
+		seq := st.lastSeq + 1
+		e := []byte(`{"type":"error","code":"upstream_unavailable","message":`)
+		e = appendString(e, msg)
+		e = append(e, `,"param":null,"sequence_number":`...)
+		e = strconv.AppendInt(e, seq, 10)
+		t.write(appendEvent(nil, "error", append(e, '}')))
+		f := []byte(`{"type":"response.failed","sequence_number":`)
+		f = strconv.AppendInt(f, seq+1, 10)
+		f = append(f, `,"response":{"id":`...)
+		f = appendString(f, st.respID)
+		f = append(f, `,"object":"response","created_at":`...)
+		f = strconv.AppendInt(f, nowUnix(), 10)
+		f = append(f, `,"status":"failed","error":{"code":"server_error","message":`...)
+		f = appendString(f, msg)
+		f = append(f, `},"incomplete_details":null,"model":`...)
+		f = appendString(f, t.model)
+		f = append(f, `,"output":[],"usage":null}}`...)
+		t.write(appendEvent(nil, "response.failed", f))
+	}
+}

@@ -1,0 +1,280 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// Usage is normalised token usage. A nil pointer means the upstream did not
+// report that figure; it is never replaced by an invented 0.
+//
+// Units are tokens. Semantics follow OpenAI's (the superset):
+//   - InputTokens is every input token, including cache reads and cache
+//     writes (OpenAI prompt_tokens / input_tokens; for Anthropic,
+//     input_tokens + cache_read_input_tokens + cache_creation_input_tokens).
+//   - OutputTokens is every generated token, including reasoning (OpenAI
+//     completion_tokens / output_tokens; Anthropic output_tokens).
+//   - CacheReadTokens (OpenAI prompt_tokens_details.cached_tokens, Anthropic
+//     cache_read_input_tokens) and CacheWriteTokens (OpenAI
+//     prompt_tokens_details.cache_write_tokens, Anthropic
+//     cache_creation_input_tokens) are parts of InputTokens.
+//   - ReasoningTokens (OpenAI completion_tokens_details.reasoning_tokens,
+//     Anthropic output_tokens_details.thinking_tokens) is part of
+//     OutputTokens.
+type Usage struct {
+	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens, ReasoningTokens *int64
+}
+
+// IsZero reports whether no figure at all was reported.
+func (u Usage) IsZero() bool {
+	return u.InputTokens == nil && u.OutputTokens == nil && u.CacheReadTokens == nil &&
+		u.CacheWriteTokens == nil && u.ReasoningTokens == nil
+}
+
+// merge overwrites the fields of u that are set in v.
+func (u *Usage) merge(v Usage) {
+	if v.InputTokens != nil {
+		u.InputTokens = v.InputTokens
+	}
+	if v.OutputTokens != nil {
+		u.OutputTokens = v.OutputTokens
+	}
+	if v.CacheReadTokens != nil {
+		u.CacheReadTokens = v.CacheReadTokens
+	}
+	if v.CacheWriteTokens != nil {
+		u.CacheWriteTokens = v.CacheWriteTokens
+	}
+	if v.ReasoningTokens != nil {
+		u.ReasoningTokens = v.ReasoningTokens
+	}
+}
+
+func i64(n int64) *int64 { return &n }
+
+// intAt returns the integer at r, or nil when r is missing, null or not a
+// number.
+func intAt(r gjson.Result) *int64 {
+	if r.Type != gjson.Number {
+		return nil
+	}
+	return i64(r.Int())
+}
+
+// ResponseUsage extracts usage from a whole non-streamed response body of
+// dialect d: OpenAI Chat "usage" {prompt_tokens, completion_tokens,
+// prompt_tokens_details.{cached_tokens,cache_write_tokens},
+// completion_tokens_details.reasoning_tokens}; Anthropic "usage"
+// {input_tokens, output_tokens, cache_read_input_tokens,
+// cache_creation_input_tokens, output_tokens_details.thinking_tokens};
+// Responses "usage" {input_tokens, output_tokens,
+// input_tokens_details.{cached_tokens,cache_write_tokens},
+// output_tokens_details.reasoning_tokens}. Missing fields stay nil.
+func ResponseUsage(d Dialect, body []byte) Usage {
+	u := gjson.GetBytes(body, "usage")
+	if !u.IsObject() {
+		return Usage{}
+	}
+	switch d {
+	case OpenAIChat:
+		return chatUsage(u)
+	case AnthropicMessages:
+		var a anthropicUsage
+		a.add(u)
+		return a.usage()
+	case OpenAIResponses:
+		return responsesUsage(u)
+	}
+	return Usage{}
+}
+
+// chatUsage reads an OpenAI Chat Completions usage object. DeepSeek's
+// prompt_cache_hit_tokens is accepted when cached_tokens is absent.
+func chatUsage(u gjson.Result) Usage {
+	var out Usage
+	out.InputTokens = intAt(u.Get("prompt_tokens"))
+	out.OutputTokens = intAt(u.Get("completion_tokens"))
+	out.CacheReadTokens = intAt(u.Get("prompt_tokens_details.cached_tokens"))
+	if out.CacheReadTokens == nil {
+		out.CacheReadTokens = intAt(u.Get("prompt_cache_hit_tokens"))
+	}
+	out.CacheWriteTokens = intAt(u.Get("prompt_tokens_details.cache_write_tokens"))
+	out.ReasoningTokens = intAt(u.Get("completion_tokens_details.reasoning_tokens"))
+	return out
+}
+
+// responsesUsage reads an OpenAI Responses usage object.
+func responsesUsage(u gjson.Result) Usage {
+	var out Usage
+	out.InputTokens = intAt(u.Get("input_tokens"))
+	out.OutputTokens = intAt(u.Get("output_tokens"))
+	out.CacheReadTokens = intAt(u.Get("input_tokens_details.cached_tokens"))
+	out.CacheWriteTokens = intAt(u.Get("input_tokens_details.cache_write_tokens"))
+	out.ReasoningTokens = intAt(u.Get("output_tokens_details.reasoning_tokens"))
+	return out
+}
+
+// anthropicUsage accumulates Anthropic usage objects field by field
+// (message_start, then the cumulative message_delta values overwrite), and
+// normalises at the end, because input_tokens excludes the cache counts.
+type anthropicUsage struct {
+	input, output, cacheRead, cacheWrite, thinking *int64
+}
+
+func (a *anthropicUsage) add(u gjson.Result) {
+	if v := intAt(u.Get("input_tokens")); v != nil {
+		a.input = v
+	}
+	if v := intAt(u.Get("output_tokens")); v != nil {
+		a.output = v
+	}
+	if v := intAt(u.Get("cache_read_input_tokens")); v != nil {
+		a.cacheRead = v
+	}
+	if v := intAt(u.Get("cache_creation_input_tokens")); v != nil {
+		a.cacheWrite = v
+	}
+	if v := intAt(u.Get("output_tokens_details.thinking_tokens")); v != nil {
+		a.thinking = v
+	}
+}
+
+func (a *anthropicUsage) usage() Usage {
+	out := Usage{OutputTokens: a.output, CacheReadTokens: a.cacheRead, CacheWriteTokens: a.cacheWrite, ReasoningTokens: a.thinking}
+	if a.input != nil {
+		n := *a.input
+		if a.cacheRead != nil {
+			n += *a.cacheRead
+		}
+		if a.cacheWrite != nil {
+			n += *a.cacheWrite
+		}
+		out.InputTokens = i64(n)
+	}
+	return out
+}
+
+// appendChatUsage appends an OpenAI Chat usage object for u. Only reported
+// figures are written; total_tokens only when both sides are known.
+func appendChatUsage(b []byte, u Usage) []byte {
+	b = append(b, '{')
+	if u.InputTokens != nil {
+		b = appendIntField(b, "prompt_tokens", *u.InputTokens)
+	}
+	if u.OutputTokens != nil {
+		b = appendIntField(b, "completion_tokens", *u.OutputTokens)
+	}
+	if u.InputTokens != nil && u.OutputTokens != nil {
+		b = appendIntField(b, "total_tokens", *u.InputTokens+*u.OutputTokens)
+	}
+	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
+		b = appendKey(b, "prompt_tokens_details")
+		b = append(b, '{')
+		if u.CacheReadTokens != nil {
+			b = appendIntField(b, "cached_tokens", *u.CacheReadTokens)
+		}
+		if u.CacheWriteTokens != nil {
+			b = appendIntField(b, "cache_write_tokens", *u.CacheWriteTokens)
+		}
+		b = append(b, '}')
+	}
+	if u.ReasoningTokens != nil {
+		b = appendKey(b, "completion_tokens_details")
+		b = appendIntField(append(b, '{'), "reasoning_tokens", *u.ReasoningTokens)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendResponsesUsage appends an OpenAI Responses usage object for u.
+func appendResponsesUsage(b []byte, u Usage) []byte {
+	b = append(b, '{')
+	if u.InputTokens != nil {
+		b = appendIntField(b, "input_tokens", *u.InputTokens)
+	}
+	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
+		b = appendKey(b, "input_tokens_details")
+		b = append(b, '{')
+		if u.CacheReadTokens != nil {
+			b = appendIntField(b, "cached_tokens", *u.CacheReadTokens)
+		}
+		if u.CacheWriteTokens != nil {
+			b = appendIntField(b, "cache_write_tokens", *u.CacheWriteTokens)
+		}
+		b = append(b, '}')
+	}
+	if u.OutputTokens != nil {
+		b = appendIntField(b, "output_tokens", *u.OutputTokens)
+	}
+	if u.ReasoningTokens != nil {
+		b = appendKey(b, "output_tokens_details")
+		b = appendIntField(append(b, '{'), "reasoning_tokens", *u.ReasoningTokens)
+		b = append(b, '}')
+	}
+	if u.InputTokens != nil && u.OutputTokens != nil {
+		b = appendIntField(b, "total_tokens", *u.InputTokens+*u.OutputTokens)
+	}
+	return append(b, '}')
+}
+
+// anthropicInput returns Anthropic's input_tokens for u: all input minus
+// cache reads and writes, floored at 0 (MAPPING.md §3.4).
+func anthropicInput(u Usage) *int64 {
+	if u.InputTokens == nil {
+		return nil
+	}
+	n := *u.InputTokens
+	if u.CacheReadTokens != nil {
+		n -= *u.CacheReadTokens
+	}
+	if u.CacheWriteTokens != nil {
+		n -= *u.CacheWriteTokens
+	}
+	if n < 0 {
+		n = 0
+	}
+	return i64(n)
+}
+
+// appendAnthropicUsage appends an Anthropic usage object for u. When
+// placeholders is true (message_start from an upstream that reports usage
+// only at the end), the schema-required input_tokens/output_tokens are
+// written as 0 when unknown; the real figures follow in message_delta.
+func appendAnthropicUsage(b []byte, u Usage, placeholders bool) []byte {
+	b = append(b, '{')
+	if in := anthropicInput(u); in != nil {
+		b = appendIntField(b, "input_tokens", *in)
+	} else if placeholders {
+		b = appendIntField(b, "input_tokens", 0)
+	}
+	if u.CacheWriteTokens != nil {
+		b = appendIntField(b, "cache_creation_input_tokens", *u.CacheWriteTokens)
+	}
+	if u.CacheReadTokens != nil {
+		b = appendIntField(b, "cache_read_input_tokens", *u.CacheReadTokens)
+	}
+	if u.OutputTokens != nil {
+		b = appendIntField(b, "output_tokens", *u.OutputTokens)
+	} else if placeholders {
+		b = appendIntField(b, "output_tokens", 0)
+	}
+	if u.ReasoningTokens != nil {
+		b = appendKey(b, "output_tokens_details")
+		b = appendIntField(append(b, '{'), "thinking_tokens", *u.ReasoningTokens)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// String renders u for logs, e.g. "in=12 out=7 cache_read=- cache_write=- reasoning=3".
+func (u Usage) String() string {
+	f := func(p *int64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return "in=" + f(u.InputTokens) + " out=" + f(u.OutputTokens) + " cache_read=" + f(u.CacheReadTokens) +
+		" cache_write=" + f(u.CacheWriteTokens) + " reasoning=" + f(u.ReasoningTokens)
+}
