@@ -1,0 +1,539 @@
+// Package mockupstream is a programmable fake LLM server speaking the OpenAI
+// Chat Completions dialect and the native Anthropic Messages dialect. It is
+// used by tests, benchmarks and the demo to stand in for real vendors.
+//
+// Endpoints (the /v1 prefix is optional, query strings are ignored):
+//
+//	POST /v1/chat/completions        OpenAI Chat Completions, stream and non-stream
+//	GET  /v1/models, /v1/models/{id} OpenAI model list / model object
+//	POST /v1/messages                Anthropic Messages, stream and non-stream
+//	POST /v1/messages/count_tokens   Anthropic token count {"input_tokens":N}
+//	POST /v1/replay                  recorded fixture bytes, verbatim
+//
+// Requests are identified by their API key (Authorization: Bearer <key>,
+// x-api-key: <key>, or api-key: <key>), and each key can be programmed with a
+// KeyBehavior: concurrency caps, cooldowns with Retry-After, fixed error
+// statuses, random failures and connection resets, latency, stream pacing and
+// replay. Answers are deterministic (see Text).
+package mockupstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxBodyBytes bounds the request bodies the mock reads (32 MiB).
+const maxBodyBytes = 32 << 20
+
+// Server is the mock upstream; it implements http.Handler. Create it with
+// New; it is safe for concurrent use and can be reprogrammed while serving.
+//
+// Replay: a request is answered with recorded bytes instead of a generated
+// answer when (in this order of precedence) it carries the header
+// X-Mock-Replay: <path>, its key's behavior has ReplayBody or Replay set, or
+// it is POST /v1/replay with a JSON body {"path":"..."} (or ?path=...). The
+// file's bytes are written verbatim: *.sse files as text/event-stream,
+// flushed at each event boundary (blank line) and paced by TokensPerSecond;
+// *.json files as application/json. *.chunks.txt files (one JSON event per
+// line, SSE framing stripped by the recorder) are re-framed as SSE: each line
+// becomes "event: <type>\n" (when the JSON has a "type" field) plus
+// "data: <line>\n\n", and "data: [DONE]\n\n" is appended to Chat Completions
+// chunk files. The status is X-Mock-Replay-Status, else ReplayStatus, else 200.
+type Server struct {
+	model      string
+	replayDir  string
+	seed       uint64
+	created    int64
+	modelsBody []byte
+
+	beh    atomic.Pointer[behaviors]
+	behMu  sync.Mutex // serializes writers of beh
+	states sync.Map   // key -> *keyState
+	seq    atomic.Uint64
+}
+
+// New returns a Server programmed with cfg. cfg.Keys is copied.
+func New(cfg Config) *Server {
+	s := &Server{
+		model:     cfg.Model,
+		replayDir: cfg.ReplayDir,
+		seed:      uint64(cfg.Seed),
+		created:   time.Now().Unix(),
+	}
+	if s.model == "" {
+		s.model = DefaultModel
+	}
+	if cfg.Seed == 0 {
+		s.seed = uint64(time.Now().UnixNano())
+	}
+	t := &behaviors{def: cfg.Default, keys: make(map[string]*KeyBehavior, len(cfg.Keys))}
+	for k, b := range cfg.Keys {
+		t.keys[k] = &b
+	}
+	s.beh.Store(t)
+
+	ids := append([]string{s.model}, cfg.Models...)
+	buf := []byte(`{"object":"list","data":[`)
+	seen := map[string]bool{}
+	n := 0
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = s.appendModel(buf, id)
+	}
+	s.modelsBody = append(buf, "]}"...)
+	return s
+}
+
+func (s *Server) appendModel(buf []byte, id string) []byte {
+	buf = append(buf, `{"id":`...)
+	buf = appendString(buf, id)
+	buf = append(buf, `,"object":"model","created":`...)
+	buf = appendInt(buf, s.created)
+	return append(buf, `,"owned_by":"mock"}`...)
+}
+
+// SetKey programs the behavior for one API key, replacing any previous one.
+// It takes effect for requests admitted after the call; counters and
+// cooldown windows already running are kept (a Cooldown of 0 lifts the
+// window).
+func (s *Server) SetKey(key string, b KeyBehavior) {
+	s.behMu.Lock()
+	defer s.behMu.Unlock()
+	old := s.beh.Load()
+	t := &behaviors{def: old.def, keys: make(map[string]*KeyBehavior, len(old.keys)+1)}
+	for k, v := range old.keys {
+		t.keys[k] = v
+	}
+	t.keys[key] = &b
+	s.beh.Store(t)
+}
+
+// RemoveKey drops the per-key behavior of key, so the default applies again.
+func (s *Server) RemoveKey(key string) {
+	s.behMu.Lock()
+	defer s.behMu.Unlock()
+	old := s.beh.Load()
+	t := &behaviors{def: old.def, keys: make(map[string]*KeyBehavior, len(old.keys))}
+	for k, v := range old.keys {
+		if k != key {
+			t.keys[k] = v
+		}
+	}
+	s.beh.Store(t)
+}
+
+// SetDefault programs the behavior for keys without their own entry.
+func (s *Server) SetDefault(b KeyBehavior) {
+	s.behMu.Lock()
+	defer s.behMu.Unlock()
+	old := s.beh.Load()
+	s.beh.Store(&behaviors{def: b, keys: old.keys})
+}
+
+// Behavior returns the behavior currently applied to key.
+func (s *Server) Behavior(key string) KeyBehavior {
+	return *s.beh.Load().get(key)
+}
+
+// state returns the live state of key, creating it on first use.
+func (s *Server) state(key string) *keyState {
+	if v, ok := s.states.Load(key); ok {
+		return v.(*keyState)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	ks := &keyState{rng: rand.New(rand.NewPCG(s.seed, h.Sum64()))}
+	v, _ := s.states.LoadOrStore(key, ks)
+	return v.(*keyState)
+}
+
+// endpoint identifies a route.
+type endpoint uint8
+
+const (
+	epUnknown endpoint = iota
+	epChat
+	epModels
+	epModel
+	epMessages
+	epCountTokens
+	epReplay
+)
+
+// route maps a URL path to an endpoint; for epModel it also returns the id.
+func route(p string) (endpoint, string) {
+	p = strings.TrimRight(p, "/")
+	if strings.HasPrefix(p, "/v1/") {
+		p = p[3:]
+	}
+	switch p {
+	case "/chat/completions":
+		return epChat, ""
+	case "/models":
+		return epModels, ""
+	case "/messages":
+		return epMessages, ""
+	case "/messages/count_tokens":
+		return epCountTokens, ""
+	case "/replay":
+		return epReplay, ""
+	}
+	if id, ok := strings.CutPrefix(p, "/models/"); ok && id != "" {
+		return epModel, id
+	}
+	return epUnknown, ""
+}
+
+// dialect selects the shape of error bodies.
+type dialect uint8
+
+const (
+	dialectOpenAI dialect = iota
+	dialectAnthropic
+)
+
+// apiKey extracts the key from Authorization: Bearer, x-api-key or api-key.
+func apiKey(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		if k := strings.TrimSpace(a[7:]); k != "" {
+			return k
+		}
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	return r.Header.Get("Api-Key")
+}
+
+// call carries one request through the handler.
+type call struct {
+	s   *Server
+	w   http.ResponseWriter
+	r   *http.Request
+	ks  *keyState
+	b   *KeyBehavior
+	d   dialect
+	key string
+	id  uint64
+}
+
+// nextID returns a fresh sequence number for ids.
+func (s *Server) nextID() uint64 { return s.seq.Add(1) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ep, arg := route(r.URL.Path)
+	c := &call{s: s, w: w, r: r, id: s.nextID()}
+	if ep == epMessages || ep == epCountTokens {
+		c.d = dialectAnthropic
+	}
+	if ep == epUnknown {
+		c.writeError(http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")", "")
+		return
+	}
+	want := http.MethodPost
+	if ep == epModels || ep == epModel {
+		want = http.MethodGet
+	}
+	if r.Method != want {
+		w.Header().Set("Allow", want)
+		c.writeError(http.StatusMethodNotAllowed, "Method "+r.Method+" not allowed for "+r.URL.Path+"; use "+want+".", "")
+		return
+	}
+	c.key = apiKey(r)
+	c.ks = s.state(c.key)
+	c.b = s.beh.Load().get(c.key)
+	if c.key == "" {
+		c.ks.record("", nil, r.Header)
+		c.ks.failed.Add(1)
+		c.writeError(http.StatusUnauthorized, "", "")
+		return
+	}
+	switch ep {
+	case epModels, epModel:
+		c.ks.record("", nil, r.Header)
+		if c.b.statusError() {
+			c.countError(c.b.Status)
+			c.writeStatusError(c.b.Status, "")
+			return
+		}
+		var body []byte
+		if ep == epModels {
+			body = s.modelsBody
+		} else {
+			body = s.appendModel(make([]byte, 0, 128), arg)
+		}
+		c.writeJSON(http.StatusOK, body)
+		c.ks.ok.Add(1)
+	case epCountTokens:
+		c.countTokens()
+	default:
+		c.generate(ep)
+	}
+}
+
+// readBody reads the request body up to maxBodyBytes.
+func (c *call) readBody() ([]byte, error) {
+	var buf []byte
+	if n := c.r.ContentLength; n > 0 && n <= maxBodyBytes {
+		buf = make([]byte, 0, n+1)
+	} else {
+		buf = make([]byte, 0, 1024)
+	}
+	lr := io.LimitReader(c.r.Body, maxBodyBytes+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	if len(buf) > maxBodyBytes {
+		return buf, errTooLarge
+	}
+	return buf, nil
+}
+
+var errTooLarge = errors.New("request body too large")
+
+// badBody answers a request whose body could not be read or parsed.
+func (c *call) badBody(model string, body []byte, err error) {
+	c.ks.record(model, body, c.r.Header)
+	c.ks.failed.Add(1)
+	if errors.Is(err, errTooLarge) {
+		c.writeError(http.StatusRequestEntityTooLarge, "", "")
+		return
+	}
+	c.writeError(http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error(), "")
+}
+
+// countTokens serves POST /v1/messages/count_tokens.
+func (c *call) countTokens() {
+	body, err := c.readBody()
+	if err != nil {
+		c.badBody("", body, err)
+		return
+	}
+	req, err := parseMessages(body)
+	if err != nil {
+		c.badBody("", body, err)
+		return
+	}
+	c.ks.record(req.Model, body, c.r.Header)
+	if c.b.statusError() {
+		c.countError(c.b.Status)
+		c.writeStatusError(c.b.Status, req.Model)
+		return
+	}
+	out := append(make([]byte, 0, 32), `{"input_tokens":`...)
+	out = appendInt(out, int64(req.promptTokens()))
+	out = append(out, '}')
+	c.writeJSON(http.StatusOK, out)
+	c.ks.ok.Add(1)
+}
+
+// generate serves the endpoints that produce an answer: it applies the gates
+// and injected faults, then replays or generates.
+func (c *call) generate(ep endpoint) {
+	body, err := c.readBody()
+	if err != nil {
+		c.badBody("", body, err)
+		return
+	}
+	var (
+		chat   *chatRequest
+		msgs   *messagesRequest
+		model  string
+		replay replaySource
+	)
+	switch ep {
+	case epChat:
+		chat, err = parseChat(body)
+		if chat != nil {
+			model = chat.Model
+		}
+	case epMessages:
+		msgs, err = parseMessages(body)
+		if msgs != nil {
+			model = msgs.Model
+		}
+	case epReplay:
+		replay, model, err = c.replayRequest(body)
+	}
+	if err != nil {
+		c.badBody(model, body, err)
+		return
+	}
+
+	ks, b := c.ks, c.b
+	adm, wait := ks.admit(b, model, body, c.r.Header)
+	switch adm {
+	case deniedCooldown:
+		c.rateLimited(wait)
+		return
+	case deniedCap:
+		h := c.w.Header()
+		h.Set("Retry-After", "1")
+		h.Set("Retry-After-Ms", "100")
+		c.writeError(http.StatusTooManyRequests, capMessage(c.d, b.MaxConcurrency), "")
+		return
+	case deniedStatus429:
+		if b.RetryAfter == "" {
+			c.w.Header().Set("Retry-After", "1")
+		} else if b.RetryAfter != "none" {
+			c.w.Header().Set("Retry-After", b.RetryAfter)
+		}
+		c.writeStatusError(http.StatusTooManyRequests, model)
+		return
+	}
+	defer ks.finish(b.Cooldown)
+
+	if b.Latency > 0 && !sleepCtx(c.r.Context(), b.Latency) {
+		ks.canceled.Add(1)
+		return
+	}
+	if b.statusError() {
+		c.countError(b.Status)
+		c.writeStatusError(b.Status, model)
+		return
+	}
+	if b.ResetRate > 0 && ks.roll() < b.ResetRate {
+		ks.resets.Add(1)
+		c.resetConn()
+		return
+	}
+	if b.FailRate > 0 && ks.roll() < b.FailRate {
+		st := b.failStatus()
+		c.countError(st)
+		c.writeStatusError(st, model)
+		return
+	}
+
+	if src, ok := c.replayOverride(); ok {
+		replay = src
+	}
+	if replay.set() {
+		c.serveReplay(replay)
+		return
+	}
+	switch ep {
+	case epChat:
+		c.serveChat(chat)
+	case epMessages:
+		c.serveMessages(msgs)
+	default:
+		ks.failed.Add(1)
+		c.writeError(http.StatusBadRequest, "No replay source: send X-Mock-Replay: <path> or a JSON body {\"path\":\"...\"}.", "")
+	}
+}
+
+// countError counts an error answer of the given status.
+func (c *call) countError(status int) {
+	if status == http.StatusTooManyRequests {
+		c.ks.rateLimited.Add(1)
+	} else {
+		c.ks.failed.Add(1)
+	}
+}
+
+// rateLimited answers 429 for a key cooling down for another wait.
+func (c *call) rateLimited(wait time.Duration) {
+	secs := (wait + time.Second - 1) / time.Second
+	if secs < 1 {
+		secs = 1
+	}
+	ms := (wait + time.Millisecond - 1) / time.Millisecond
+	if ms < 1 {
+		ms = 1
+	}
+	h := c.w.Header()
+	h.Set("Retry-After", itoa(int64(secs)))
+	h.Set("Retry-After-Ms", itoa(int64(ms)))
+	c.writeError(http.StatusTooManyRequests, cooldownMessage(c.d, wait), "")
+}
+
+// resetConn drops the connection without a response.
+func (c *call) resetConn() {
+	conn, _, err := http.NewResponseController(c.w).Hijack()
+	if err != nil {
+		// HTTP/2 or a writer that cannot be hijacked: abort the stream.
+		panic(http.ErrAbortHandler)
+	}
+	raw := conn
+	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		raw = nc.NetConn()
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = raw.Close()
+}
+
+// sleepCtx waits d or until ctx is done; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// writeJSON writes a complete JSON response.
+func (c *call) writeJSON(status int, body []byte) {
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	c.setRequestID()
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(body)
+}
+
+// setRequestID sets the dialect's request id header.
+func (c *call) setRequestID() {
+	if c.d == dialectAnthropic {
+		c.w.Header().Set("Request-Id", c.requestID())
+	} else {
+		c.w.Header().Set("X-Request-Id", c.requestID())
+	}
+}
+
+func (c *call) requestID() string { return "req_mock" + itoa(int64(c.id)) }
+
+func itoa(n int64) string {
+	var b [20]byte
+	return string(appendInt(b[:0], n))
+}
+
+// peekModel extracts the "model" field of a JSON body, if any.
+func peekModel(body []byte) string {
+	var v struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &v)
+	return v.Model
+}
