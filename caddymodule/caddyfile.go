@@ -1,0 +1,259 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("llm_gateway", parseCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("llm_gateway", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	g := new(Handler)
+	err := g.UnmarshalCaddyfile(h.Dispenser)
+	return g, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	llm_gateway {
+//	    api_key <token>                  # repeatable
+//	    auth off
+//	    max_request_body <size>          # e.g. 8MB
+//	    pool <name> {
+//	        models <pattern...>
+//	        model_map <pattern> <upstream-model>
+//	        default_model <upstream-model>
+//	        key <secret> [<base_url>] {
+//	            id <label>
+//	            base_url <url>
+//	            max_concurrency <n>
+//	            weight <n>
+//	        }
+//	        max_concurrency_per_key <n>
+//	        cooldown_after_success <duration>
+//	        rate_limit_cooldown <duration>
+//	        error_cooldown <duration>
+//	        max_cooldown <duration>
+//	        failure_threshold <n>
+//	        breaker_open <duration>
+//	        max_retries <n>
+//	        acquire_timeout <duration>
+//	        request_timeout <duration>
+//	    }
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "api_key":
+			var tok string
+			if !d.AllArgs(&tok) {
+				return d.ArgErr()
+			}
+			h.APIKeys = append(h.APIKeys, tok)
+		case "auth":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			if v != "off" && v != "on" {
+				return d.Errf("auth: want 'off' or 'on', got '%s'", v)
+			}
+			if v == "off" {
+				h.Auth = v
+			}
+		case "max_request_body":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			size, err := humanize.ParseBytes(v)
+			if err != nil || size == 0 {
+				return d.Errf("max_request_body: bad size '%s'", v)
+			}
+			h.MaxRequestBody = int64(size)
+		case "pool":
+			pc, err := unmarshalPool(d)
+			if err != nil {
+				return err
+			}
+			for _, other := range h.Pools {
+				if other.Name == pc.Name {
+					return d.Errf("pool '%s' is defined twice", pc.Name)
+				}
+			}
+			h.Pools = append(h.Pools, pc)
+		default:
+			return d.Errf("unrecognized llm_gateway subdirective '%s'", d.Val())
+		}
+	}
+	return nil
+}
+
+func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
+	pc := &PoolConfig{}
+	if !d.NextArg() {
+		return nil, d.Err("pool needs a name: pool <name> { ... }")
+	}
+	pc.Name = d.Val()
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		switch sub {
+		case "models":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return nil, d.ArgErr()
+			}
+			pc.Models = append(pc.Models, args...)
+		case "model_map":
+			var pat, model string
+			if !d.AllArgs(&pat, &model) {
+				return nil, d.Err("model_map needs <pattern> <upstream-model>")
+			}
+			pc.ModelMap = append(pc.ModelMap, ModelMapping{Pattern: pat, Model: model})
+		case "default_model":
+			if !d.AllArgs(&pc.DefaultModel) {
+				return nil, d.ArgErr()
+			}
+		case "key":
+			kc, err := unmarshalKey(d)
+			if err != nil {
+				return nil, err
+			}
+			pc.Keys = append(pc.Keys, kc)
+		case "max_concurrency_per_key":
+			if err := intArg(d, &pc.MaxConcurrencyPerKey, 1); err != nil {
+				return nil, err
+			}
+		case "failure_threshold":
+			if err := intArg(d, &pc.FailureThreshold, 1); err != nil {
+				return nil, err
+			}
+		case "max_retries":
+			var n int
+			if err := intArg(d, &n, 0); err != nil {
+				return nil, err
+			}
+			pc.MaxRetries = &n
+		case "cooldown_after_success":
+			if err := durationArg(d, &pc.CooldownAfterSuccess); err != nil {
+				return nil, err
+			}
+		case "rate_limit_cooldown":
+			if err := durationArg(d, &pc.RateLimitCooldown); err != nil {
+				return nil, err
+			}
+		case "error_cooldown":
+			if err := durationArg(d, &pc.ErrorCooldown); err != nil {
+				return nil, err
+			}
+		case "max_cooldown":
+			if err := durationArg(d, &pc.MaxCooldown); err != nil {
+				return nil, err
+			}
+		case "breaker_open":
+			if err := durationArg(d, &pc.BreakerOpen); err != nil {
+				return nil, err
+			}
+		case "acquire_timeout":
+			if err := durationArg(d, &pc.AcquireTimeout); err != nil {
+				return nil, err
+			}
+		case "request_timeout":
+			if err := durationArg(d, &pc.RequestTimeout); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, d.Errf("unrecognized pool subdirective '%s'", sub)
+		}
+	}
+	return pc, nil
+}
+
+func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
+	kc := &KeyConfig{}
+	if !d.NextArg() {
+		return nil, d.Err("key needs a secret: key <secret> [<base_url>] { ... }")
+	}
+	kc.Secret = d.Val()
+	if d.NextArg() {
+		kc.BaseURL = d.Val()
+	}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "id":
+			if !d.AllArgs(&kc.ID) {
+				return nil, d.ArgErr()
+			}
+		case "base_url":
+			if !d.AllArgs(&kc.BaseURL) {
+				return nil, d.ArgErr()
+			}
+		case "max_concurrency":
+			if err := intArg(d, &kc.MaxConcurrency, 1); err != nil {
+				return nil, err
+			}
+		case "weight":
+			if err := intArg(d, &kc.Weight, 1); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, d.Errf("unrecognized key subdirective '%s'", d.Val())
+		}
+	}
+	if kc.BaseURL == "" {
+		return nil, d.Err("key: base_url is required (key <secret> <base_url>, or base_url inside its block)")
+	}
+	return kc, nil
+}
+
+// intArg reads exactly one integer argument >= minimum.
+func intArg(d *caddyfile.Dispenser, dst *int, minimum int) error {
+	name := d.Val()
+	var v string
+	if !d.AllArgs(&v) {
+		return d.ArgErr()
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minimum {
+		return d.Errf("%s: want an integer >= %d, got '%s'", name, minimum, v)
+	}
+	*dst = n
+	return nil
+}
+
+// durationArg reads exactly one duration argument (Caddy syntax, e.g. 3s,
+// 500ms, 1d).
+func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	name := d.Val()
+	var v string
+	if !d.AllArgs(&v) {
+		return d.ArgErr()
+	}
+	dur, err := caddy.ParseDuration(v)
+	if err != nil || dur < 0 {
+		return d.Errf("%s: bad duration '%s'", name, v)
+	}
+	*dst = caddy.Duration(dur)
+	return nil
+}
+
+// Interface guard.
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

@@ -1,0 +1,115 @@
+package caddymodule
+
+import (
+	"github.com/caddyserver/caddy/v2"
+)
+
+// PoolConfig configures one pool of upstream keys that serve a set of
+// client model names.
+type PoolConfig struct {
+	// Name identifies the pool in logs, metrics, the admin API and the
+	// X-Routed-Via header. It also keys the pool's live state across config
+	// reloads, so it must be unique within the process. Required.
+	Name string `json:"name"`
+
+	// Models lists the client model names this pool serves. An entry is an
+	// exact name or a prefix ending in '*' ("gpt-4o*"); "*" matches any
+	// model. Default: ["*"].
+	Models []string `json:"models,omitempty"`
+
+	// ModelMap rewrites client model names to upstream model names. The
+	// most specific matching pattern wins (an exact name beats any
+	// wildcard; a longer prefix beats a shorter one). When nothing matches
+	// DefaultModel is used, and when that is empty the name passes through
+	// unchanged.
+	ModelMap []ModelMapping `json:"model_map,omitempty"`
+
+	// DefaultModel is the upstream model used when no ModelMap entry
+	// matches. Default: empty (pass the client's model through).
+	DefaultModel string `json:"default_model,omitempty"`
+
+	// Keys are the upstream API keys of the pool. At least one is
+	// required.
+	Keys []*KeyConfig `json:"keys,omitempty"`
+
+	// MaxConcurrencyPerKey is the number of requests a key may have in
+	// flight at once, unless the key sets its own. Default: 1.
+	MaxConcurrencyPerKey int `json:"max_concurrency_per_key,omitempty"`
+
+	// CooldownAfterSuccess is how long a key rests after each successful
+	// request, for upstreams that answer 429 to a key used again too
+	// soon. Default: 0.
+	CooldownAfterSuccess caddy.Duration `json:"cooldown_after_success,omitempty"`
+
+	// RateLimitCooldown is the backoff base after a 429 that carries no
+	// Retry-After; it doubles with each consecutive 429 of the key.
+	// Default: 3s.
+	RateLimitCooldown caddy.Duration `json:"rate_limit_cooldown,omitempty"`
+
+	// ErrorCooldown is the backoff base after a transient failure (5xx,
+	// connection reset, timeout); it doubles with each consecutive
+	// failure of the key. Default: 5s.
+	ErrorCooldown caddy.Duration `json:"error_cooldown,omitempty"`
+
+	// MaxCooldown caps every computed backoff. A Retry-After sent by the
+	// upstream is authoritative and may exceed it. Default: 10m.
+	MaxCooldown caddy.Duration `json:"max_cooldown,omitempty"`
+
+	// FailureThreshold is the number of consecutive transient failures
+	// that opens a key's circuit breaker. Default: 3.
+	FailureThreshold int `json:"failure_threshold,omitempty"`
+
+	// BreakerOpen is how long an open circuit breaker keeps the key out of
+	// rotation before one half-open probe request is let through.
+	// Default: 30s.
+	BreakerOpen caddy.Duration `json:"breaker_open,omitempty"`
+
+	// MaxRetries is the number of extra attempts on other keys after a
+	// transient failure (5xx, connection reset, timeout). Skipping keys
+	// that answered 401/402/403 or 429 does not spend it. Default: 3; set
+	// 0 explicitly for no retries.
+	MaxRetries *int `json:"max_retries,omitempty"`
+
+	// AcquireTimeout is how long a request waits for a key to become
+	// free when every key is busy or cooling. Default: 30s.
+	AcquireTimeout caddy.Duration `json:"acquire_timeout,omitempty"`
+
+	// RequestTimeout bounds each upstream attempt's wait for response
+	// headers, and then every wait for the next bytes of the body (so a
+	// long stream that keeps producing is never cut). Default: 120s.
+	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
+}
+
+// ModelMapping is one model_map entry.
+type ModelMapping struct {
+	// Pattern is an exact client model name or a prefix ending in '*'.
+	Pattern string `json:"pattern"`
+	// Model is the upstream model name to send instead.
+	Model string `json:"model"`
+}
+
+// KeyConfig is one upstream API key.
+type KeyConfig struct {
+	// Secret is the upstream API key. Write it as a placeholder,
+	// {env.NAME} or {file./path}, so the admin API's GET /config/ shows
+	// the placeholder and never the key; it is resolved at provision and
+	// an empty result is an error. Required.
+	Secret string `json:"secret"`
+
+	// ID is the label shown in logs, metrics, the admin API and error
+	// summaries. Default: the masked secret (first 6 and last 4
+	// characters).
+	ID string `json:"id,omitempty"`
+
+	// BaseURL is the upstream's OpenAI-compatible API root, e.g.
+	// "https://api.openai.com/v1"; the gateway appends
+	// "/chat/completions". A trailing slash is ignored. Required.
+	BaseURL string `json:"base_url"`
+
+	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this
+	// key when > 0.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+
+	// Weight is the key's share for weighted strategies. Default: 1.
+	Weight int `json:"weight,omitempty"`
+}

@@ -1,0 +1,122 @@
+package caddymodule
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// requestLog collects the fields of the one log entry written per request.
+// It never holds a secret: keys appear by id only.
+type requestLog struct {
+	id            string
+	dialect       translate.Dialect
+	start         time.Time
+	clientModel   string
+	upstreamModel string
+	pool          string
+	key           string
+	stream        bool
+	attempts      []attemptLog
+	status        int
+	errMsg        string
+	streamError   string
+	ttfb          time.Duration
+	acquireWait   time.Duration
+	usage         translate.Usage
+}
+
+// attemptLog is one upstream attempt.
+type attemptLog struct {
+	key     string
+	outcome string
+	status  int
+	dur     time.Duration
+}
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (a attemptLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("key", a.key)
+	enc.AddString("outcome", a.outcome)
+	if a.status != 0 {
+		enc.AddInt("status", a.status)
+	}
+	enc.AddDuration("duration", a.dur)
+	return nil
+}
+
+type attemptLogs []attemptLog
+
+// MarshalLogArray implements zapcore.ArrayMarshaler.
+func (as attemptLogs) MarshalLogArray(enc zapcore.ArrayEncoder) error {
+	for _, a := range as {
+		if err := enc.AppendObject(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail writes a gateway error in the client's dialect and records it.
+func (rl *requestLog) fail(w http.ResponseWriter, d translate.Dialect, status int, class translate.ErrorClass, msg string) {
+	rl.status, rl.errMsg = status, msg
+	writeError(w, d, status, class, msg)
+}
+
+// logRequest writes the request's log entry through the handler's logger
+// ("http.handlers.llm_gateway") and adds llm_pool / llm_key to Caddy's
+// access log entry. Durations are in seconds, as Caddy logs them.
+func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rl.pool != "" {
+		extra.Add(zap.String("llm_pool", rl.pool))
+		if rl.key != "" {
+			extra.Add(zap.String("llm_key", rl.key))
+		}
+	}
+	lvl := zapcore.InfoLevel
+	if rl.status >= 500 {
+		lvl = zapcore.WarnLevel
+	}
+	ce := h.logger.Check(lvl, "llm request")
+	if ce == nil {
+		return
+	}
+	fields := make([]zap.Field, 0, 20)
+	fields = append(fields,
+		zap.String("request_id", rl.id),
+		zap.String("dialect", rl.dialect.String()),
+		zap.String("client_model", rl.clientModel),
+		zap.String("upstream_model", rl.upstreamModel),
+		zap.String("pool", rl.pool),
+		zap.String("key", rl.key),
+		zap.Bool("stream", rl.stream),
+		zap.Int("attempts", len(rl.attempts)),
+		zap.Array("attempt_log", attemptLogs(rl.attempts)),
+		zap.Int("status", rl.status),
+		zap.Duration("acquire_wait", rl.acquireWait),
+		zap.Duration("ttfb", rl.ttfb),
+		zap.Duration("duration", time.Since(rl.start)),
+	)
+	addTokens := func(name string, v *int64) {
+		if v != nil {
+			fields = append(fields, zap.Int64(name, *v))
+		}
+	}
+	addTokens("input_tokens", rl.usage.InputTokens)
+	addTokens("output_tokens", rl.usage.OutputTokens)
+	addTokens("cache_read_tokens", rl.usage.CacheReadTokens)
+	addTokens("cache_write_tokens", rl.usage.CacheWriteTokens)
+	addTokens("reasoning_tokens", rl.usage.ReasoningTokens)
+	if rl.errMsg != "" {
+		fields = append(fields, zap.String("error", rl.errMsg))
+	}
+	if rl.streamError != "" {
+		fields = append(fields, zap.String("stream_error", rl.streamError))
+	}
+	ce.Write(fields...)
+}

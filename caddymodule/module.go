@@ -1,0 +1,331 @@
+// Package caddymodule is the Caddy glue of llm_gateway: module
+// registration, JSON and Caddyfile configuration, Provision/Validate/
+// Cleanup, the HTTP handler with its attempt loop, and the mock upstream
+// module used by tests and the demo.
+package caddymodule
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler is the llm_gateway HTTP handler: one address, one gateway key,
+// many upstream LLM API keys behind it.
+//
+// It serves, under /v1: POST /v1/chat/completions (OpenAI Chat
+// Completions, streaming and not) and GET /v1/models; and GET /healthz
+// (process up, always 200) and GET /readyz (200 when some key of some pool
+// can take a request now, else 503 with the reason). Other paths go to the
+// next handler. Query strings are ignored for routing.
+//
+// Each request is routed by its model to a pool, which picks a key (fewest
+// requests in flight, ties round robin; keys that are busy, cooling down or
+// whose circuit breaker is open are skipped), forwards the request to the
+// key's upstream, and on 429, 5xx, connection errors or 401/402/403 moves to
+// another key while nothing has been written to the client.
+//
+// Responses carry `X-Request-Id` (the client's, else a generated one) and
+// `X-Routed-Via: <pool>/<key id>`.
+type Handler struct {
+	// APIKeys are the gateway keys clients may present, as
+	// `Authorization: Bearer <key>` or `x-api-key: <key>`. Placeholders
+	// such as {env.GATEWAY_KEY} are resolved at provision. Without any key,
+	// /v1 answers 401 unless Auth is "off".
+	APIKeys []string `json:"api_keys,omitempty"`
+
+	// Auth set to "off" lets /v1 be used without a gateway key. It must be
+	// said explicitly; the default is to require a key.
+	Auth string `json:"auth,omitempty"`
+
+	// Pools are the key pools. A request goes to the first pool whose
+	// Models patterns match its model. At least one is required.
+	Pools []*PoolConfig `json:"pools,omitempty"`
+
+	// MaxRequestBody is the largest request body accepted, in bytes.
+	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+
+	apiKeys []string
+	pools   []*pool
+	stored  []string // registry keys this instance holds a reference to
+	logger  *zap.Logger
+}
+
+// DefaultMaxRequestBody is the default of Handler.MaxRequestBody.
+const DefaultMaxRequestBody = 8 << 20
+
+// Defaults of PoolConfig fields that keypool does not own.
+const (
+	DefaultMaxRetries     = 3
+	DefaultAcquireTimeout = 30 * time.Second
+	DefaultRequestTimeout = 120 * time.Second
+)
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_gateway",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// pool is a provisioned PoolConfig.
+type pool struct {
+	name           string
+	models         []string
+	modelMap       []ModelMapping // most specific first
+	defaultModel   string
+	kp             *keypool.Pool
+	keys           map[string]*upstreamKey // by fingerprint
+	maxRetries     int
+	acquireTimeout time.Duration
+	requestTimeout time.Duration
+	rawModelNames  []string // non-wildcard names for /v1/models
+}
+
+// upstreamKey is a provisioned KeyConfig. It holds the resolved secret and
+// must never be logged or serialised.
+type upstreamKey struct {
+	id         string
+	fp         string
+	baseURL    string // normalised, without trailing slash
+	chatURL    string
+	authHeader string // "Bearer <secret>"
+	secret     string
+}
+
+// Provision resolves secrets, builds the pools and attaches them to the
+// process-wide state registry so that a config reload keeps each key's
+// live state.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	repl := caddy.NewReplacer()
+	if h.MaxRequestBody <= 0 {
+		h.MaxRequestBody = DefaultMaxRequestBody
+	}
+	for i, k := range h.APIKeys {
+		v, err := repl.ReplaceOrErr(k, true, true)
+		if err != nil {
+			return fmt.Errorf("api_key %d: resolving placeholder: value is empty or unknown", i)
+		}
+		h.apiKeys = append(h.apiKeys, v)
+	}
+	for i, pc := range h.Pools {
+		if pc == nil {
+			return fmt.Errorf("pool %d: empty", i)
+		}
+		p, err := h.provisionPool(pc, repl)
+		if err != nil {
+			return fmt.Errorf("pool %q: %v", pc.Name, err)
+		}
+		h.pools = append(h.pools, p)
+	}
+	return nil
+}
+
+func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, error) {
+	if pc.Name == "" {
+		return nil, errors.New("name is required")
+	}
+	p := &pool{
+		name:           pc.Name,
+		models:         pc.Models,
+		defaultModel:   pc.DefaultModel,
+		keys:           map[string]*upstreamKey{},
+		maxRetries:     DefaultMaxRetries,
+		acquireTimeout: time.Duration(pc.AcquireTimeout),
+		requestTimeout: time.Duration(pc.RequestTimeout),
+	}
+	if len(p.models) == 0 {
+		p.models = []string{"*"}
+	}
+	if pc.MaxRetries != nil {
+		if *pc.MaxRetries < 0 {
+			return nil, errors.New("max_retries must not be negative")
+		}
+		p.maxRetries = *pc.MaxRetries
+	}
+	if p.acquireTimeout <= 0 {
+		p.acquireTimeout = DefaultAcquireTimeout
+	}
+	if p.requestTimeout <= 0 {
+		p.requestTimeout = DefaultRequestTimeout
+	}
+	p.modelMap = append([]ModelMapping(nil), pc.ModelMap...)
+	for _, m := range p.modelMap {
+		if m.Pattern == "" || m.Model == "" {
+			return nil, errors.New("model_map entries need a pattern and a model")
+		}
+	}
+	sort.SliceStable(p.modelMap, func(i, j int) bool {
+		return specificity(p.modelMap[i].Pattern) > specificity(p.modelMap[j].Pattern)
+	})
+	seen := map[string]bool{}
+	addName := func(n string) {
+		if n != "" && !strings.HasSuffix(n, "*") && !seen[n] {
+			seen[n] = true
+			p.rawModelNames = append(p.rawModelNames, n)
+		}
+	}
+	for _, m := range p.models {
+		addName(m)
+	}
+	for _, m := range p.modelMap {
+		addName(m.Pattern)
+	}
+	if len(pc.Keys) == 0 {
+		return nil, errors.New("at least one key is required")
+	}
+	kcs := make([]keypool.KeyConfig, 0, len(pc.Keys))
+	for i, kc := range pc.Keys {
+		if kc == nil {
+			return nil, fmt.Errorf("key %d: empty", i)
+		}
+		uk, err := provisionKey(kc, repl)
+		if err != nil {
+			label := kc.ID
+			if label == "" {
+				label = fmt.Sprintf("#%d", i+1)
+			}
+			return nil, fmt.Errorf("key %s: %v", label, err)
+		}
+		if _, dup := p.keys[uk.fp]; dup {
+			return nil, fmt.Errorf("key %s: the same secret and base_url are configured twice", uk.id)
+		}
+		p.keys[uk.fp] = uk
+		kcs = append(kcs, keypool.KeyConfig{Fingerprint: uk.fp, ID: uk.id, MaxConcurrency: kc.MaxConcurrency, Weight: kc.Weight})
+	}
+	settings := keypool.Settings{
+		MaxConcurrencyPerKey: pc.MaxConcurrencyPerKey,
+		CooldownAfterSuccess: time.Duration(pc.CooldownAfterSuccess),
+		RateLimitCooldown:    time.Duration(pc.RateLimitCooldown),
+		ErrorCooldown:        time.Duration(pc.ErrorCooldown),
+		MaxCooldown:          time.Duration(pc.MaxCooldown),
+		FailureThreshold:     pc.FailureThreshold,
+		BreakerOpen:          time.Duration(pc.BreakerOpen),
+	}
+	kp, regKey, err := attachPool(pc.Name, settings, kcs)
+	if err != nil {
+		return nil, err
+	}
+	h.stored = append(h.stored, regKey)
+	p.kp = kp
+	return p, nil
+}
+
+func provisionKey(kc *KeyConfig, repl *caddy.Replacer) (*upstreamKey, error) {
+	if kc.Secret == "" {
+		return nil, errors.New("secret is required")
+	}
+	secret, err := repl.ReplaceOrErr(kc.Secret, true, true)
+	if err != nil {
+		// never echo the value: it may be the secret itself
+		return nil, errors.New("resolving secret: placeholder is empty or unknown")
+	}
+	secret = strings.TrimSpace(secret)
+	if secret == "" {
+		return nil, errors.New("secret resolves to an empty value")
+	}
+	base, err := normaliseBaseURL(kc.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(base + "\n" + secret))
+	uk := &upstreamKey{
+		id:         kc.ID,
+		fp:         hex.EncodeToString(sum[:8]),
+		baseURL:    base,
+		chatURL:    base + "/chat/completions",
+		authHeader: "Bearer " + secret,
+		secret:     secret,
+	}
+	if uk.id == "" {
+		uk.id = maskSecret(secret)
+	}
+	if kc.MaxConcurrency < 0 || kc.Weight < 0 {
+		return nil, errors.New("max_concurrency and weight must not be negative")
+	}
+	return uk, nil
+}
+
+// normaliseBaseURL checks an upstream base URL and strips trailing slashes.
+func normaliseBaseURL(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("base_url is required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("base_url %q: want an absolute http(s) URL", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("base_url %q: must not carry credentials, a query or a fragment", u.Redacted())
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// maskSecret shows the first 6 and last 4 characters of a secret, or only
+// asterisks when it is too short for that to be safe.
+func maskSecret(s string) string {
+	if len(s) < 16 {
+		return "****"
+	}
+	return s[:6] + "..." + s[len(s)-4:]
+}
+
+// Validate checks the provisioned configuration.
+func (h *Handler) Validate() error {
+	switch h.Auth {
+	case "", "on":
+	case "off":
+		if len(h.apiKeys) > 0 {
+			return errors.New("auth off together with api_key: choose one")
+		}
+	default:
+		return fmt.Errorf("auth: unknown value %q (want off)", h.Auth)
+	}
+	if len(h.pools) == 0 {
+		return errors.New("at least one pool is required")
+	}
+	names := map[string]bool{}
+	for _, p := range h.pools {
+		if names[p.name] {
+			return fmt.Errorf("pool %q: defined twice", p.name)
+		}
+		names[p.name] = true
+	}
+	return nil
+}
+
+// Cleanup releases this instance's references to pool state. In-flight
+// requests keep their leases and release them normally.
+func (h *Handler) Cleanup() error {
+	for _, k := range h.stored {
+		_, _ = registry.Delete(k)
+	}
+	h.stored = nil
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

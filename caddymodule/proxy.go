@@ -1,0 +1,390 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// maxUpstreamErrorBody bounds how much of an upstream error answer is read
+// (to classify and relay it); maxUpstreamBody bounds a whole non-streamed
+// answer.
+const (
+	maxUpstreamErrorBody = 64 << 10
+	maxUpstreamBody      = 64 << 20
+)
+
+// serveCompletion handles one completion request: read and validate the
+// body, route it to a pool, then run the attempt loop.
+func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, d translate.Dialect, reqID string, start time.Time) {
+	rl := &requestLog{id: reqID, dialect: d, start: start}
+	defer h.logRequest(r, rl)
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge,
+				"request body is larger than the gateway's limit of "+strconv.FormatInt(h.MaxRequestBody, 10)+" bytes")
+			return
+		}
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "could not read the request body")
+		return
+	}
+	model, stream, err := translate.RequestInfo(d, body)
+	if err != nil {
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+		return
+	}
+	rl.clientModel, rl.stream = model, stream
+	p := h.route(model)
+	if p == nil {
+		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "model "+strconv.Quote(model)+" is not served by this gateway (see GET /v1/models)")
+		return
+	}
+	rl.pool = p.name
+	upModel := p.upstreamModel(model)
+	rl.upstreamModel = upModel
+	out := body
+	if upModel != model {
+		if out, err = translate.SetModel(body, upModel); err != nil {
+			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+			return
+		}
+	}
+	h.attemptLoop(w, r, p, &call{dialect: d, body: out, stream: stream, clientModel: model, upstreamModel: upModel}, rl)
+}
+
+// call is what one client request asks of the upstreams.
+type call struct {
+	dialect       translate.Dialect
+	body          []byte // already rewritten for the upstream
+	stream        bool
+	clientModel   string
+	upstreamModel string
+}
+
+// attemptResult tells the attempt loop what happened.
+type attemptResult struct {
+	done    bool // the client has its answer (or is gone)
+	outcome keypool.Outcome
+	status  int    // upstream status, 0 when none
+	errBody []byte // upstream error body (bounded), for the final error
+}
+
+// attemptLoop leases keys and tries them until one answers, the retry
+// budget is spent, or no key can be had in time.
+//
+// Budget: transient failures (5xx, network, timeout) spend max_retries.
+// Keys that answered 401/402/403 or failed transiently are not tried again
+// in this request; a key that answered 429 may be, once its cooldown ends.
+// The number of attempts is capped at 2 x keys + max_retries + 1.
+func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c *call, rl *requestLog) {
+	ctx := r.Context()
+	var failed []*keypool.Key
+	skip := func(k *keypool.Key) bool {
+		if _, ok := p.keys[k.Fingerprint()]; !ok {
+			return true // a key of a newer config this instance cannot route
+		}
+		for _, f := range failed {
+			if f == k {
+				return true
+			}
+		}
+		return false
+	}
+	transientLeft := p.maxRetries
+	maxAttempts := 2*len(p.keys) + p.maxRetries + 1
+	var last *attemptResult
+	for n := 0; n < maxAttempts; n++ {
+		waitStart := time.Now()
+		lease, err := p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Timeout: p.acquireTimeout})
+		rl.acquireWait += time.Since(waitStart)
+		if err != nil {
+			if ctx.Err() != nil {
+				rl.status = 499
+				return
+			}
+			h.writeUnavailable(w, c.dialect, err, last, rl)
+			return
+		}
+		uk := p.keys[lease.Key().Fingerprint()]
+		res := h.attempt(w, r, p, uk, lease, c, rl)
+		if res.done {
+			return
+		}
+		last = &res
+		if res.outcome.Kind.Transient() {
+			transientLeft--
+			if transientLeft < 0 {
+				break
+			}
+		}
+		if res.outcome.Kind != keypool.RateLimited {
+			failed = append(failed, lease.Key())
+		}
+	}
+	h.writeExhausted(w, c.dialect, last, rl)
+}
+
+// attempt sends the call to one key and, on success, relays the answer.
+// It always releases the lease.
+func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *upstreamKey, lease *keypool.Lease, c *call, rl *requestLog) attemptResult {
+	ctx := r.Context()
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(p.requestTimeout, func() { timedOut.Store(true); cancel() })
+	defer timer.Stop()
+
+	t0 := time.Now()
+	al := attemptLog{key: uk.id}
+	finish := func(o keypool.Outcome) {
+		lease.Release(o)
+		al.outcome, al.status, al.dur = o.Kind.String(), o.Status, time.Since(t0)
+		rl.attempts = append(rl.attempts, al)
+	}
+	classifyErr := func(err error, status int) keypool.Outcome {
+		if ctx.Err() != nil {
+			return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
+		}
+		if timedOut.Load() {
+			return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout after " + p.requestTimeout.String()}
+		}
+		o := keypool.Classify(0, nil, err, nil, time.Now())
+		o.Status = status
+		return o
+	}
+
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, uk.chatURL, bytes.NewReader(c.body))
+	if err != nil {
+		finish(keypool.Outcome{Kind: keypool.NetworkError, Message: "building upstream request"})
+		return attemptResult{outcome: keypool.Outcome{Kind: keypool.NetworkError}}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", uk.authHeader)
+	if c.stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	req.Header.Set("X-Request-Id", rl.id)
+
+	resp, err := upstreamClient.Do(req)
+	if err != nil {
+		o := classifyErr(err, 0)
+		finish(o)
+		if o.Kind == keypool.Canceled {
+			rl.status = 499
+			return attemptResult{done: true}
+		}
+		return attemptResult{outcome: o}
+	}
+	defer resp.Body.Close()
+	body := &idleReader{r: resp.Body, timer: timer, d: p.requestTimeout}
+
+	o := keypool.Classify(resp.StatusCode, resp.Header, nil, nil, time.Now())
+	if o.Kind != keypool.Success {
+		errBody, _ := io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
+		errBody = bytes.ReplaceAll(errBody, []byte(uk.secret), []byte("[redacted]"))
+		finish(o)
+		if o.Kind == keypool.ClientError {
+			// the request itself is wrong: no retry, relay the upstream's answer
+			w.Header().Set("X-Routed-Via", p.name+"/"+uk.id)
+			rl.key = uk.id
+			rl.status = translate.ClientStatus(c.dialect, resp.StatusCode)
+			writeJSON(w, rl.status, translate.TranslateError(c.dialect, c.dialect, resp.StatusCode, errBody))
+			return attemptResult{done: true}
+		}
+		return attemptResult{outcome: o, status: resp.StatusCode, errBody: errBody}
+	}
+
+	if !c.stream || !isEventStream(resp.Header.Get("Content-Type")) {
+		data, err := io.ReadAll(io.LimitReader(body, maxUpstreamBody))
+		if err != nil {
+			o := classifyErr(err, resp.StatusCode)
+			finish(o)
+			if o.Kind == keypool.Canceled {
+				rl.status = 499
+				return attemptResult{done: true}
+			}
+			return attemptResult{outcome: o, status: resp.StatusCode}
+		}
+		if c.upstreamModel != c.clientModel {
+			if b, err := translate.SetModel(data, c.clientModel); err == nil {
+				data = b
+			}
+		}
+		rl.usage = translate.ResponseUsage(c.dialect, data)
+		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
+		rl.key, rl.status = uk.id, resp.StatusCode
+		rl.ttfb = time.Since(rl.start)
+		hdr := w.Header()
+		hdr.Set("X-Routed-Via", p.name+"/"+uk.id)
+		ct := resp.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "application/json"
+		}
+		hdr.Set("Content-Type", ct)
+		hdr.Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(data)
+		return attemptResult{done: true}
+	}
+
+	// Streaming. Nothing is committed to the client until the upstream has
+	// produced its first bytes, so an upstream that fails before that (or
+	// sends an empty stream) can still be retried on another key.
+	first := make([]byte, 32<<10)
+	var n int
+	for n == 0 && err == nil {
+		n, err = body.Read(first)
+	}
+	if n == 0 {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		o := classifyErr(err, resp.StatusCode)
+		if o.Kind == keypool.NetworkError {
+			o.Message = "empty stream"
+		}
+		finish(o)
+		if o.Kind == keypool.Canceled {
+			rl.status = 499
+			return attemptResult{done: true}
+		}
+		return attemptResult{outcome: o, status: resp.StatusCode}
+	}
+	rl.key, rl.status = uk.id, resp.StatusCode
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set("X-Routed-Via", p.name+"/"+uk.id)
+	hdr.Del("Content-Length")
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl}
+	rewrite := ""
+	if c.upstreamModel != c.clientModel {
+		rewrite = c.clientModel
+	}
+	st := translate.NewStreamTranslator(c.dialect, c.dialect, rewrite, fw)
+	runErr := st.Run(io.MultiReader(bytes.NewReader(first[:n]), body))
+	rl.usage = st.Usage()
+	switch {
+	case ctx.Err() != nil:
+		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
+		rl.status = 499
+	case runErr != nil && fw.err == nil:
+		// the upstream broke off mid-stream; the client got a properly
+		// terminated stream, the key gets the blame
+		o := classifyErr(runErr, resp.StatusCode)
+		o.Message = "stream interrupted: " + o.Message
+		finish(o)
+		rl.streamError = o.Kind.String()
+	default:
+		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
+	}
+	return attemptResult{done: true}
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// idleReader re-arms the attempt's timeout after every read that returns
+// data, so request_timeout bounds each wait for the upstream, not the whole
+// length of a stream.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if n > 0 {
+		i.timer.Reset(i.d)
+	}
+	return n, err
+}
+
+// flushWriter writes one client event at a time and flushes it at once.
+type flushWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	rl  *requestLog
+	err error
+}
+
+// WriteEvent implements translate.EventWriter.
+func (f *flushWriter) WriteEvent(p []byte) error {
+	if f.err != nil {
+		return f.err
+	}
+	if f.rl.ttfb == 0 {
+		f.rl.ttfb = time.Since(f.rl.start)
+	}
+	if _, err := f.w.Write(p); err != nil {
+		f.err = err
+		return err
+	}
+	if err := f.rc.Flush(); err != nil {
+		f.err = err
+	}
+	return f.err
+}
+
+// writeUnavailable answers when no key could be leased: 503 with
+// Retry-After and a per-key summary, or 502 when every key already failed
+// this request.
+func (h *Handler) writeUnavailable(w http.ResponseWriter, d translate.Dialect, err error, last *attemptResult, rl *requestLog) {
+	var ue *keypool.UnavailableError
+	if !errors.As(err, &ue) {
+		rl.fail(w, d, http.StatusServiceUnavailable, translate.ErrUpstreamUnavailable, "no upstream key available")
+		return
+	}
+	if last != nil && ue.NoKeys {
+		h.writeExhausted(w, d, last, rl)
+		return
+	}
+	if ue.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ue.RetryAfter.Seconds()))))
+	}
+	rl.fail(w, d, http.StatusServiceUnavailable, translate.ErrUpstreamUnavailable, ue.Error())
+}
+
+// writeExhausted answers when attempts ran out: a gateway error naming the
+// last upstream failure (never its raw body, which may be from any key).
+func (h *Handler) writeExhausted(w http.ResponseWriter, d translate.Dialect, last *attemptResult, rl *requestLog) {
+	msg := "all upstream attempts failed"
+	status := http.StatusBadGateway
+	if last != nil {
+		msg += " (" + strconv.Itoa(len(rl.attempts)) + " attempts; last: " + last.outcome.Message + ")"
+		if last.outcome.Kind == keypool.Timeout {
+			status = http.StatusGatewayTimeout
+		}
+		if last.outcome.Kind == keypool.RateLimited {
+			status = http.StatusServiceUnavailable
+			if last.outcome.HasRetryAfter {
+				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(last.outcome.RetryAfter.Seconds())))))
+			}
+		}
+	}
+	rl.fail(w, d, status, translate.ErrUpstreamUnavailable, msg)
+}

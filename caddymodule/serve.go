@@ -1,0 +1,178 @@
+package caddymodule
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	path := r.URL.Path
+	switch {
+	case path == "/healthz":
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+		return nil
+	case path == "/readyz":
+		h.serveReady(w)
+		return nil
+	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
+	default:
+		return next.ServeHTTP(w, r)
+	}
+
+	start := time.Now()
+	reqID := requestID(r)
+	w.Header().Set("X-Request-Id", reqID)
+
+	// The gateway key is read and then removed from the request headers:
+	// Caddy's access log redacts Authorization but would print X-Api-Key.
+	token := gatewayToken(r)
+	r.Header.Del("X-Api-Key")
+	r.Header.Del("Api-Key")
+	if !h.authorised(token) {
+		msg := "invalid gateway API key"
+		if token == "" {
+			msg = "missing gateway API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+		}
+		if len(h.apiKeys) == 0 && h.Auth != "off" {
+			msg = "this gateway has no api_key configured: add 'api_key <token>' to the llm_gateway block (or 'auth off' to allow unauthenticated use)"
+		}
+		writeError(w, translate.OpenAIChat, http.StatusUnauthorized, translate.ErrAuthentication, msg)
+		return nil
+	}
+
+	switch path {
+	case "/v1/chat/completions":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
+			return nil
+		}
+		h.serveCompletion(w, r, translate.OpenAIChat, reqID, start)
+	case "/v1/models":
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use GET")
+			return nil
+		}
+		h.serveModels(w)
+	default:
+		writeError(w, translate.OpenAIChat, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+strconv.Quote(path))
+	}
+	return nil
+}
+
+// gatewayToken returns the key the client presented: the Bearer token of
+// Authorization, else x-api-key (Anthropic clients), else api-key (Azure).
+func gatewayToken(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			return strings.TrimSpace(a[7:])
+		}
+		return ""
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	return strings.TrimSpace(r.Header.Get("Api-Key"))
+}
+
+// authorised compares the token with every gateway key in constant time.
+func (h *Handler) authorised(token string) bool {
+	if len(h.apiKeys) == 0 {
+		return h.Auth == "off"
+	}
+	ok := 0
+	for _, k := range h.apiKeys {
+		ok |= subtle.ConstantTimeCompare([]byte(token), []byte(k))
+	}
+	return ok == 1 && token != ""
+}
+
+// requestID returns the client's X-Request-Id when it is reasonable (up to
+// 128 printable ASCII characters), else a new random 32-hex-digit id.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 128 {
+		ok := true
+		for i := 0; i < len(id); i++ {
+			if id[i] < 0x21 || id[i] > 0x7e {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return id
+		}
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// serveModels answers GET /v1/models with the OpenAI list of model names
+// that clients may use: exact names from the pools' models and model_map
+// patterns (wildcards cannot be listed).
+func (h *Handler) serveModels(w http.ResponseWriter) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	seen := map[string]bool{}
+	for _, p := range h.pools {
+		for _, n := range p.rawModelNames {
+			if !seen[n] {
+				seen[n] = true
+				list.Data = append(list.Data, model{ID: n, Object: "model", OwnedBy: p.name})
+			}
+		}
+	}
+	b, _ := json.Marshal(list)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// serveReady answers /readyz: 200 when at least one key of some pool can
+// take a request now, else 503 with each pool's reason.
+func (h *Handler) serveReady(w http.ResponseWriter) {
+	reasons := map[string]string{}
+	for _, p := range h.pools {
+		ok, why := p.kp.Ready()
+		if ok {
+			writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+			return
+		}
+		reasons[p.name] = why
+	}
+	b, _ := json.Marshal(struct {
+		Status string            `json:"status"`
+		Pools  map[string]string `json:"pools"`
+	}{"unavailable", reasons})
+	writeJSON(w, http.StatusServiceUnavailable, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeError writes a gateway error in the client's dialect.
+func writeError(w http.ResponseWriter, d translate.Dialect, status int, class translate.ErrorClass, msg string) {
+	writeJSON(w, status, translate.ErrorBody(d, class, msg))
+}
