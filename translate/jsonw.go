@@ -62,12 +62,10 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendKey appends `"key":` preceded by a comma unless dst ends in '{' or
-// '['. key must not need escaping.
+// appendKey appends `"key":` preceded by a comma when needed (see
+// appendComma). key must not need escaping.
 func appendKey(dst []byte, key string) []byte {
-	if n := len(dst); n > 0 && dst[n-1] != '{' && dst[n-1] != '[' {
-		dst = append(dst, ',')
-	}
+	dst = appendComma(dst)
 	dst = append(dst, '"')
 	dst = append(dst, key...)
 	return append(dst, '"', ':')
@@ -88,10 +86,15 @@ func appendRawField(dst []byte, key, raw string) []byte {
 	return append(appendKey(dst, key), raw...)
 }
 
-// appendComma appends a comma unless dst ends in '{' or '['.
+// appendComma appends a comma unless dst is empty or ends in '{', '[',
+// ':' or ','.
 func appendComma(dst []byte) []byte {
-	if n := len(dst); n > 0 && dst[n-1] != '{' && dst[n-1] != '[' {
-		dst = append(dst, ',')
+	if n := len(dst); n > 0 {
+		switch dst[n-1] {
+		case '{', '[', ':', ',':
+		default:
+			dst = append(dst, ',')
+		}
 	}
 	return dst
 }

@@ -1,0 +1,130 @@
+package translate
+
+import (
+	"encoding/base64"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// parseDataURL splits "data:<media type>;base64,<payload>". ok is false for
+// anything else (including non-base64 data URLs).
+func parseDataURL(u string) (mediaType, data string, ok bool) {
+	if !strings.HasPrefix(u, "data:") {
+		return "", "", false
+	}
+	rest := u[5:]
+	comma := strings.IndexByte(rest, ',')
+	if comma < 0 {
+		return "", "", false
+	}
+	meta := rest[:comma]
+	if !strings.HasSuffix(meta, ";base64") {
+		return "", "", false
+	}
+	mediaType = meta[:len(meta)-len(";base64")]
+	if i := strings.IndexByte(mediaType, ';'); i >= 0 {
+		mediaType = mediaType[:i]
+	}
+	return mediaType, rest[comma+1:], true
+}
+
+// validBase64 reports whether s is standard base64 (padding optional,
+// line breaks tolerated), without allocating a copy of the decoded payload.
+func validBase64(s string) bool {
+	if s == "" {
+		return false
+	}
+	var scratch [3 * 256]byte
+	enc := base64.StdEncoding
+	if strings.ContainsAny(s, "\r\n") {
+		s = strings.NewReplacer("\r", "", "\n", "").Replace(s)
+	}
+	if len(s)%4 != 0 {
+		if strings.HasSuffix(s, "=") {
+			return false
+		}
+		enc = base64.RawStdEncoding
+	}
+	for len(s) > 0 {
+		n := 4 * 256
+		if n > len(s) {
+			n = len(s)
+		}
+		chunk := s[:n]
+		s = s[n:]
+		if len(s) > 0 {
+			if _, err := enc.Decode(scratch[:], []byte(chunk)); err != nil {
+				return false
+			}
+			continue
+		}
+		if _, err := enc.Decode(scratch[:], []byte(chunk)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// dataURL builds "data:<mt>;base64,<data>".
+func dataURL(mediaType, data string) string {
+	return "data:" + mediaType + ";base64," + data
+}
+
+// isBlank reports whether s is empty or only whitespace.
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// textOf joins the text parts of ps with sep.
+func textOf(ps []canonPart, sep string) string {
+	n := 0
+	var first string
+	for i := range ps {
+		if ps[i].kind == partText {
+			if n == 0 {
+				first = ps[i].text
+			}
+			n++
+		}
+	}
+	if n <= 1 {
+		return first
+	}
+	var b strings.Builder
+	k := 0
+	for i := range ps {
+		if ps[i].kind == partText {
+			if k > 0 {
+				b.WriteString(sep)
+			}
+			b.WriteString(ps[i].text)
+			k++
+		}
+	}
+	return b.String()
+}
+
+// rawOrEmpty returns r.Raw when r exists and is not null.
+func rawOrEmpty(r gjson.Result) string {
+	if !r.Exists() || r.Type == gjson.Null {
+		return ""
+	}
+	return r.Raw
+}
+
+// imagePartFromURL builds an image part from an OpenAI image URL (http(s)
+// or a base64 data URL), validating the base64 payload.
+func imagePartFromURL(u, detail, param string) (canonPart, *Error) {
+	if u == "" {
+		return canonPart{}, invalid(param, "%s: image URL is empty", param)
+	}
+	if mt, data, ok := parseDataURL(u); ok {
+		if !validBase64(data) {
+			return canonPart{}, invalid(param, "%s: image data is not valid base64", param)
+		}
+		return canonPart{kind: partImage, mediaType: mt, data: data, detail: detail}, nil
+	}
+	if strings.HasPrefix(u, "data:") {
+		return canonPart{}, invalid(param, "%s: only base64 data URLs are supported for images", param)
+	}
+	return canonPart{kind: partImage, url: u, detail: detail}, nil
+}

@@ -1,0 +1,271 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// decodeResponsesRequest decodes an OpenAI Responses request (OpenAI API
+// reference, "Create a model response") into the canonical form. The
+// gateway is stateless, so previous_response_id, conversation and
+// item_reference inputs are rejected with a clear message.
+func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
+	root := gjson.ParseBytes(body)
+	r := &canonRequest{}
+	if err := decodeCommonTop(root, r); err != nil {
+		return nil, err
+	}
+	if p := root.Get("previous_response_id"); p.Type == gjson.String && p.Str != "" {
+		return nil, invalid("previous_response_id", "previous_response_id: not supported by this gateway (it keeps no state); send the whole conversation in input")
+	}
+	if c := root.Get("conversation"); c.Exists() && c.Type != gjson.Null {
+		return nil, invalid("conversation", "conversation: not supported by this gateway (it keeps no state); send the whole conversation in input")
+	}
+	if ins := root.Get("instructions"); ins.Type == gjson.String && ins.Str != "" {
+		r.system = []canonPart{{kind: partText, text: ins.Str}}
+	}
+	input := root.Get("input")
+	leading := true
+	switch {
+	case input.Type == gjson.String:
+		r.addMessage("user", canonPart{kind: partText, text: input.Str})
+	case input.IsArray():
+		var err *Error
+		i := 0
+		input.ForEach(func(_, it gjson.Result) bool {
+			p := "input[" + strconv.Itoa(i) + "]"
+			i++
+			if !it.IsObject() {
+				err = invalid(p, "%s: must be an object", p)
+				return false
+			}
+			typ := it.Get("type").String()
+			if typ == "" && it.Get("role").Exists() {
+				typ = "message"
+			}
+			switch typ {
+			case "message":
+				role := it.Get("role").String()
+				parts, e := responsesContent(it.Get("content"), p+".content")
+				if e != nil {
+					err = e
+					return false
+				}
+				switch role {
+				case "system", "developer":
+					if leading {
+						r.system = append(r.system, parts...)
+					} else {
+						r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
+					}
+					return true
+				case "user", "assistant":
+					r.addMessage(role, parts...)
+				default:
+					err = invalid(p+".role", "%s.role: unknown role %q", p, role)
+					return false
+				}
+			case "function_call":
+				callID := it.Get("call_id").String()
+				if callID == "" {
+					err = invalid(p+".call_id", "%s.call_id: required", p)
+					return false
+				}
+				args := it.Get("arguments")
+				if args.Exists() && args.Type != gjson.String {
+					err = invalid(p+".arguments", "%s.arguments: must be a JSON string", p)
+					return false
+				}
+				r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: it.Get("name").String(), args: args.Str})
+			case "function_call_output":
+				callID := it.Get("call_id").String()
+				if callID == "" {
+					err = invalid(p+".call_id", "%s.call_id: required", p)
+					return false
+				}
+				out := it.Get("output")
+				var content []canonPart
+				if out.Type == gjson.String {
+					content = []canonPart{{kind: partText, text: out.Str}}
+				} else if out.IsArray() {
+					c, e := responsesContent(out, p+".output")
+					if e != nil {
+						err = e
+						return false
+					}
+					content = c
+				} else {
+					err = invalid(p+".output", "%s.output: must be a string or an array", p)
+					return false
+				}
+				r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
+			case "reasoning":
+				var text string
+				it.Get("summary").ForEach(func(_, s gjson.Result) bool {
+					if text != "" {
+						text += "\n\n"
+					}
+					text += s.Get("text").String()
+					return true
+				})
+				if text == "" {
+					it.Get("content").ForEach(func(_, s gjson.Result) bool {
+						text += s.Get("text").String()
+						return true
+					})
+				}
+				if text != "" {
+					// OpenAI encrypted_content is only valid for OpenAI; the
+					// readable text is kept for upstreams that want it echoed.
+					r.addMessage("assistant", canonPart{kind: partThinking, text: text})
+				}
+			case "item_reference":
+				err = invalid(p+".type", "%s: item_reference is not supported by this gateway (it keeps no state); send the items themselves", p)
+				return false
+			default:
+				// hosted tool calls and their outputs (web_search_call,
+				// file_search_call, computer_call, …) have no counterpart
+				return true
+			}
+			leading = false
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, invalid("input", "input: must be a string or an array of input items")
+	}
+
+	var err *Error
+	i := 0
+	tools := root.Get("tools")
+	if tools.Exists() && !tools.IsArray() {
+		return nil, invalid("tools", "tools: must be an array")
+	}
+	tools.ForEach(func(_, t gjson.Result) bool {
+		p := "tools[" + strconv.Itoa(i) + "]"
+		i++
+		if t.Get("type").String() != "function" {
+			return true // hosted tools have no counterpart: dropped
+		}
+		name := t.Get("name").String()
+		if name == "" {
+			err = invalid(p+".name", "%s.name: required", p)
+			return false
+		}
+		r.tools = append(r.tools, canonTool{name: name, description: t.Get("description").String(),
+			schema: rawOrEmpty(t.Get("parameters")), strict: rawOrEmpty(t.Get("strict"))})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	tc := root.Get("tool_choice")
+	switch {
+	case tc.Type == gjson.String:
+		switch tc.Str {
+		case "auto", "none":
+			r.toolChoice = tc.Str
+		case "required":
+			r.toolChoice = "any"
+		default:
+			return nil, invalid("tool_choice", "tool_choice: unknown value %q", tc.Str)
+		}
+	case tc.IsObject():
+		switch tc.Get("type").String() {
+		case "function":
+			r.toolChoice, r.toolChoiceName = "tool", tc.Get("name").String()
+			if r.toolChoiceName == "" {
+				return nil, invalid("tool_choice.name", "tool_choice.name: required")
+			}
+		case "allowed_tools":
+			r.toolChoice = "auto"
+			if tc.Get("mode").String() == "required" {
+				r.toolChoice = "any"
+			}
+		}
+	}
+	if p := root.Get("parallel_tool_calls"); p.IsBool() {
+		b := p.Bool()
+		r.parallel = &b
+	}
+	if v := root.Get("max_output_tokens"); v.Type == gjson.Number {
+		r.maxTokens = v.Int()
+	}
+	r.user = root.Get("user").String()
+	if r.user == "" {
+		r.user = root.Get("safety_identifier").String()
+	}
+	r.effort = root.Get("reasoning.effort").String()
+	if f := root.Get("text.format"); f.IsObject() {
+		r.formatType = f.Get("type").String()
+		if r.formatType == "json_schema" {
+			r.formatName = f.Get("name").String()
+			r.formatSchema = rawOrEmpty(f.Get("schema"))
+			r.formatStrict = rawOrEmpty(f.Get("strict"))
+		}
+	}
+	return r, nil
+}
+
+// responsesContent reads Responses message content: a string or an array
+// of input_text / output_text / refusal / input_image / input_file parts.
+func responsesContent(c gjson.Result, param string) ([]canonPart, *Error) {
+	if c.Type == gjson.String {
+		return []canonPart{{kind: partText, text: c.Str}}, nil
+	}
+	if !c.IsArray() {
+		return nil, invalid(param, "%s: must be a string or an array of content parts", param)
+	}
+	var parts []canonPart
+	var err *Error
+	j := 0
+	c.ForEach(func(_, p gjson.Result) bool {
+		pp := param + "[" + strconv.Itoa(j) + "]"
+		j++
+		switch typ := p.Get("type").String(); typ {
+		case "input_text", "output_text", "text":
+			t := p.Get("text")
+			if t.Type != gjson.String {
+				err = invalid(pp+".text", "%s.text: must be a string", pp)
+				return false
+			}
+			parts = append(parts, canonPart{kind: partText, text: t.Str})
+		case "refusal":
+			parts = append(parts, canonPart{kind: partText, text: p.Get("refusal").String()})
+		case "input_image":
+			if p.Get("file_id").String() != "" && p.Get("image_url").String() == "" {
+				err = invalid(pp+".file_id", "%s.file_id: file references cannot be translated; send image_url", pp)
+				return false
+			}
+			part, e := imagePartFromURL(p.Get("image_url").String(), p.Get("detail").String(), pp+".image_url")
+			if e != nil {
+				err = e
+				return false
+			}
+			parts = append(parts, part)
+		case "input_file":
+			if u := p.Get("file_url").String(); u != "" {
+				parts = append(parts, canonPart{kind: partDocument, url: u, filename: p.Get("filename").String()})
+				return true
+			}
+			mt, data, ok := parseDataURL(p.Get("file_data").String())
+			if !ok {
+				err = invalid(pp, "%s: only inline file_data (a base64 data URL) or file_url can be translated", pp)
+				return false
+			}
+			if !validBase64(data) {
+				err = invalid(pp+".file_data", "%s.file_data: not valid base64", pp)
+				return false
+			}
+			parts = append(parts, canonPart{kind: partDocument, mediaType: mt, data: data, filename: p.Get("filename").String()})
+		default:
+			err = invalid(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
+			return false
+		}
+		return true
+	})
+	return parts, err
+}

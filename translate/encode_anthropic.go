@@ -1,0 +1,469 @@
+package translate
+
+import (
+	"strconv"
+	"strings"
+)
+
+// defaultAnthropicMaxTokens is sent when a request translated to Anthropic
+// carries no output limit (Anthropic requires max_tokens).
+const defaultAnthropicMaxTokens = 8192
+
+// thinkingBudgets maps a reasoning effort to an Anthropic budget_tokens for
+// models that take {type:"enabled", budget_tokens}.
+func thinkingBudget(effort string) int64 {
+	switch effort {
+	case "low":
+		return 2048
+	case "medium":
+		return 8192
+	case "high":
+		return 16384
+	}
+	return 32768 // xhigh, max
+}
+
+// anthropicAdaptive reports whether an Anthropic model name is Claude 4.6 or
+// later, which takes thinking {type:"adaptive"} plus output_config.effort
+// and rejects budget_tokens (Anthropic "Extended thinking" and "Effort"
+// docs). Names it cannot parse get the older form.
+func anthropicAdaptive(model string) bool {
+	m := strings.ToLower(model)
+	i := strings.Index(m, "claude-")
+	if i < 0 {
+		return false
+	}
+	major, minor := -1, 0
+	for _, tok := range strings.Split(m[i+len("claude-"):], "-") {
+		n, err := strconv.Atoi(tok)
+		if err != nil || len(tok) > 2 {
+			if major >= 0 {
+				break
+			}
+			continue
+		}
+		if major < 0 {
+			major = n
+			continue
+		}
+		minor = n
+		break
+	}
+	return major > 4 || (major == 4 && minor >= 6)
+}
+
+// encodeAnthropicRequest builds an Anthropic Messages request from the
+// canonical form.
+func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
+	b := make([]byte, 0, 1024+estimateSize(r))
+	b = append(b, `{"model":`...)
+	b = appendString(b, r.model)
+
+	thinking := r.effort != "" && r.effort != "none" && r.effort != "minimal" && !r.thinkingOff && thinkingReplayable(r)
+	maxTokens := r.maxTokens
+	if maxTokens <= 0 {
+		maxTokens = defaultAnthropicMaxTokens
+	}
+	adaptive := anthropicAdaptive(r.model)
+	var budget int64
+	if thinking && !adaptive {
+		budget = r.thinkingBudget
+		if budget < 1024 {
+			budget = thinkingBudget(r.effort)
+		}
+		if maxTokens <= budget {
+			maxTokens += budget
+		}
+	}
+	b = appendIntField(b, "max_tokens", maxTokens)
+
+	// system: the leading prompt plus every system message from the middle of
+	// the conversation, hoisted in order (Anthropic has one system field).
+	nsys := 0
+	appendSys := func(p *canonPart) {
+		if p.kind != partText || isBlank(p.text) {
+			return
+		}
+		if nsys == 0 {
+			b = append(b, `,"system":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		nsys++
+		b = appendAnthropicText(b, p.text, p.cache)
+	}
+	for i := range r.system {
+		appendSys(&r.system[i])
+	}
+	for i := range r.messages {
+		if r.messages[i].role == "system" {
+			for j := range r.messages[i].parts {
+				appendSys(&r.messages[i].parts[j])
+			}
+		}
+	}
+	if nsys > 0 {
+		b = append(b, ']')
+	}
+
+	b = append(b, `,"messages":[`...)
+	var err *Error
+	b, err = appendAnthropicMessages(b, r.messages)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, ']')
+
+	if len(r.tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i, t := range r.tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendString(b, t.name)
+			if t.description != "" {
+				b = appendStrField(b, "description", t.description)
+			}
+			b = appendRawField(b, "input_schema", normSchema(t.schema))
+			if t.cache != "" {
+				b = appendRawField(b, "cache_control", t.cache)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+		choice := r.toolChoice
+		if thinking && (choice == "any" || choice == "tool") {
+			choice = "auto" // forced tool use is incompatible with thinking
+		}
+		if choice == "" && r.parallel != nil && !*r.parallel {
+			choice = "auto"
+		}
+		if choice != "" {
+			b = append(b, `,"tool_choice":{"type":"`...)
+			b = append(b, choice...)
+			b = append(b, '"')
+			if choice == "tool" {
+				b = appendStrField(b, "name", r.toolChoiceName)
+			}
+			if r.parallel != nil && !*r.parallel && choice != "none" {
+				b = append(b, `,"disable_parallel_tool_use":true`...)
+			}
+			b = append(b, '}')
+		}
+	}
+	if !thinking {
+		if r.temperature != "" {
+			t := r.temperature
+			if f, err := strconv.ParseFloat(t, 64); err == nil && f > 1 {
+				t = "1" // Anthropic's range is 0..1
+			}
+			b = appendRawField(b, "temperature", t)
+		}
+		if r.topP != "" {
+			b = appendRawField(b, "top_p", r.topP)
+		}
+		if r.topK != "" {
+			b = appendRawField(b, "top_k", r.topK)
+		}
+	}
+	nstop := 0
+	for _, s := range r.stop {
+		if isBlank(s) {
+			continue // Anthropic rejects whitespace-only stop sequences
+		}
+		if nstop == 0 {
+			b = append(b, `,"stop_sequences":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		nstop++
+		b = appendString(b, s)
+	}
+	if nstop > 0 {
+		b = append(b, ']')
+	}
+	if r.user != "" {
+		b = append(b, `,"metadata":{"user_id":`...)
+		b = appendString(b, r.user)
+		b = append(b, '}')
+	}
+	effortOut := ""
+	if thinking {
+		if adaptive {
+			b = append(b, `,"thinking":{"type":"adaptive"}`...)
+			effortOut = r.effort
+			if effortOut == "xhigh" {
+				effortOut = "max"
+			}
+		} else {
+			b = append(b, `,"thinking":{"type":"enabled","budget_tokens":`...)
+			b = strconv.AppendInt(b, budget, 10)
+			b = append(b, '}')
+		}
+	}
+	if effortOut != "" || (r.formatType == "json_schema" && r.formatSchema != "") {
+		b = append(b, `,"output_config":{`...)
+		if effortOut != "" {
+			b = appendStrField(b, "effort", effortOut)
+		}
+		if r.formatType == "json_schema" && r.formatSchema != "" {
+			b = appendKey(b, "format")
+			b = append(b, `{"type":"json_schema","schema":`...)
+			b = append(b, r.formatSchema...)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	if r.stream {
+		b = append(b, `,"stream":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// thinkingReplayable reports whether thinking can be turned on for this
+// history: Anthropic requires the assistant turn of an ongoing tool loop to
+// start with a signed thinking block once thinking is enabled, so when the
+// last assistant turn made tool calls without one, thinking stays off.
+func thinkingReplayable(r *canonRequest) bool {
+	for i := len(r.messages) - 1; i >= 0; i-- {
+		m := &r.messages[i]
+		if m.role != "assistant" {
+			continue
+		}
+		hasCall, signed := false, false
+		for j := range m.parts {
+			switch p := &m.parts[j]; p.kind {
+			case partToolCall:
+				hasCall = true
+			case partThinking:
+				signed = signed || (p.signature != "" && p.raw != "")
+			case partRedactedThinking:
+				signed = signed || p.raw != ""
+			}
+		}
+		return !hasCall || signed
+	}
+	return true
+}
+
+// appendAnthropicText appends a text block.
+func appendAnthropicText(b []byte, text, cache string) []byte {
+	b = append(b, `{"type":"text","text":`...)
+	b = appendString(b, text)
+	if cache != "" {
+		b = appendRawField(b, "cache_control", cache)
+	}
+	return append(b, '}')
+}
+
+// appendAnthropicMessages appends the conversation: system messages are
+// skipped (hoisted), consecutive turns of the same role are merged, tool
+// results go first in their user turn, blank text blocks are dropped and
+// turns left empty are skipped.
+func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
+	lastRole := ""
+	open := false
+	for i := range msgs {
+		m := &msgs[i]
+		if m.role == "system" {
+			continue
+		}
+		// tool results first (Anthropic parallel tool use docs)
+		var err *Error
+		body := make([]byte, 0, 256)
+		for pass := 0; pass < 2; pass++ {
+			for j := range m.parts {
+				p := &m.parts[j]
+				if (p.kind == partToolResult) != (pass == 0) {
+					continue
+				}
+				body, err = appendAnthropicBlock(body, p, i, j)
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+		if len(body) == 0 {
+			continue
+		}
+		if open && lastRole == m.role {
+			// merge into the previous turn: replace its closing "]}"
+			b = b[:len(b)-2]
+			b = append(b, ',')
+			b = append(b, body...)
+			b = append(b, "]}"...)
+			continue
+		}
+		b = appendComma(b)
+		b = append(b, `{"role":"`...)
+		b = append(b, m.role...)
+		b = append(b, `","content":[`...)
+		b = append(b, body...)
+		b = append(b, "]}"...)
+		lastRole = m.role
+		open = true
+	}
+	return b, nil
+}
+
+// appendAnthropicBlock appends one content block (with a leading comma when
+// needed), or nothing for a part Anthropic cannot take.
+func appendAnthropicBlock(b []byte, p *canonPart, mi, pi int) ([]byte, *Error) {
+	switch p.kind {
+	case partText:
+		if isBlank(p.text) {
+			return b, nil
+		}
+		return appendAnthropicText(appendComma(b), p.text, p.cache), nil
+	case partImage, partDocument:
+		return appendAnthropicMedia(appendComma(b), p), nil
+	case partThinking:
+		if p.signature == "" || p.raw == "" {
+			return b, nil // unsigned reasoning cannot be replayed to Anthropic
+		}
+		return append(appendComma(b), p.raw...), nil
+	case partRedactedThinking:
+		if p.raw == "" {
+			return b, nil
+		}
+		return append(appendComma(b), p.raw...), nil
+	case partToolCall:
+		args := p.args
+		if isBlank(args) {
+			args = "{}"
+		} else if !validArgsObject(args) {
+			return nil, invalid("messages", "messages[%d]: arguments of tool call %q are not a JSON object", mi, p.id)
+		}
+		b = appendComma(b)
+		b = append(b, `{"type":"tool_use","id":`...)
+		b = appendString(b, anthropicToolID(p.id))
+		b = appendStrField(b, "name", p.name)
+		b = appendRawField(b, "input", args)
+		if p.cache != "" {
+			b = appendRawField(b, "cache_control", p.cache)
+		}
+		return append(b, '}'), nil
+	case partToolResult:
+		b = appendComma(b)
+		b = append(b, `{"type":"tool_result","tool_use_id":`...)
+		b = appendString(b, anthropicToolID(p.id))
+		allText := true
+		for k := range p.content {
+			if p.content[k].kind != partText {
+				allText = false
+			}
+		}
+		if allText {
+			if t := textOf(p.content, "\n"); t != "" {
+				b = appendStrField(b, "content", t)
+			}
+		} else {
+			b = append(b, `,"content":[`...)
+			for k := range p.content {
+				c := &p.content[k]
+				switch c.kind {
+				case partText:
+					if !isBlank(c.text) {
+						b = appendAnthropicText(appendComma(b), c.text, "")
+					}
+				case partImage, partDocument:
+					b = appendAnthropicMedia(appendComma(b), c)
+				}
+			}
+			b = append(b, ']')
+		}
+		if p.isError {
+			b = append(b, `,"is_error":true`...)
+		}
+		if p.cache != "" {
+			b = appendRawField(b, "cache_control", p.cache)
+		}
+		return append(b, '}'), nil
+	}
+	return b, nil
+}
+
+// appendAnthropicMedia appends an image or document block.
+func appendAnthropicMedia(b []byte, p *canonPart) []byte {
+	if p.kind == partImage {
+		b = append(b, `{"type":"image","source":`...)
+	} else {
+		b = append(b, `{"type":"document","source":`...)
+	}
+	switch {
+	case p.data != "":
+		b = append(b, `{"type":"base64","media_type":`...)
+		b = appendString(b, p.mediaType)
+		b = appendStrField(b, "data", p.data)
+		b = append(b, '}')
+	case p.url != "":
+		b = append(b, `{"type":"url","url":`...)
+		b = appendString(b, p.url)
+		b = append(b, '}')
+	default:
+		b = append(b, `{"type":"text","media_type":"text/plain","data":`...)
+		b = appendString(b, p.text)
+		b = append(b, '}')
+	}
+	if p.kind == partDocument && p.filename != "" {
+		b = appendStrField(b, "title", p.filename)
+	}
+	if p.cache != "" {
+		b = appendRawField(b, "cache_control", p.cache)
+	}
+	return append(b, '}')
+}
+
+// encodeAnthropicResponse builds an Anthropic "message" object.
+func encodeAnthropicResponse(r *canonResponse) []byte {
+	b := make([]byte, 0, 512)
+	b = append(b, `{"id":`...)
+	b = appendString(b, withPrefix("msg_", r.id))
+	b = append(b, `,"type":"message","role":"assistant","model":`...)
+	b = appendString(b, r.model)
+	b = append(b, `,"content":[`...)
+	for i := range r.parts {
+		p := &r.parts[i]
+		switch p.kind {
+		case partText:
+			if p.text == "" {
+				continue
+			}
+			b = appendAnthropicText(appendComma(b), p.text, "")
+		case partThinking:
+			b = appendComma(b)
+			b = append(b, `{"type":"thinking","thinking":`...)
+			b = appendString(b, p.text)
+			b = appendStrField(b, "signature", p.signature)
+			b = append(b, '}')
+		case partRedactedThinking:
+			b = appendComma(b)
+			b = append(b, `{"type":"redacted_thinking","data":`...)
+			b = appendString(b, p.data)
+			b = append(b, '}')
+		case partToolCall:
+			args := p.args
+			if !validArgsObject(args) {
+				args = "{}" // truncated (max_tokens) or empty arguments
+			}
+			b = appendComma(b)
+			b = append(b, `{"type":"tool_use","id":`...)
+			b = appendString(b, anthropicToolID(p.id))
+			b = appendStrField(b, "name", p.name)
+			b = appendRawField(b, "input", args)
+			b = append(b, '}')
+		}
+	}
+	b = append(b, `],"stop_reason":"`...)
+	b = append(b, r.stop...)
+	b = append(b, `","stop_sequence":`...)
+	if r.stopSeq != "" {
+		b = appendString(b, r.stopSeq)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"usage":`...)
+	b = appendAnthropicUsage(b, r.usage, true)
+	return append(b, '}')
+}

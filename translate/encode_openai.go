@@ -1,0 +1,346 @@
+package translate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// encodeChatRequest builds an OpenAI Chat Completions request from the
+// canonical form.
+func encodeChatRequest(r *canonRequest) ([]byte, error) {
+	b := make([]byte, 0, 1024+estimateSize(r))
+	b = append(b, `{"model":`...)
+	b = appendString(b, r.model)
+	b = append(b, `,"messages":[`...)
+	if sys := textOf(r.system, "\n"); len(r.system) > 0 {
+		b = append(b, `{"role":"system","content":`...)
+		b = appendString(b, sys)
+		b = append(b, '}')
+	}
+	for i := range r.messages {
+		b = appendChatMessages(b, &r.messages[i])
+	}
+	b = append(b, ']')
+	if len(r.tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i, t := range r.tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"function","function":{"name":`...)
+			b = appendString(b, t.name)
+			if t.description != "" {
+				b = appendStrField(b, "description", t.description)
+			}
+			b = appendRawField(b, "parameters", normSchema(t.schema))
+			if t.strict != "" {
+				b = appendRawField(b, "strict", t.strict)
+			}
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+		switch r.toolChoice {
+		case "auto", "none":
+			b = appendStrField(b, "tool_choice", r.toolChoice)
+		case "any":
+			b = appendStrField(b, "tool_choice", "required")
+		case "tool":
+			b = append(b, `,"tool_choice":{"type":"function","function":{"name":`...)
+			b = appendString(b, r.toolChoiceName)
+			b = append(b, "}}"...)
+		}
+		if r.parallel != nil {
+			b = appendRawField(b, "parallel_tool_calls", strconv.FormatBool(*r.parallel))
+		}
+	}
+	if r.maxTokens > 0 {
+		b = appendIntField(b, "max_completion_tokens", r.maxTokens)
+	}
+	if r.temperature != "" {
+		b = appendRawField(b, "temperature", r.temperature)
+	}
+	if r.topP != "" {
+		b = appendRawField(b, "top_p", r.topP)
+	}
+	if len(r.stop) > 0 {
+		b = append(b, `,"stop":[`...)
+		for i, s := range r.stop {
+			if i == 4 { // OpenAI accepts at most 4 stop sequences
+				break
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
+		}
+		b = append(b, ']')
+	}
+	if r.user != "" {
+		b = appendStrField(b, "user", r.user)
+	}
+	if e := chatEffort(r); e != "" {
+		b = appendStrField(b, "reasoning_effort", e)
+	}
+	switch r.formatType {
+	case "json_object":
+		b = append(b, `,"response_format":{"type":"json_object"}`...)
+	case "json_schema":
+		b = append(b, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
+		b = appendString(b, firstNonEmpty(r.formatName, "output"))
+		if r.formatSchema != "" {
+			b = appendRawField(b, "schema", r.formatSchema)
+		}
+		if r.formatStrict != "" {
+			b = appendRawField(b, "strict", r.formatStrict)
+		}
+		b = append(b, "}}"...)
+	}
+	if r.stream {
+		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	}
+	return append(b, '}'), nil
+}
+
+// chatEffort returns the reasoning_effort to send, or "" when the request
+// asked for none or the upstream model is a known non-reasoning family
+// (gpt-4*, gpt-3.5*, chatgpt-*), which rejects the parameter.
+func chatEffort(r *canonRequest) string {
+	if r.thinkingOff || r.effort == "" {
+		return ""
+	}
+	m := strings.ToLower(r.model)
+	if strings.HasPrefix(m, "gpt-4") || strings.HasPrefix(m, "gpt-3") || strings.HasPrefix(m, "chatgpt-") {
+		return ""
+	}
+	if r.effort == "max" {
+		return "xhigh"
+	}
+	return r.effort
+}
+
+func estimateSize(r *canonRequest) int {
+	n := 0
+	for i := range r.system {
+		n += len(r.system[i].text)
+	}
+	for i := range r.messages {
+		for j := range r.messages[i].parts {
+			p := &r.messages[i].parts[j]
+			n += len(p.text) + len(p.data) + len(p.args) + 64
+			for k := range p.content {
+				n += len(p.content[k].text) + len(p.content[k].data) + 32
+			}
+		}
+	}
+	for i := range r.tools {
+		n += len(r.tools[i].schema) + len(r.tools[i].description) + 64
+	}
+	return n + n/8
+}
+
+// appendChatMessages appends the OpenAI messages for one canonical message:
+// a user turn with tool results becomes one "tool" message per result,
+// followed by a user message for its other parts and for any images the
+// results carried (a tool message can only hold text).
+func appendChatMessages(b []byte, m *canonMessage) []byte {
+	switch m.role {
+	case "system":
+		b = appendComma(b)
+		b = append(b, `{"role":"system","content":`...)
+		b = appendString(b, textOf(m.parts, "\n"))
+		return append(b, '}')
+	case "assistant":
+		return appendChatAssistant(b, m.parts)
+	}
+	var extra []canonPart // user-visible parts: tool-result images, then the turn's own parts
+	for i := range m.parts {
+		p := &m.parts[i]
+		if p.kind != partToolResult {
+			continue
+		}
+		b = appendComma(b)
+		b = append(b, `{"role":"tool","tool_call_id":`...)
+		b = appendString(b, p.id)
+		b = append(b, `,"content":`...)
+		text := textOf(p.content, "\n")
+		if p.isError {
+			text = "Error: " + text
+		}
+		hasMedia := false
+		for j := range p.content {
+			if k := p.content[j].kind; k == partImage || k == partDocument {
+				if !hasMedia {
+					extra = append(extra, canonPart{kind: partText, text: "Attachments returned by tool call " + p.id + ":"})
+					hasMedia = true
+				}
+				extra = append(extra, p.content[j])
+			}
+		}
+		if hasMedia && text == "" {
+			text = "(see the attachments in the next message)"
+		}
+		b = appendString(b, text)
+		b = append(b, '}')
+	}
+	for i := range m.parts {
+		if m.parts[i].kind != partToolResult {
+			extra = append(extra, m.parts[i])
+		}
+	}
+	if len(extra) == 0 {
+		return b
+	}
+	b = appendComma(b)
+	b = append(b, `{"role":"user","content":`...)
+	if len(extra) == 1 && extra[0].kind == partText {
+		b = appendString(b, extra[0].text)
+		return append(b, '}')
+	}
+	b = append(b, '[')
+	for i := range extra {
+		b = appendChatPart(b, &extra[i])
+	}
+	return append(b, "]}"...)
+}
+
+// appendChatPart appends one OpenAI user content part.
+func appendChatPart(b []byte, p *canonPart) []byte {
+	b = appendComma(b)
+	switch p.kind {
+	case partText:
+		b = append(b, `{"type":"text","text":`...)
+		b = appendString(b, p.text)
+		return append(b, '}')
+	case partImage:
+		b = append(b, `{"type":"image_url","image_url":{"url":`...)
+		if p.url != "" {
+			b = appendString(b, p.url)
+		} else {
+			b = appendString(b, dataURL(p.mediaType, p.data))
+		}
+		if p.detail != "" {
+			b = appendStrField(b, "detail", p.detail)
+		}
+		return append(b, "}}"...)
+	case partDocument:
+		if p.data == "" {
+			// text documents and document URLs travel as text
+			b = append(b, `{"type":"text","text":`...)
+			b = appendString(b, firstNonEmpty(p.text, p.url))
+			return append(b, '}')
+		}
+		b = append(b, `{"type":"file","file":{"filename":`...)
+		b = appendString(b, firstNonEmpty(p.filename, "document"))
+		b = append(b, `,"file_data":`...)
+		b = appendString(b, dataURL(p.mediaType, p.data))
+		return append(b, "}}"...)
+	}
+	return b
+}
+
+// appendChatAssistant appends an assistant message: text joined into
+// content, unsigned reasoning echoed as reasoning_content (DeepSeek
+// requires it on tool-call turns), tool calls. Signed Anthropic thinking and
+// redacted thinking are dropped: they are only valid for Anthropic.
+func appendChatAssistant(b []byte, parts []canonPart) []byte {
+	var text, reasoning strings.Builder
+	hasText, hasCalls := false, false
+	for i := range parts {
+		switch p := &parts[i]; p.kind {
+		case partText:
+			text.WriteString(p.text)
+			hasText = true
+		case partThinking:
+			if p.signature == "" {
+				reasoning.WriteString(p.text)
+			}
+		case partToolCall:
+			hasCalls = true
+		}
+	}
+	if !hasText && !hasCalls && reasoning.Len() == 0 {
+		return b
+	}
+	b = appendComma(b)
+	b = append(b, `{"role":"assistant","content":`...)
+	if hasText || !hasCalls {
+		b = appendString(b, text.String())
+	} else {
+		b = append(b, "null"...)
+	}
+	if reasoning.Len() > 0 {
+		b = appendStrField(b, "reasoning_content", reasoning.String())
+	}
+	if hasCalls {
+		b = append(b, `,"tool_calls":[`...)
+		for i := range parts {
+			p := &parts[i]
+			if p.kind != partToolCall {
+				continue
+			}
+			b = appendComma(b)
+			b = append(b, `{"id":`...)
+			b = appendString(b, p.id)
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = appendString(b, p.name)
+			b = append(b, `,"arguments":`...)
+			b = appendString(b, compactArgs(p.args))
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// compactArgs returns tool arguments as a JSON text for OpenAI: "" becomes
+// "{}"; anything else is kept as is.
+func compactArgs(a string) string {
+	if isBlank(a) {
+		return "{}"
+	}
+	return a
+}
+
+// encodeChatResponse builds an OpenAI "chat.completion" object.
+func encodeChatResponse(r *canonResponse) []byte {
+	b := make([]byte, 0, 512)
+	b = append(b, `{"id":`...)
+	b = appendString(b, withPrefix("chatcmpl-", r.id))
+	b = append(b, `,"object":"chat.completion","created":`...)
+	created := r.created
+	if created == 0 {
+		created = nowUnix()
+	}
+	b = strconv.AppendInt(b, created, 10)
+	b = appendStrField(b, "model", r.model)
+	b = append(b, `,"choices":[{"index":0,"message":`...)
+	b = appendChatAssistant(b, r.parts)
+	if b[len(b)-1] == ':' { // no content at all
+		b = append(b, `{"role":"assistant","content":""}`...)
+	} else {
+		b = insertBeforeLastBrace(b, `,"refusal":null`)
+	}
+	b = append(b, `,"logprobs":null,"finish_reason":"`...)
+	b = append(b, chatFinish(r.stop)...)
+	b = append(b, `"}]`...)
+	if !r.usage.IsZero() {
+		b = appendChatUsage(appendKey(b, "usage"), r.usage)
+	}
+	return append(b, '}')
+}
+
+func insertBeforeLastBrace(b []byte, s string) []byte {
+	n := len(b)
+	if n == 0 || b[n-1] != '}' {
+		return b
+	}
+	b = append(b[:n-1], s...)
+	return append(b, '}')
+}
+
+// validArgsObject reports whether a is a JSON object text.
+func validArgsObject(a string) bool {
+	return gjson.Valid(a) && gjson.Parse(a).IsObject()
+}

@@ -1,0 +1,166 @@
+package translate
+
+import "strconv"
+
+// Responses output items (OpenAI API reference, "The response object"):
+//
+//	message:       {"id":"msg_…","type":"message","status":…,"role":"assistant","content":[{"type":"output_text","text":…,"annotations":[],"logprobs":[]}]}
+//	function_call: {"id":"fc_…","type":"function_call","status":…,"arguments":…,"call_id":…,"name":…}
+//	reasoning:     {"id":"rs_…","type":"reasoning","summary":[{"type":"summary_text","text":…}]}
+
+func appendRSMessageItem(b []byte, id, status string, text []byte, withContent bool) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"type":"message","status":"`...)
+	b = append(b, status...)
+	b = append(b, `","content":[`...)
+	if withContent {
+		b = appendRSTextPart(b, text)
+	}
+	return append(b, `],"role":"assistant"}`...)
+}
+
+func appendRSTextPart(b []byte, text []byte) []byte {
+	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	b = appendString(b, string(text))
+	return append(b, '}')
+}
+
+func appendRSFunctionCallItem(b []byte, id, status, callID, name string, args []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"type":"function_call","status":"`...)
+	b = append(b, status...)
+	b = append(b, `","arguments":`...)
+	b = appendString(b, string(args))
+	b = appendStrField(b, "call_id", callID)
+	b = appendStrField(b, "name", name)
+	return append(b, '}')
+}
+
+func appendRSReasoningItem(b []byte, id string, text []byte, withSummary bool) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"type":"reasoning","summary":[`...)
+	if withSummary {
+		b = appendRSSummaryPart(b, text)
+	}
+	return append(b, "]}"...)
+}
+
+func appendRSSummaryPart(b []byte, text []byte) []byte {
+	b = append(b, `{"type":"summary_text","text":`...)
+	b = appendString(b, string(text))
+	return append(b, '}')
+}
+
+// rsStatus maps a canonical stop reason to the Responses status and
+// incomplete_details.reason (MAPPING.md §3.3).
+func rsStatus(stop string) (status, reason string) {
+	switch stop {
+	case stopMaxTokens, stopContextLimit:
+		return "incomplete", "max_output_tokens"
+	case stopRefusal:
+		return "incomplete", "content_filter"
+	}
+	return "completed", ""
+}
+
+// appendRSResponse appends a Responses "response" object. output is the
+// raw JSON array of output items; usage is written when reported.
+func appendRSResponse(b []byte, id string, created int64, status, reason, model string, output []byte, u Usage, errCode, errMsg string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"object":"response","created_at":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"status":"`...)
+	b = append(b, status...)
+	b = append(b, `","error":`...)
+	if errCode != "" {
+		b = append(b, `{"code":`...)
+		b = appendString(b, errCode)
+		b = appendStrField(b, "message", errMsg)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"incomplete_details":`...)
+	if reason != "" {
+		b = append(b, `{"reason":`...)
+		b = appendString(b, reason)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"instructions":null,"model":`...)
+	b = appendString(b, model)
+	b = append(b, `,"output":`...)
+	if len(output) == 0 {
+		b = append(b, "[]"...)
+	} else {
+		b = append(b, output...)
+	}
+	b = append(b, `,"parallel_tool_calls":true,"tool_choice":"auto","tools":[],"usage":`...)
+	if u.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = appendResponsesUsage(b, u)
+	}
+	return append(b, '}')
+}
+
+// encodeResponsesResponse builds a Responses "response" object.
+func encodeResponsesResponse(r *canonResponse) []byte {
+	base := trimIDPrefix(r.id)
+	if base == "" {
+		base = "gateway"
+	}
+	out := make([]byte, 0, 256)
+	out = append(out, '[')
+	status, reason := rsStatus(r.stop)
+	itemStatus := "completed"
+	if status == "incomplete" {
+		itemStatus = "incomplete"
+	}
+	var text []byte
+	nText := 0
+	flushText := func() {
+		if nText == 0 {
+			return
+		}
+		out = appendComma(out)
+		out = appendRSMessageItem(out, "msg_"+base+suffix(len(out)), itemStatus, text, true)
+		text = text[:0]
+		nText = 0
+	}
+	for i := range r.parts {
+		p := &r.parts[i]
+		switch p.kind {
+		case partText:
+			text = append(text, p.text...)
+			nText++
+		case partThinking:
+			flushText()
+			out = appendComma(out)
+			out = appendRSReasoningItem(out, "rs_"+base+suffix(i), []byte(p.text), true)
+		case partToolCall:
+			flushText()
+			out = appendComma(out)
+			out = appendRSFunctionCallItem(out, withPrefix("fc_", p.id), "completed", p.id, p.name, []byte(compactArgs(p.args)))
+		}
+	}
+	flushText()
+	out = append(out, ']')
+	created := r.created
+	if created == 0 {
+		created = nowUnix()
+	}
+	return appendRSResponse(make([]byte, 0, len(out)+512), withPrefix("resp_", r.id), created, status, reason, r.model, out, r.usage, "", "")
+}
+
+func suffix(i int) string {
+	if i <= 1 {
+		return ""
+	}
+	return "_" + strconv.Itoa(i)
+}

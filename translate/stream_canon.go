@@ -1,0 +1,204 @@
+package translate
+
+// Canonical stream events (DESIGN.md): message start, block start (text /
+// thinking / redacted thinking / tool call), delta (text / thinking /
+// signature / tool arguments), block stop, finish (normalised stop reason),
+// end (terminator, with usage), error. Upstream decoders drive a
+// canonStream, which enforces the ordering every client dialect needs
+// (start first, one open block at a time, block indexes handed out in order
+// with no gaps, blocks closed before the finish, finish before the end) and
+// forwards to the client encoder.
+
+// deltaKind is the kind of a canonical delta.
+type deltaKind uint8
+
+const (
+	deltaText deltaKind = iota + 1
+	deltaThinking
+	deltaSignature
+	deltaArgs
+)
+
+// streamBlock is one content block of the streamed message.
+type streamBlock struct {
+	idx       int      // canonical index, 0.. in order
+	kind      partKind // partText, partThinking, partRedactedThinking, partToolCall
+	id, name  string   // tool call id and name
+	data      string   // redacted_thinking data
+	text      []byte   // accumulated text / thinking / arguments (when the encoder needs it)
+	signature string
+	outIdx    int    // client-side index (encoder use)
+	itemID    string // client-side item id (encoder use)
+}
+
+// streamEncoder writes one client dialect.
+type streamEncoder interface {
+	start(cs *canonStream)
+	blockStart(cs *canonStream, b *streamBlock)
+	delta(cs *canonStream, b *streamBlock, k deltaKind, s string)
+	blockStop(cs *canonStream, b *streamBlock)
+	finish(cs *canonStream)
+	end(cs *canonStream)
+	fail(cs *canonStream, class ErrorClass, msg string)
+}
+
+// upstreamDecoder reads one upstream dialect's events.
+type upstreamDecoder interface {
+	event(ev *SSEEvent)
+	end(readErr error)
+}
+
+// canonStream is the canonical event sink between a decoder and an encoder.
+type canonStream struct {
+	t          *StreamTranslator
+	enc        streamEncoder
+	model      string // what the client sees
+	id         string // upstream message id
+	upModel    string
+	created    int64
+	started    bool
+	finished   bool
+	closed     bool
+	stop       string
+	stopSeq    string
+	blocks     []*streamBlock
+	open       *streamBlock
+	sawTool    bool
+	accumulate bool // keep block text (Responses needs it for .done events)
+}
+
+func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream {
+	cs := &canonStream{t: t, model: model}
+	switch to {
+	case OpenAIChat:
+		cs.enc = &chatStreamEncoder{}
+	case AnthropicMessages:
+		cs.enc = &anthropicStreamEncoder{}
+	default:
+		cs.enc = &responsesStreamEncoder{}
+		cs.accumulate = true
+	}
+	return cs
+}
+
+// clientModel is the model name written to the client.
+func (cs *canonStream) clientModel() string {
+	if cs.model != "" {
+		return cs.model
+	}
+	return cs.upModel
+}
+
+func (cs *canonStream) usage() Usage { return cs.t.Usage() }
+
+func (cs *canonStream) begin(id, model string, created int64) {
+	if cs.started || cs.closed {
+		return
+	}
+	cs.started = true
+	cs.id = id
+	if cs.id == "" {
+		cs.id = "gateway"
+	}
+	cs.upModel = model
+	cs.created = created
+	if cs.created == 0 {
+		cs.created = nowUnix()
+	}
+	cs.enc.start(cs)
+}
+
+func (cs *canonStream) ensureStart() {
+	if !cs.started {
+		cs.begin("", "", 0)
+	}
+}
+
+// openBlock closes the open block and opens a new one.
+func (cs *canonStream) openBlock(kind partKind, id, name, data string) *streamBlock {
+	cs.ensureStart()
+	cs.closeBlock()
+	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: id, name: name, data: data}
+	if kind == partToolCall {
+		cs.sawTool = true
+	}
+	cs.blocks = append(cs.blocks, b)
+	cs.open = b
+	cs.enc.blockStart(cs, b)
+	return b
+}
+
+// delta sends a delta to the open block.
+func (cs *canonStream) delta(k deltaKind, s string) {
+	b := cs.open
+	if b == nil || cs.closed {
+		return
+	}
+	if k == deltaSignature {
+		b.signature += s
+	} else if cs.accumulate {
+		b.text = append(b.text, s...)
+	}
+	cs.enc.delta(cs, b, k, s)
+}
+
+func (cs *canonStream) closeBlock() {
+	if cs.open == nil {
+		return
+	}
+	b := cs.open
+	cs.open = nil
+	cs.enc.blockStop(cs, b)
+}
+
+// finish records the stop reason (first one wins).
+func (cs *canonStream) finish(stop, stopSeq string) {
+	if cs.finished || cs.closed {
+		return
+	}
+	cs.ensureStart()
+	cs.closeBlock()
+	cs.finished = true
+	cs.stop = stop
+	cs.stopSeq = stopSeq
+	cs.enc.finish(cs)
+}
+
+// end terminates the client stream, synthesising a finish when the
+// upstream gave none.
+func (cs *canonStream) end() {
+	if cs.closed {
+		return
+	}
+	if !cs.finished {
+		stop := stopEndTurn
+		if cs.sawTool {
+			stop = stopToolUse
+		}
+		cs.finish(stop, "")
+	}
+	cs.closed = true
+	cs.enc.end(cs)
+}
+
+// fail sends the client dialect's error event and terminator.
+func (cs *canonStream) fail(class ErrorClass, msg string) {
+	if cs.closed {
+		return
+	}
+	cs.closed = true
+	cs.enc.fail(cs, class, ScrubSecrets(msg))
+}
+
+// endOrFail is the decoders' common end-of-input handling.
+func (cs *canonStream) endOrFail(readErr error) {
+	switch {
+	case cs.closed:
+	case readErr != nil:
+		cs.fail(ErrUpstreamUnavailable, "upstream stream interrupted: connection error")
+	case !cs.started:
+		cs.fail(ErrUpstreamUnavailable, "upstream closed the stream without sending any event")
+	default:
+		cs.end()
+	}
+}

@@ -1,0 +1,210 @@
+package translate
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// chatStreamDecoder reads OpenAI Chat Completions chunks
+// (chat.completion.chunk, OpenAI API reference "The chat completion chunk
+// object"): role-only first chunk, delta.content / delta.refusal,
+// reasoning from OpenAI-compatible upstreams (delta.reasoning_content,
+// delta.reasoning, delta.reasoning_details[].text), tool_calls keyed by
+// index, finish_reason, a trailing usage-only chunk (choices: []), a
+// mid-stream {"error":…}, and data: [DONE]. Only choices[0] is used.
+//
+// Tool calls are emitted as contiguous blocks: the first call streams as it
+// arrives; a call that starts while another is streaming is buffered and
+// emitted whole when the current one is known to be done (text, the finish
+// chunk or the end), so providers that interleave indexes are handled.
+type chatStreamDecoder struct {
+	cs      *canonStream
+	tools   []*chatTool
+	cur     *chatTool
+	pending []*chatTool
+	refusal bool
+}
+
+type chatTool struct {
+	index    int64
+	id, name string
+	args     []byte
+	done     bool
+}
+
+func newChatStreamDecoder(cs *canonStream) upstreamDecoder {
+	return &chatStreamDecoder{cs: cs}
+}
+
+var doneMarker = []byte("[DONE]")
+
+func (d *chatStreamDecoder) event(ev *SSEEvent) {
+	cs := d.cs
+	data := ev.Data
+	if len(data) == 0 || cs.closed {
+		return
+	}
+	if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
+		d.flushTools()
+		cs.end()
+		return
+	}
+	res := gjson.GetManyBytes(data, "error", "id", "model", "created", "usage", "choices")
+	if e := res[0]; e.Exists() {
+		msg := e.Get("message").String()
+		if e.Type == gjson.String {
+			msg = e.Str
+		}
+		cs.fail(classForErrorType(e.Get("type").String(), e.Get("code").String()), firstNonEmpty(msg, "upstream error"))
+		return
+	}
+	if u := res[4]; u.IsObject() {
+		cs.t.usage.merge(chatUsage(u))
+	}
+	choices := res[5]
+	if !cs.started {
+		if res[1].Str == "" && len(choices.Array()) == 0 {
+			return // Azure's prompt_filter_results chunk, or a usage-only chunk
+		}
+		cs.begin(res[1].Str, res[2].Str, res[3].Int())
+	}
+	if !choices.IsArray() {
+		return
+	}
+	choices.ForEach(func(_, c gjson.Result) bool {
+		if c.Get("index").Int() != 0 {
+			return true // n > 1: only the first choice is translated
+		}
+		delta := c.Get("delta")
+		if delta.Exists() {
+			d.delta(delta)
+		}
+		if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
+			d.flushTools()
+			stop := stopFromChat(fr.Str)
+			if d.refusal && stop == stopEndTurn {
+				stop = stopRefusal
+			}
+			cs.finish(stop, "")
+		}
+		return true
+	})
+}
+
+func (d *chatStreamDecoder) delta(delta gjson.Result) {
+	cs := d.cs
+	res := gjson.GetMany(delta.Raw, "reasoning_content", "reasoning", "reasoning_details", "content", "refusal", "tool_calls")
+	thinking := ""
+	switch {
+	case res[0].Type == gjson.String:
+		thinking = res[0].Str
+	case res[1].Type == gjson.String:
+		thinking = res[1].Str
+	case res[2].IsArray():
+		res[2].ForEach(func(_, x gjson.Result) bool {
+			thinking += x.Get("text").String()
+			return true
+		})
+	}
+	if thinking != "" {
+		if cs.open == nil || cs.open.kind != partThinking {
+			d.flushTools()
+			cs.openBlock(partThinking, "", "", "")
+		}
+		cs.delta(deltaThinking, thinking)
+	}
+	text := ""
+	if res[3].Type == gjson.String {
+		text = res[3].Str
+	}
+	if res[4].Type == gjson.String && res[4].Str != "" {
+		text += res[4].Str
+		d.refusal = true
+	}
+	if text != "" {
+		if cs.open == nil || cs.open.kind != partText {
+			d.flushTools()
+			cs.openBlock(partText, "", "", "")
+		}
+		cs.delta(deltaText, text)
+	}
+	res[5].ForEach(func(_, tc gjson.Result) bool {
+		d.toolDelta(tc)
+		return true
+	})
+}
+
+func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
+	cs := d.cs
+	idx := tc.Get("index").Int()
+	var t *chatTool
+	for _, x := range d.tools {
+		if x.index == idx {
+			t = x
+			break
+		}
+	}
+	frag := tc.Get("function.arguments").String()
+	if t == nil || t.done {
+		if t != nil && t.done {
+			// a provider reused an index after the call was closed: new call
+			idx = idx + int64(len(d.tools))*1000
+		}
+		t = &chatTool{index: idx, id: tc.Get("id").String(), name: tc.Get("function.name").String()}
+		if t.id == "" {
+			t.id = "call_" + trimIDPrefix(cs.id) + "_" + strconv.Itoa(len(d.tools))
+		}
+		d.tools = append(d.tools, t)
+		if d.cur == nil {
+			if cs.open != nil {
+				cs.closeBlock()
+			}
+			d.cur = t
+			cs.openBlock(partToolCall, t.id, t.name, "")
+		} else {
+			d.pending = append(d.pending, t)
+		}
+	} else if t.name == "" {
+		t.name = tc.Get("function.name").String()
+	}
+	if frag == "" {
+		return
+	}
+	if t == d.cur {
+		cs.delta(deltaArgs, frag)
+	} else {
+		t.args = append(t.args, frag...)
+	}
+}
+
+// flushTools closes the streaming tool call and emits the buffered ones.
+func (d *chatStreamDecoder) flushTools() {
+	cs := d.cs
+	if d.cur == nil && len(d.pending) == 0 {
+		return
+	}
+	if d.cur != nil {
+		d.cur.done = true
+		d.cur = nil
+		cs.closeBlock()
+	}
+	for _, t := range d.pending {
+		cs.openBlock(partToolCall, t.id, t.name, "")
+		if len(t.args) > 0 {
+			cs.delta(deltaArgs, string(t.args))
+		}
+		cs.closeBlock()
+		t.done = true
+		t.args = nil
+	}
+	d.pending = d.pending[:0]
+}
+
+func (d *chatStreamDecoder) end(readErr error) {
+	if readErr == nil {
+		d.flushTools()
+	}
+	d.cs.endOrFail(readErr)
+}

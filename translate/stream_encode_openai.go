@@ -1,0 +1,115 @@
+package translate
+
+import "strconv"
+
+// chatStreamEncoder writes OpenAI Chat Completions chunks
+// (object "chat.completion.chunk", OpenAI API reference "Streaming"): a
+// first chunk with delta {role:"assistant",content:""}, content and
+// reasoning_content deltas, tool_calls deltas numbered 0..n-1 (id, type and
+// name only on a call's first chunk, as openai-go's accumulator
+// concatenates names), a finish chunk with finish_reason, one usage-only
+// chunk with choices: [] (the only chunk carrying usage, as openai-go sums
+// usage across chunks), then data: [DONE].
+type chatStreamEncoder struct {
+	prefix []byte // {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[
+	buf    []byte
+	tools  int
+}
+
+func (e *chatStreamEncoder) start(cs *canonStream) {
+	p := append(e.prefix[:0], `{"id":`...)
+	p = appendString(p, withPrefix("chatcmpl-", cs.id))
+	p = append(p, `,"object":"chat.completion.chunk","created":`...)
+	p = strconv.AppendInt(p, cs.created, 10)
+	p = append(p, `,"model":`...)
+	p = appendString(p, cs.clientModel())
+	e.prefix = append(p, `,"choices":[`...)
+	e.choice(cs, `{"role":"assistant","content":""}`, "")
+}
+
+// choice writes a chunk with one choice whose delta is the raw JSON delta.
+func (e *chatStreamEncoder) choice(cs *canonStream, delta string, finish string) {
+	b := append(e.buf[:0], "data: "...)
+	b = append(b, e.prefix...)
+	b = append(b, `{"index":0,"delta":`...)
+	b = append(b, delta...)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	if finish == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, finish)
+	}
+	b = append(b, "}]}\n\n"...)
+	e.buf = b
+	cs.t.write(b)
+}
+
+func (e *chatStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
+	if blk.kind != partToolCall {
+		return
+	}
+	blk.outIdx = e.tools
+	e.tools++
+	d := append([]byte(nil), `{"tool_calls":[{"index":`...)
+	d = strconv.AppendInt(d, int64(blk.outIdx), 10)
+	d = append(d, `,"id":`...)
+	d = appendString(d, blk.id)
+	d = append(d, `,"type":"function","function":{"name":`...)
+	d = appendString(d, blk.name)
+	d = append(d, `,"arguments":""}}]}`...)
+	e.choice(cs, string(d), "")
+}
+
+func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind, s string) {
+	if s == "" {
+		return
+	}
+	b := append(e.buf[:0], "data: "...)
+	b = append(b, e.prefix...)
+	switch k {
+	case deltaText:
+		b = append(b, `{"index":0,"delta":{"content":`...)
+		b = appendString(b, s)
+		b = append(b, '}')
+	case deltaThinking:
+		b = append(b, `{"index":0,"delta":{"reasoning_content":`...)
+		b = appendString(b, s)
+		b = append(b, '}')
+	case deltaArgs:
+		b = append(b, `{"index":0,"delta":{"tool_calls":[{"index":`...)
+		b = strconv.AppendInt(b, int64(blk.outIdx), 10)
+		b = append(b, `,"function":{"arguments":`...)
+		b = appendString(b, s)
+		b = append(b, "}}]}"...)
+	default:
+		return // signatures have no Chat Completions field
+	}
+	b = append(b, `,"logprobs":null,"finish_reason":null}]}`...)
+	b = append(b, "\n\n"...)
+	e.buf = b
+	cs.t.write(b)
+}
+
+func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {}
+
+func (e *chatStreamEncoder) finish(cs *canonStream) {
+	e.choice(cs, `{}`, chatFinish(cs.stop))
+}
+
+func (e *chatStreamEncoder) end(cs *canonStream) {
+	if u := cs.usage(); !u.IsZero() {
+		b := append(e.buf[:0], "data: "...)
+		b = append(b, e.prefix...)
+		b = append(b, `],"usage":`...)
+		b = appendChatUsage(b, u)
+		b = append(b, "}\n\n"...)
+		e.buf = b
+		cs.t.write(b)
+	}
+	cs.t.write([]byte("data: [DONE]\n\n"))
+}
+
+func (e *chatStreamEncoder) fail(cs *canonStream, class ErrorClass, msg string) {
+	cs.t.write(appendEvent(nil, "", errorBody(OpenAIChat, class, msg, "")))
+	cs.t.write([]byte("data: [DONE]\n\n"))
+}
