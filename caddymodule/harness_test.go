@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/llmgateway/llm_gateway/keypool"
@@ -78,7 +79,7 @@ func gateway(t testing.TB, siteBody string, globals ...string) string {
 // any error.
 func loadCaddyfile(t testing.TB, cf string) {
 	t.Helper()
-	cfgJSON, warn, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	cfgJSON, warn, err := caddyconfig.GetAdapter("caddyfile").Adapt(caddyfile.Format([]byte(cf)), nil)
 	if err != nil {
 		t.Fatalf("adapting Caddyfile: %v\n%s", err, cf)
 	}
@@ -179,3 +180,5 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -174,9 +174,9 @@ func (p *Pool) unavailableLocked(now time.Time, skip func(*Key) bool, wake time.
 	for i, k := range p.keys {
 		st := p.statusLocked(k, now)
 		if skip != nil && skip(k) {
-			st.State = "skipped"
-			if st.Reason == "" {
-				st.Reason = "failed this request"
+			if st.State == "ready" || st.State == "busy" {
+				// its own state does not explain why it was not used
+				st.State, st.Reason = "skipped", "failed this request"
 			}
 		} else if st.State != "disabled" {
 			e.NoKeys = false

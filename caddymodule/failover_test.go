@@ -1,0 +1,150 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
+)
+
+// TestFailoverMovesToAnotherKey: a key answering 401, 5xx or resetting the
+// connection leaves rotation and the request still succeeds on another.
+func TestFailoverMovesToAnotherKey(t *testing.T) {
+	cases := []struct {
+		name   string
+		bad    mockupstream.KeyBehavior
+		reason string
+		state  string
+	}{
+		{"401", mockupstream.KeyBehavior{Status: 401}, "invalid_key", "cooling"},
+		{"403", mockupstream.KeyBehavior{Status: 403}, "forbidden", "cooling"},
+		{"500", mockupstream.KeyBehavior{Status: 500}, "server_error", "cooling"},
+		{"503", mockupstream.KeyBehavior{Status: 503}, "server_error", "cooling"},
+		{"reset", mockupstream.KeyBehavior{ResetRate: 1}, "network_error", "cooling"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, base := mock(t, mockupstream.Config{Seed: 1, Keys: map[string]mockupstream.KeyBehavior{"mk-1": c.bad}})
+			pool := "fo" + c.name
+			gw := gateway(t, gatewayBlock(poolBlock(pool, base, 2, "")))
+			resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			if v := resp.Header.Get("X-Routed-Via"); v != pool+"/k2" {
+				t.Fatalf("routed via %q, want %s/k2", v, pool)
+			}
+			s := keyStatus(t, pool, "k1")
+			if s.State != c.state || s.Reason != c.reason || s.InFlight != 0 {
+				t.Fatalf("k1 = %+v, want %s/%s", s, c.state, c.reason)
+			}
+			// the bad key stays out of rotation
+			for range 3 {
+				if resp, _ := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "again", false)); resp.StatusCode != 200 {
+					t.Fatalf("follow-up status %d", resp.StatusCode)
+				}
+			}
+			if n := m.Stats("mk-1").Requests; n != 1 {
+				t.Fatalf("bad key got %d requests, want 1", n)
+			}
+			if n := m.Stats("mk-2").OK; n != 4 {
+				t.Fatalf("good key served %d, want 4", n)
+			}
+		})
+	}
+}
+
+// TestAllKeysRateLimitedWaits: every key answers 429 with Retry-After 1;
+// the request waits and succeeds as soon as the first key frees.
+func TestAllKeysRateLimitedWaits(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{Cooldown: time.Second}})
+	gw := gateway(t, gatewayBlock(poolBlock("rl429", base, 3, "")))
+	// use every key directly so that the mock holds them all in cooldown
+	for i := 1; i <= 3; i++ {
+		req, _ := http.NewRequest(http.MethodPost, base+"/chat/completions", bytesReader(chatBody("mock-gpt", "warm", false)))
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer mk-%d", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("warm-up: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+	start := time.Now()
+	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "patience", false))
+	elapsed := time.Since(start)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if got := gjson.GetBytes(body, "choices.0.message.content").String(); got != mockupstream.Text("patience") {
+		t.Fatalf("content %q", got)
+	}
+	var limited, ok int64
+	for _, st := range m.AllStats() {
+		limited += st.RateLimited
+		ok += st.OK
+	}
+	if limited != 3 || ok != 4 {
+		t.Fatalf("mock saw %d 429s and %d successes, want 3 and 4 (3 warm-ups + 1)", limited, ok)
+	}
+	t.Logf("waited %v for the first key to free", elapsed)
+	if elapsed < 500*time.Millisecond {
+		t.Fatalf("answered after %v: did not wait for a cooldown", elapsed)
+	}
+}
+
+// TestNoKeyAvailableSummary: when every key is out of rotation the client
+// gets 503 with Retry-After and a per-key summary without secrets.
+func TestNoKeyAvailableSummary(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"mk-1": {Status: 401},
+		"mk-2": {Status: 429, RetryAfter: "90"},
+	}})
+	gw := gateway(t, gatewayBlock(poolBlock("dead", base, 2, "\t\t\tacquire_timeout 2s\n")))
+	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+	if resp.StatusCode != 503 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "90" {
+		t.Fatalf("Retry-After %q, want 90", ra)
+	}
+	msg := gjson.GetBytes(body, "error.message").String()
+	want := `pool "dead": no key available: k1 cooling (invalid_key, 300s left); k2 cooling (rate_limited, 90s left)`
+	if msg != want {
+		t.Fatalf("message %q\nwant    %q", msg, want)
+	}
+	if typ := gjson.GetBytes(body, "error.type").String(); typ == "" {
+		t.Fatalf("no error.type: %s", body)
+	}
+	// readiness reflects it
+	r, err := http.Get(gw + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if r.StatusCode != 503 {
+		t.Fatalf("readyz %d", r.StatusCode)
+	}
+}
+
+// TestRetryBudget: with max_retries 1, two transient failures end the
+// request with 502 and a third key is not tried.
+func TestRetryBudget(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"mk-1": {Status: 500}, "mk-2": {Status: 502},
+	}})
+	gw := gateway(t, gatewayBlock(poolBlock("budget", base, 3, "\t\t\tmax_retries 1\n")))
+	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+	if resp.StatusCode != 502 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if m.Stats("mk-3").Requests != 0 {
+		t.Fatal("third key tried beyond max_retries")
+	}
+	if msg := gjson.GetBytes(body, "error.message").String(); msg != "all upstream attempts failed (2 attempts; last: upstream error (Bad Gateway))" {
+		t.Fatalf("message %q", msg)
+	}
+}
