@@ -1,0 +1,186 @@
+package translate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// requestFixtures returns every recorded request body of dialect d.
+func requestFixtures(t testing.TB, d Dialect) map[string][]byte {
+	t.Helper()
+	root := filepath.Join(fixturesDir(t), dialectDir(d), "extracted")
+	out := map[string][]byte{}
+	matches, _ := filepath.Glob(filepath.Join(root, "*", "*.request.json"))
+	for _, p := range matches {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = b
+	}
+	return out
+}
+
+// checkAnthropicRequest checks the rules Anthropic enforces: max_tokens
+// present, roles alternate, no blank text blocks, every tool_result answers
+// a tool_use of the previous assistant turn and comes first in its turn,
+// tool schemas are objects with properties.
+func checkAnthropicRequest(t testing.TB, label string, b []byte) {
+	t.Helper()
+	if !json.Valid(b) {
+		t.Fatalf("%s: invalid JSON: %s", label, b)
+	}
+	root := gjson.ParseBytes(b)
+	if root.Get("max_tokens").Int() <= 0 {
+		t.Errorf("%s: max_tokens missing", label)
+	}
+	prevRole := ""
+	var prevCalls map[string]bool
+	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		role := m.Get("role").Str
+		if role == prevRole {
+			t.Errorf("%s: consecutive %s turns", label, role)
+		}
+		calls := map[string]bool{}
+		seenOther := false
+		m.Get("content").ForEach(func(_, blk gjson.Result) bool {
+			switch blk.Get("type").Str {
+			case "text":
+				if strings.TrimSpace(blk.Get("text").Str) == "" {
+					t.Errorf("%s: blank text block", label)
+				}
+				seenOther = true
+			case "tool_use":
+				calls[blk.Get("id").Str] = true
+				if !blk.Get("input").IsObject() {
+					t.Errorf("%s: tool_use input not an object", label)
+				}
+			case "tool_result":
+				if seenOther {
+					t.Errorf("%s: tool_result after other content", label)
+				}
+				if !prevCalls[blk.Get("tool_use_id").Str] {
+					t.Errorf("%s: tool_result %s without tool_use in the previous turn", label, blk.Get("tool_use_id").Str)
+				}
+			default:
+				seenOther = true
+			}
+			return true
+		})
+		prevCalls = calls
+		prevRole = role
+		return true
+	})
+	root.Get("tools").ForEach(func(_, tl gjson.Result) bool {
+		s := tl.Get("input_schema")
+		if s.Get("type").Str != "object" || !s.Get("properties").IsObject() {
+			t.Errorf("%s: bad input_schema %s", label, s.Raw)
+		}
+		return true
+	})
+	root.Get("system").ForEach(func(_, blk gjson.Result) bool {
+		if strings.TrimSpace(blk.Get("text").Str) == "" {
+			t.Errorf("%s: blank system block", label)
+		}
+		return true
+	})
+}
+
+// checkChatRequest checks OpenAI Chat rules: every tool message follows
+// the assistant message with that tool call id; images are parts, never
+// strings in tool messages.
+func checkChatRequest(t testing.TB, label string, b []byte) {
+	t.Helper()
+	if !json.Valid(b) {
+		t.Fatalf("%s: invalid JSON: %s", label, b)
+	}
+	root := gjson.ParseBytes(b)
+	open := map[string]bool{}
+	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		switch m.Get("role").Str {
+		case "assistant":
+			open = map[string]bool{}
+			m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				open[tc.Get("id").Str] = true
+				if !json.Valid([]byte(tc.Get("function.arguments").Str)) {
+					t.Errorf("%s: arguments not JSON", label)
+				}
+				return true
+			})
+		case "tool":
+			if !open[m.Get("tool_call_id").Str] {
+				t.Errorf("%s: tool message %s not answering the previous assistant turn", label, m.Get("tool_call_id").Str)
+			}
+			if m.Get("content").Type != gjson.String {
+				t.Errorf("%s: tool content not a string", label)
+			}
+		case "user", "system":
+		default:
+			t.Errorf("%s: role %q", label, m.Get("role").Str)
+		}
+		return true
+	})
+	if root.Get("stream").Bool() && !root.Get("stream_options.include_usage").Bool() {
+		t.Errorf("%s: stream without include_usage", label)
+	}
+}
+
+func TestRequestFixturesAllDirections(t *testing.T) {
+	n := 0
+	for _, from := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+		for name, body := range requestFixtures(t, from) {
+			if _, _, err := RequestInfo(from, body); err != nil {
+				t.Errorf("%s: RequestInfo: %v", name, err)
+			}
+			for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
+				label := from.String() + "/" + name + " -> " + to.String()
+				out, err := TranslateRequest(from, to, body, "upstream-model")
+				if err != nil {
+					t.Fatalf("%s: %v", label, err)
+				}
+				n++
+				if gjson.GetBytes(out, "model").Str != "upstream-model" {
+					t.Errorf("%s: model not set", label)
+				}
+				if from == to {
+					continue
+				}
+				if to == AnthropicMessages {
+					checkAnthropicRequest(t, label, out)
+				} else {
+					checkChatRequest(t, label, out)
+				}
+				// the other upstream from the translated body: still valid
+				other := OpenAIChat
+				if to == OpenAIChat {
+					other = AnthropicMessages
+				}
+				out2, err := TranslateRequest(to, other, out, "")
+				if err != nil {
+					t.Fatalf("%s -> %s: %v", label, other, err)
+				}
+				if other == AnthropicMessages {
+					checkAnthropicRequest(t, label+" -> "+other.String(), out2)
+				} else {
+					checkChatRequest(t, label+" -> "+other.String(), out2)
+				}
+				if countTexts(out2) == 0 && countTexts(out) > 0 {
+					t.Errorf("%s: text lost in second hop", label)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d request translations", n)
+	}
+}
+
+func countTexts(b []byte) int {
+	return strings.Count(string(b), `"text"`) + strings.Count(string(b), `"content":"`)
+}

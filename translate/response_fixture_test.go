@@ -1,0 +1,114 @@
+package translate
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
+)
+
+func chatCompletionSummary(t testing.TB, b []byte) summary {
+	t.Helper()
+	var c openai.ChatCompletion
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatalf("openai-go ChatCompletion: %v\n%s", err, b)
+	}
+	if len(c.Choices) == 0 {
+		t.Fatalf("no choices: %s", b)
+	}
+	ch := c.Choices[0]
+	s := summary{text: ch.Message.Content + ch.Message.Refusal}
+	s.thinking = gjson.GetBytes(b, "choices.0.message.reasoning_content").String()
+	for _, tc := range ch.Message.ToolCalls {
+		s.tools = append(s.tools, toolSum{tc.Function.Name, tc.Function.Arguments})
+	}
+	stop := stopFromChat(ch.FinishReason)
+	if ch.Message.Refusal != "" && stop == stopEndTurn {
+		stop = stopRefusal
+	}
+	s.stop = coarseStop(stop)
+	if c.JSON.Usage.Valid() {
+		s.in, s.out = i64(c.Usage.PromptTokens), i64(c.Usage.CompletionTokens)
+	}
+	return s
+}
+
+func wholeSummary(t testing.TB, d Dialect, b []byte) summary {
+	t.Helper()
+	switch d {
+	case OpenAIChat:
+		return chatCompletionSummary(t, b)
+	case AnthropicMessages:
+		var m anthropic.Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("anthropic-sdk-go Message: %v\n%s", err, b)
+		}
+		if m.Type != "message" || m.Role != "assistant" {
+			t.Fatalf("not a message: %s", b)
+		}
+		return anthropicMessageSummary(m)
+	}
+	var r responses.Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("openai-go Response: %v\n%s", err, b)
+	}
+	if r.Object != "response" {
+		t.Fatalf("not a response: %s", b)
+	}
+	s := responsesObjectSummary(r)
+	if r.OutputText() != s.text {
+		t.Fatalf("OutputText mismatch")
+	}
+	return s
+}
+
+// TestResponseFixturesAllDirections translates every recorded whole
+// response of an upstream dialect into every client dialect and checks it
+// with the client's SDK types.
+func TestResponseFixturesAllDirections(t *testing.T) {
+	isChat := func(b []byte) bool { return gjson.GetBytes(b, "object").Str == "chat.completion" }
+	isMsg := func(b []byte) bool { return gjson.GetBytes(b, "type").Str == "message" }
+	n := 0
+	for _, from := range []Dialect{OpenAIChat, AnthropicMessages} {
+		keep := isChat
+		if from == AnthropicMessages {
+			keep = isMsg
+		}
+		for name, body := range jsonFixtures(t, from, keep) {
+			n++
+			src := wholeSummary(t, from, body)
+			srcUsage := ResponseUsage(from, body)
+			for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+				label := name + " -> " + to.String()
+				out, u, err := TranslateResponse(from, to, body, "client-model")
+				if err != nil {
+					t.Fatalf("%s: %v", label, err)
+				}
+				if !json.Valid(out) {
+					t.Fatalf("%s: invalid JSON %s", label, out)
+				}
+				if m := gjson.GetBytes(out, "model").Str; m != "client-model" {
+					t.Errorf("%s: model %q", label, m)
+				}
+				if u.String() != srcUsage.String() {
+					t.Errorf("%s: usage %v, want %v", label, u, srcUsage)
+				}
+				got := wholeSummary(t, to, out)
+				compareSummaries(t, label, src, got, to)
+				if from != to {
+					// cache and reasoning figures survive field by field
+					back := ResponseUsage(to, out)
+					if back.String() != srcUsage.String() {
+						t.Errorf("%s: usage round trip %v, want %v", label, back, srcUsage)
+					}
+				}
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("only %d response fixtures found", n)
+	}
+}
