@@ -199,6 +199,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		res := gjson.GetManyBytes(data, "error", "usage", "choices", "id", "model", "created")
 		if res[0].Exists() {
 			st.errored = true
+			raw = t.scrub(ev, "error.message")
 			break
 		}
 		if res[1].IsObject() {
@@ -257,6 +258,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			st.done = true
 		case "error":
 			st.errored = true
+			raw = t.scrub(ev, "error.message")
 		}
 	case OpenAIResponses:
 		res := gjson.GetManyBytes(data, "type", "sequence_number", "response.model", "response.usage", "response.id")
@@ -276,6 +278,13 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			}
 		case "error":
 			st.errored = true
+			raw = t.scrub(ev, "message")
+			if gjson.GetBytes(data, "error.message").Exists() {
+				raw = t.scrub(ev, "error.message")
+			}
+		}
+		if res[0].Str == "response.failed" {
+			raw = t.scrub(ev, "response.error.message")
 		}
 		if t.model != "" && res[2].Type == gjson.String && res[2].Str != t.model {
 			raw = t.rewrite(ev, "response.model")
@@ -284,10 +293,30 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 	t.write(raw)
 }
 
+// scrub returns ev.Raw with secrets removed from the message at path (see
+// ScrubSecrets); unchanged bytes when there is nothing to remove.
+func (t *StreamTranslator) scrub(ev *SSEEvent, path string) []byte {
+	m := gjson.GetBytes(ev.Data, path)
+	if m.Type != gjson.String {
+		return ev.Raw
+	}
+	clean := ScrubSecrets(m.Str)
+	if clean == m.Str {
+		return ev.Raw
+	}
+	return t.replaceAt(ev, path, clean)
+}
+
 // rewrite returns ev.Raw with the string at path inside the data replaced
 // by the client's model, keeping every other byte.
 func (t *StreamTranslator) rewrite(ev *SSEEvent, path string) []byte {
-	nd, err := sjson.SetBytes(bytes.Clone(ev.Data), path, t.model)
+	return t.replaceAt(ev, path, t.model)
+}
+
+// replaceAt returns ev.Raw with the string at path inside the data set to
+// value, keeping every other byte.
+func (t *StreamTranslator) replaceAt(ev *SSEEvent, path, value string) []byte {
+	nd, err := sjson.SetBytes(bytes.Clone(ev.Data), path, value)
 	if err != nil {
 		return ev.Raw
 	}
