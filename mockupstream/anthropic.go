@@ -19,6 +19,8 @@ type messagesRequest struct {
 	Thinking *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
+	// MaxTokens limits the answer (stop_reason "max_tokens").
+	MaxTokens int `json:"max_tokens"`
 }
 
 // anthropicTool is an Anthropic custom tool.
@@ -56,6 +58,7 @@ func (req *messagesRequest) decide(defModel string) answer {
 	}
 	if last != nil && last.Role == "user" && last.Content.toolResult {
 		a.text = ToolText(last.Content.toolText)
+		a.applyLimit(req.MaxTokens)
 		return a
 	}
 	var none, forced bool
@@ -80,7 +83,19 @@ func (req *messagesRequest) decide(defModel string) answer {
 		return a
 	}
 	a.text = Text(user)
+	a.applyLimit(req.MaxTokens)
 	return a
+}
+
+// stopReason is the stop_reason of an answer.
+func stopReason(a *answer) string {
+	switch {
+	case a.toolName != "":
+		return "tool_use"
+	case a.truncated:
+		return "max_tokens"
+	}
+	return "end_turn"
 }
 
 // signature is the opaque thinking signature of an answer.
@@ -112,9 +127,8 @@ func (c *call) serveMessages(req *messagesRequest) {
 		buf = appendString(buf, c.signature())
 		buf = append(buf, "},"...)
 	}
-	stop := "end_turn"
+	stop := stopReason(&a)
 	if a.toolName != "" {
-		stop = "tool_use"
 		buf = append(buf, `{"type":"tool_use","id":"toolu_mock`...)
 		buf = appendInt(buf, int64(c.id))
 		buf = append(buf, `","name":`...)
@@ -238,9 +252,8 @@ func (c *call) streamMessages(a *answer) {
 				return false
 			}
 		}
-		stop := "end_turn"
+		stop := stopReason(a)
 		if a.toolName != "" {
-			stop = "tool_use"
 			blk := append(make([]byte, 0, 96), `{"type":"tool_use","id":"toolu_mock`...)
 			blk = appendInt(blk, int64(c.id))
 			blk = append(blk, `","name":`...)

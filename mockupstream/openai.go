@@ -18,6 +18,10 @@ type chatRequest struct {
 	Tools           []chatTool      `json:"tools"`
 	ToolChoice      json.RawMessage `json:"tool_choice"`
 	ReasoningEffort string          `json:"reasoning_effort"`
+	// MaxCompletionTokens, or else the legacy MaxTokens, limits the answer
+	// (finish_reason "length").
+	MaxCompletionTokens int `json:"max_completion_tokens"`
+	MaxTokens           int `json:"max_tokens"`
 }
 
 // chatTool is an OpenAI function tool (nested, or flat Responses style).
@@ -99,6 +103,7 @@ func (req *chatRequest) decide(defModel string) answer {
 	}
 	if last != nil && last.Role == "tool" {
 		a.text = ToolText(last.Content.text)
+		a.applyLimit(req.limit())
 		return a
 	}
 	none, forced, name := req.toolChoice()
@@ -120,7 +125,27 @@ func (req *chatRequest) decide(defModel string) answer {
 		return a
 	}
 	a.text = Text(user)
+	a.applyLimit(req.limit())
 	return a
+}
+
+// limit is the requested output token limit (0 = none).
+func (req *chatRequest) limit() int {
+	if req.MaxCompletionTokens > 0 {
+		return req.MaxCompletionTokens
+	}
+	return req.MaxTokens
+}
+
+// chatFinish is the finish_reason of an answer.
+func chatFinish(a *answer) string {
+	switch {
+	case a.toolName != "":
+		return "tool_calls"
+	case a.truncated:
+		return "length"
+	}
+	return "stop"
 }
 
 // serveChat answers POST /v1/chat/completions.
@@ -142,7 +167,7 @@ func (c *call) serveChat(req *chatRequest) {
 	buf = append(buf, `,"model":`...)
 	buf = appendString(buf, a.model)
 	buf = append(buf, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	finish := "stop"
+	finish := chatFinish(&a)
 	if a.toolName != "" {
 		buf = append(buf, "null"...)
 	} else {
@@ -153,7 +178,6 @@ func (c *call) serveChat(req *chatRequest) {
 		buf = appendString(buf, a.reasoning)
 	}
 	if a.toolName != "" {
-		finish = "tool_calls"
 		buf = append(buf, `,"tool_calls":[{"id":"call_mock`...)
 		buf = appendInt(buf, int64(c.id))
 		buf = append(buf, `","type":"function","function":{"name":`...)
@@ -220,9 +244,8 @@ func (c *call) streamChat(req *chatRequest, a *answer) {
 				return false
 			}
 		}
-		finish := "stop"
+		finish := chatFinish(a)
 		if a.toolName != "" {
-			finish = "tool_calls"
 			open := append(make([]byte, 0, 128), `{"tool_calls":[{"index":0,"id":"call_mock`...)
 			open = appendInt(open, int64(c.id))
 			open = append(open, `","type":"function","function":{"name":`...)

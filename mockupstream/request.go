@@ -104,6 +104,36 @@ type answer struct {
 	toolName  string // tool call when not empty
 	toolArgs  string // tool arguments as a JSON object text
 	prompt    int    // prompt tokens
+	truncated bool   // cut by the request's output token limit
+}
+
+// applyLimit cuts the reasoning and text so that at most limit chunks are
+// produced (reasoning first), as a model hitting max_tokens would. Tool calls
+// are not cut. limit <= 0 means no limit.
+func (a *answer) applyLimit(limit int) {
+	if limit <= 0 || a.toolName != "" {
+		return
+	}
+	r := wordCount(a.reasoning)
+	if r >= limit {
+		a.truncated = r > limit || a.text != ""
+		a.reasoning = firstWords(a.reasoning, limit)
+		a.text = ""
+		return
+	}
+	if r+wordCount(a.text) > limit {
+		a.text = firstWords(a.text, limit-r)
+		a.truncated = true
+	}
+}
+
+// firstWords returns the first n chunks of s (see Words).
+func firstWords(s string, n int) string {
+	rest := s
+	for i := 0; i < n && rest != ""; i++ {
+		_, rest = nextWord(rest)
+	}
+	return s[:len(s)-len(rest)]
 }
 
 // completionTokens is the number of content chunks the answer streams.

@@ -10,11 +10,42 @@
 //	POST /v1/messages/count_tokens   Anthropic token count {"input_tokens":N}
 //	POST /v1/replay                  recorded fixture bytes, verbatim
 //
+// Unknown paths get 404 and wrong methods 405, with an OpenAI error body;
+// unparsable JSON gets 400. Errors on /v1/messages* use the Anthropic error
+// shape {"type":"error","error":{"type","message"},"request_id"}, all others
+// the OpenAI shape {"error":{"message","type","param","code"}}.
+//
 // Requests are identified by their API key (Authorization: Bearer <key>,
-// x-api-key: <key>, or api-key: <key>), and each key can be programmed with a
+// x-api-key: <key>, or api-key: <key>); a request without a key gets 401 and
+// is recorded under the key "". Each key can be programmed with a
 // KeyBehavior: concurrency caps, cooldowns with Retry-After, fixed error
 // statuses, random failures and connection resets, latency, stream pacing and
-// replay. Answers are deterministic (see Text).
+// replay.
+//
+// Answers are deterministic:
+//   - Text: Text(last user message), streamed as Words (one chunk per word
+//     plus its trailing white space). Array content counts its text parts.
+//   - Tool result: when the last message is an OpenAI role "tool" message, or
+//     an Anthropic user message with tool_result blocks, the answer is
+//     ToolText(result text).
+//   - Tool call: when the request has tools, tool_choice is not "none", and
+//     either the last message is a user message containing "tool" (any case)
+//     or tool_choice forces a tool ("required" / {"type":"any"} for the first
+//     tool, or a named tool), the answer is one call to that tool with the
+//     arguments {"<first string property of its schema>":"mock"} or {}.
+//     Arguments stream in fragments of about 6 bytes.
+//   - Reasoning: with reasoning_effort (other than "none") or a model name
+//     containing "reason" or "think" (Chat), or thinking {"type":"enabled"|
+//     "adaptive"} (Messages), ReasoningText(last user message) comes first:
+//     reasoning_content deltas (Chat), or a thinking block with
+//     thinking_delta events and one signature_delta (Messages).
+//   - Limits: max_completion_tokens / max_tokens cut reasoning then text to
+//     that many chunks, with finish_reason "length" / stop_reason
+//     "max_tokens".
+//   - Usage: prompt tokens = white-space separated words over all message
+//     text (and the Anthropic system prompt), minimum 1; completion tokens =
+//     number of streamed content chunks (reasoning words + text words, or
+//     argument fragments).
 package mockupstream
 
 import (

@@ -164,3 +164,26 @@ func TestFirstStringProperty(t *testing.T) {
 		t.Errorf("escaped name: %s", got)
 	}
 }
+
+func TestMaxTokens(t *testing.T) {
+	_, ts := start(t, Config{})
+	_, _, b := mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", chatBody("a long question", `"max_tokens":3`))
+	m := decode(t, b)
+	if path(m, "choices", 0, "message", "content") != "Mock answer to: " || path(m, "choices", 0, "finish_reason") != "length" || path(m, "usage", "completion_tokens") != 3.0 {
+		t.Errorf("chat max_tokens %s", b)
+	}
+	_, _, b = mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", chatBody("q", `"max_completion_tokens":2,"max_tokens":50,"reasoning_effort":"low","stream":true`))
+	if !strings.Contains(string(b), `"finish_reason":"length"`) || strings.Contains(string(b), `"content":"Mock`) {
+		t.Errorf("reasoning eats the budget: %s", b)
+	}
+	_, b = postMessages(t, ts.URL, `{"model":"c","max_tokens":2,"messages":[{"role":"user","content":"hi there"}]}`)
+	m = decode(t, b)
+	if path(m, "content", 0, "text") != "Mock answer " || m["stop_reason"] != "max_tokens" || path(m, "usage", "output_tokens") != 2.0 {
+		t.Errorf("anthropic max_tokens %s", b)
+	}
+	// A limit the answer fits in changes nothing.
+	_, _, b = mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", chatBody("q", `"max_tokens":100`))
+	if path(decode(t, b), "choices", 0, "finish_reason") != "stop" {
+		t.Errorf("roomy limit %s", b)
+	}
+}
