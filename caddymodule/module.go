@@ -115,6 +115,7 @@ type upstreamKey struct {
 // live state.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	protectServerLogs(ctx, h.logger)
 	repl := caddy.NewReplacer()
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = DefaultMaxRequestBody

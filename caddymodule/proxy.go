@@ -26,9 +26,8 @@ const (
 
 // serveCompletion handles one completion request: read and validate the
 // body, route it to a pool, then run the attempt loop.
-func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, d translate.Dialect, reqID string, start time.Time) {
-	rl := &requestLog{id: reqID, dialect: d, start: start}
-	defer h.logRequest(r, rl)
+func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *requestLog) {
+	d := rl.dialect
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
 	if err != nil {

@@ -30,9 +30,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 
-	start := time.Now()
-	reqID := requestID(r)
-	w.Header().Set("X-Request-Id", reqID)
+	rl := &requestLog{id: requestID(r), dialect: translate.OpenAIChat, start: time.Now()}
+	defer h.logRequest(r, rl)
+	w.Header().Set("X-Request-Id", rl.id)
 
 	// The gateway key is read and then removed from the request headers:
 	// Caddy's access log redacts Authorization but would print X-Api-Key.
@@ -47,7 +47,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if len(h.apiKeys) == 0 && h.Auth != "off" {
 			msg = "this gateway has no api_key configured: add 'api_key <token>' to the llm_gateway block (or 'auth off' to allow unauthenticated use)"
 		}
-		writeError(w, translate.OpenAIChat, http.StatusUnauthorized, translate.ErrAuthentication, msg)
+		rl.fail(w, translate.OpenAIChat, http.StatusUnauthorized, translate.ErrAuthentication, msg)
 		return nil
 	}
 
@@ -55,19 +55,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	case "/v1/chat/completions":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
+			rl.fail(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
 			return nil
 		}
-		h.serveCompletion(w, r, translate.OpenAIChat, reqID, start)
+		h.serveCompletion(w, r, rl)
 	case "/v1/models":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			writeError(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use GET")
+			rl.fail(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use GET")
 			return nil
 		}
+		rl.status = http.StatusOK
 		h.serveModels(w)
 	default:
-		writeError(w, translate.OpenAIChat, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+strconv.Quote(path))
+		rl.fail(w, translate.OpenAIChat, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+strconv.Quote(path))
 	}
 	return nil
 }

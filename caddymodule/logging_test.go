@@ -1,0 +1,140 @@
+package caddymodule
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
+)
+
+// readJSONLines parses a JSON-lines log file.
+func readJSONLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line is not JSON: %s", sc.Text())
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestRequestLogAndNoSecrets: one entry per request with the documented
+// fields; neither the gateway key (sent as X-Api-Key, which Caddy's access
+// log does not redact) nor an upstream secret appears in any log.
+func TestRequestLogAndNoSecrets(t *testing.T) {
+	const upstreamSecret = "sk-upstream-secret-abcdef0123456789"
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"sk-bad-upstream-secret-0000000000": {Status: 401}}})
+	dir := t.TempDir()
+	appLog, accessLog := filepath.Join(dir, "app.log"), filepath.Join(dir, "access.log")
+	t.Setenv("LLMGW_TEST_UPSTREAM", upstreamSecret)
+	site := "\tlog {\n\t\toutput file " + accessLog + "\n\t\tformat json\n\t}\n" +
+		"\tllm_gateway {\n\t\tapi_key " + gatewayKey + "\n\t\tpool logs {\n" +
+		"\t\t\tmodel_map gpt-4o mock-large\n" +
+		"\t\t\tkey sk-bad-upstream-secret-0000000000 " + base + "\n" +
+		"\t\t\tkey {env.LLMGW_TEST_UPSTREAM} " + base + "\n\t\t}\n\t}\n"
+	gw := gateway(t, site, "\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}")
+
+	resp, body := post(t, gw+"/v1/chat/completions", chatBody("gpt-4o", "log me", false),
+		"Authorization", "", "X-Api-Key", gatewayKey, "X-Request-Id", "log-req-1")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	streamReq := `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"stream me"}]}`
+	resp, _ = post(t, gw+"/v1/chat/completions", []byte(streamReq), "X-Request-Id", "log-req-2")
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream status %d", resp.StatusCode)
+	}
+	if m.Stats(upstreamSecret).OK != 2 {
+		t.Fatal("upstream did not serve both")
+	}
+	// wrong key: also never logged
+	post(t, gw+"/v1/chat/completions", chatBody("gpt-4o", "x", false), "Authorization", "", "X-Api-Key", "sk-typo-of-a-real-key-99999")
+
+	var entries []map[string]any
+	for _, e := range readJSONLines(t, appLog) {
+		if e["msg"] == "llm request" {
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) != 3 {
+		t.Fatalf("%d llm request entries, want 3", len(entries))
+	}
+	e := entries[0]
+	want := map[string]any{
+		"logger": "http.handlers.llm_gateway", "request_id": "log-req-1", "client_model": "gpt-4o",
+		"upstream_model": "mock-large", "pool": "logs", "key": "sk-ups...6789", "attempts": float64(2),
+		"status": float64(200), "stream": false, "dialect": "openai_chat",
+	}
+	for k, v := range want {
+		if e[k] != v {
+			t.Errorf("field %s = %v, want %v", k, e[k], v)
+		}
+	}
+	for _, k := range []string{"ttfb", "duration", "input_tokens", "output_tokens", "acquire_wait"} {
+		if _, ok := e[k]; !ok {
+			t.Errorf("field %s missing", k)
+		}
+	}
+	al, _ := e["attempt_log"].([]any)
+	if len(al) != 2 || al[0].(map[string]any)["outcome"] != "invalid_key" || al[1].(map[string]any)["outcome"] != "success" {
+		t.Errorf("attempt_log = %v", e["attempt_log"])
+	}
+	if s := entries[1]; s["stream"] != true || s["output_tokens"] == nil || s["request_id"] != "log-req-2" {
+		t.Errorf("stream entry = %v", s)
+	}
+	if s := entries[2]; s["status"] != float64(401) {
+		t.Errorf("unauthorised entry = %v", s)
+	}
+
+	access := readJSONLines(t, accessLog)
+	if len(access) != 3 {
+		t.Fatalf("%d access log entries, want 3", len(access))
+	}
+	hdrs, _ := access[0]["request"].(map[string]any)["headers"].(map[string]any)
+	if v, _ := hdrs["X-Api-Key"].([]any); len(v) != 1 || v[0] != "REDACTED" {
+		t.Errorf("access log X-Api-Key = %v, want [REDACTED]", hdrs["X-Api-Key"])
+	}
+	if access[0]["llm_pool"] != "logs" {
+		t.Errorf("access log lacks llm_pool: %v", access[0])
+	}
+	for _, path := range []string{appLog, accessLog} {
+		b, _ := os.ReadFile(path)
+		for _, secret := range []string{gatewayKey, upstreamSecret, "sk-bad-upstream-secret-0000000000", "sk-typo-of-a-real-key-99999"} {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s contains the secret %s", filepath.Base(path), secret[:8]+"...")
+			}
+		}
+		if bytes.Contains(b, []byte(secret4(gatewayKey))) {
+			t.Errorf("%s contains part of the gateway key", filepath.Base(path))
+		}
+	}
+}
+
+// secret4 is a distinctive middle part of a secret, to catch partial leaks.
+func secret4(s string) string { return s[len(s)/2-4 : len(s)/2+4] }
+
+// TestSecretPlaceholderErrors: an unset env placeholder fails provisioning
+// with a message that never echoes a value.
+func TestSecretPlaceholderErrors(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	cf := "{\n\tadmin off\n\tpersist_config off\n}\nhttp://127.0.0.1:1 {\n\tllm_gateway {\n\t\tapi_key " + gatewayKey +
+		"\n\t\tpool p {\n\t\t\tkey {env.LLMGW_DEFINITELY_UNSET} " + base + "\n\t\t}\n\t}\n}\n"
+	err := loadCaddyfileErr(cf)
+	if err == nil || !strings.Contains(err.Error(), "placeholder is empty or unknown") {
+		t.Fatalf("err = %v", err)
+	}
+}
