@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,6 +424,10 @@ func TestRoutingAndErrors(t *testing.T) {
 	if st != 200 || decode(t, b)["id"] != "whatever" {
 		t.Errorf("model: %d %s", st, b)
 	}
+	st, _, _ = mustDo(t, "POST", ts.URL+"/upstream-a/v1/chat/completions", "p", chatBody("x", ""))
+	if st != 200 {
+		t.Errorf("prefixed path: %d", st)
+	}
 	st, _, b = mustDo(t, "POST", ts.URL+"/v1/nope", "k", "{}")
 	if st != 404 || path(decode(t, b), "error", "message") == nil {
 		t.Errorf("unknown path: %d %s", st, b)
@@ -455,5 +461,28 @@ func TestRoutingAndErrors(t *testing.T) {
 	s.ResetStats()
 	if ks := s.Stats("k"); ks.Requests != 0 || ks.LastBody != nil || ks.MaxInFlight != 0 {
 		t.Errorf("after reset %+v", ks)
+	}
+}
+
+func TestResetHTTP2(t *testing.T) {
+	s := New(Config{Default: KeyBehavior{ResetRate: 1}})
+	ts := httptest.NewUnstartedServer(s)
+	ts.EnableHTTP2 = true
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	defer ts.Close()
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/chat/completions", strings.NewReader(chatBody("x", "")))
+	req.Header.Set("Authorization", "Bearer h2")
+	resp, err := ts.Client().Do(req)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			t.Fatalf("HTTP/2 reset: got %s %d and a full body", resp.Proto, resp.StatusCode)
+		}
+	}
+	eventually(t, "reset handler done", func() bool { return s.Stats("h2").InFlight == 0 })
+	if ks := s.Stats("h2"); ks.Resets != 1 || ks.OK != 0 {
+		t.Errorf("stats %+v", ks)
 	}
 }

@@ -2,7 +2,8 @@
 // Chat Completions dialect and the native Anthropic Messages dialect. It is
 // used by tests, benchmarks and the demo to stand in for real vendors.
 //
-// Endpoints (the /v1 prefix is optional, query strings are ignored):
+// Endpoints (the /v1 prefix is optional, query strings are ignored, and a
+// path ending in /v1/<endpoint> also matches, for mounting under a prefix):
 //
 //	POST /v1/chat/completions        OpenAI Chat Completions, stream and non-stream
 //	GET  /v1/models, /v1/models/{id} OpenAI model list / model object
@@ -209,6 +210,9 @@ const (
 )
 
 // route maps a URL path to an endpoint; for epModel it also returns the id.
+// Paths match with or without the /v1 prefix; as a fallback, a path that
+// ends in a known endpoint (e.g. /upstream-a/v1/chat/completions, when the
+// mock is mounted under a prefix that is not stripped) matches too.
 func route(p string) (endpoint, string) {
 	p = strings.TrimRight(p, "/")
 	if strings.HasPrefix(p, "/v1/") {
@@ -226,10 +230,27 @@ func route(p string) (endpoint, string) {
 	case "/replay":
 		return epReplay, ""
 	}
-	if id, ok := strings.CutPrefix(p, "/models/"); ok && id != "" {
+	if id, ok := strings.CutPrefix(p, "/models/"); ok && id != "" && !strings.Contains(id, "/") {
 		return epModel, id
 	}
+	for _, r := range suffixRoutes {
+		if strings.HasSuffix(p, r.suffix) {
+			return r.ep, ""
+		}
+	}
 	return epUnknown, ""
+}
+
+// suffixRoutes are tried in order (longest first where they overlap).
+var suffixRoutes = []struct {
+	suffix string
+	ep     endpoint
+}{
+	{"/v1/chat/completions", epChat},
+	{"/v1/messages/count_tokens", epCountTokens},
+	{"/v1/messages", epMessages},
+	{"/v1/models", epModels},
+	{"/v1/replay", epReplay},
 }
 
 // dialect selects the shape of error bodies.

@@ -9,41 +9,43 @@ import (
 )
 
 // KeyStats is a snapshot of what the mock observed for one API key since the
-// server was created or ResetStats was called.
+// server was created or ResetStats was called. Its JSON form uses snake_case
+// names (last_body is base64, as for any []byte).
 type KeyStats struct {
 	// Requests counts every request presenting the key (all endpoints, all
 	// outcomes, including the ones answered 429).
-	Requests int64
+	Requests int64 `json:"requests"`
 	// OK counts requests answered successfully to the end (a complete body or
 	// a complete stream).
-	OK int64
+	OK int64 `json:"ok"`
 	// RateLimited counts 429 answers (cooldown, concurrency cap, Status=429).
-	RateLimited int64
+	RateLimited int64 `json:"rate_limited"`
 	// Failed counts other error answers (Status, FailRate, 400 bad request).
-	Failed int64
+	Failed int64 `json:"failed"`
 	// Resets counts connections reset by ResetRate.
-	Resets int64
+	Resets int64 `json:"resets"`
 	// Canceled counts requests whose client went away (request context done)
 	// before the mock finished: during Latency or mid-stream.
-	Canceled int64
+	Canceled int64 `json:"canceled"`
 	// InFlight is the number of requests holding a slot right now (from
 	// admission to handler return); MaxInFlight is the highest value seen.
-	InFlight, MaxInFlight int64
+	InFlight    int64 `json:"in_flight"`
+	MaxInFlight int64 `json:"max_in_flight"`
 	// FirstEventSentAt is when the first SSE event of the most recent stream
 	// was written; LastEventSentAt when its last event so far was written.
 	// Zero if no stream was sent.
-	FirstEventSentAt time.Time
-	LastEventSentAt  time.Time
+	FirstEventSentAt time.Time `json:"first_event_sent_at,omitzero"`
+	LastEventSentAt  time.Time `json:"last_event_sent_at,omitzero"`
 	// CooldownUntil is the end of the key's current cooldown window (zero
 	// or in the past when not cooling down).
-	CooldownUntil time.Time
+	CooldownUntil time.Time `json:"cooldown_until,omitzero"`
 	// LastModel is the "model" field of the most recent request ("" when
 	// absent or not JSON).
-	LastModel string
+	LastModel string `json:"last_model,omitempty"`
 	// LastBody is a copy of the most recent request body.
-	LastBody []byte
+	LastBody []byte `json:"last_body,omitempty"`
 	// LastHeaders is a copy of the most recent request headers.
-	LastHeaders http.Header
+	LastHeaders http.Header `json:"last_headers,omitempty"`
 }
 
 // keyState is the live state of one key.
