@@ -62,6 +62,18 @@ type KeyBehavior struct {
 	// and each event of a replayed stream). 0 means full speed.
 	TokensPerSecond float64 `json:"tokens_per_second,omitempty"`
 
+	// StreamErrorAfter > 0 makes streams fail after this many content events:
+	// an in-band error event describing FailStatus (default 500) is sent and
+	// the stream ends without its normal terminator (Chat:
+	// data: {"error":{...}} and no [DONE]; Messages: event: error and no
+	// message_stop). Counted as Failed.
+	StreamErrorAfter int `json:"stream_error_after,omitempty"`
+
+	// StreamCutAfter > 0 makes streams stop after this many content events:
+	// the connection is closed (HTTP/2: the stream is aborted) with no finish
+	// event, like a dropped upstream. Counted as Resets.
+	StreamCutAfter int `json:"stream_cut_after,omitempty"`
+
 	// RetryAfter, if set, is sent verbatim as Retry-After on the 429s produced
 	// by Status=429 (default "1"). The special value "none" omits the header.
 	RetryAfter string `json:"retry_after,omitempty"`

@@ -149,12 +149,12 @@ func (c *call) serveReplay(src replaySource) {
 		ev, rest = nextEvent(rest)
 		ok = e.pace() && e.send(ev)
 	}
+	if !ok {
+		e.done(false)
+		return
+	}
 	if e.timer != nil {
 		e.timer.Stop()
-	}
-	if !ok {
-		c.ks.canceled.Add(1)
-		return
 	}
 	c.countStatus(status)
 }

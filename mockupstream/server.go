@@ -544,6 +544,17 @@ func (c *call) resetConn() {
 	_ = raw.Close()
 }
 
+// dropConn ends a response that has started: the connection is closed
+// gracefully after the bytes already written (HTTP/1.1), or the stream is
+// aborted (HTTP/2), so the client sees the body end early.
+func (c *call) dropConn() {
+	conn, _, err := http.NewResponseController(c.w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
 // sleepCtx waits d or until ctx is done; it reports whether d elapsed.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -8,13 +8,24 @@ import (
 // sseWriter writes Server-Sent Events, one flush per event, pacing content
 // events and noticing when the client goes away.
 type sseWriter struct {
-	c     *call
-	rc    *http.ResponseController
-	buf   []byte
-	n     int
-	delay time.Duration
-	timer *time.Timer
+	c       *call
+	rc      *http.ResponseController
+	buf     []byte
+	n       int // events written
+	content int // content events announced through pace
+	fault   streamFault
+	delay   time.Duration
+	timer   *time.Timer
 }
+
+// streamFault is a programmed way for a stream to end early.
+type streamFault uint8
+
+const (
+	faultNone  streamFault = iota
+	faultError             // in-band error event (StreamErrorAfter)
+	faultCut               // connection dropped (StreamCutAfter)
+)
 
 // startSSE writes the stream headers (status 200) and returns the writer.
 func (c *call) startSSE() *sseWriter {
@@ -35,8 +46,20 @@ func newSSEWriter(c *call) *sseWriter {
 	return e
 }
 
-// pace waits before a content event; false means the client went away.
+// pace waits before a content event; false means the stream must stop (the
+// client went away, or a programmed fault fires).
 func (e *sseWriter) pace() bool {
+	e.content++
+	if b := e.c.b; b.StreamCutAfter > 0 || b.StreamErrorAfter > 0 {
+		switch {
+		case b.StreamCutAfter > 0 && e.content > b.StreamCutAfter:
+			e.fault = faultCut
+			return false
+		case b.StreamErrorAfter > 0 && e.content > b.StreamErrorAfter:
+			e.fault = faultError
+			return false
+		}
+	}
 	ctx := e.c.r.Context()
 	if e.delay <= 0 {
 		return ctx.Err() == nil
@@ -72,16 +95,56 @@ func (e *sseWriter) send(frame []byte) bool {
 	return true
 }
 
-// done finishes the stream bookkeeping: ok or canceled.
+// done finishes the stream: bookkeeping for ok or canceled streams, and the
+// programmed fault when one fired.
 func (e *sseWriter) done(ok bool) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	if ok {
+	switch {
+	case ok:
 		e.c.ks.ok.Add(1)
-	} else {
+	case e.fault == faultError:
+		e.c.ks.failed.Add(1)
+		e.sendError()
+	case e.fault == faultCut:
+		e.c.ks.resets.Add(1)
+		e.c.dropConn()
+	default:
 		e.c.ks.canceled.Add(1)
 	}
+}
+
+// sendError writes the in-band error event of the call's dialect.
+func (e *sseWriter) sendError() {
+	c := e.c
+	st := c.b.failStatus()
+	b := e.buf[:0]
+	if c.d == dialectAnthropic {
+		info := anthropicError(st, c.s.model, c.key)
+		b = append(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
+		b = appendString(b, info.typ)
+		b = append(b, `,"message":`...)
+		b = appendString(b, info.msg)
+		b = append(b, `},"request_id":`...)
+		b = appendString(b, c.requestID())
+		b = append(b, "}\n\n"...)
+	} else {
+		info := openAIError(st, c.s.model, c.key)
+		b = append(b, `data: {"error":{"message":`...)
+		b = appendString(b, info.msg)
+		b = append(b, `,"type":`...)
+		b = appendString(b, info.typ)
+		b = append(b, `,"param":null,"code":`...)
+		if info.code == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendString(b, info.code)
+		}
+		b = append(b, "}}\n\n"...)
+	}
+	e.buf = b
+	e.send(b)
 }
 
 // waitGeneration simulates the generation time of a non-streamed answer of
