@@ -119,6 +119,11 @@ func (c *call) writeError(status int, msg, model string) {
 	if msg != "" {
 		info.msg = msg
 	}
+	c.writeInfo(status, info)
+}
+
+// writeInfo writes the error info as the body of a status response.
+func (c *call) writeInfo(status int, info errorInfo) {
 	buf := make([]byte, 0, 256)
 	if c.d == dialectAnthropic {
 		buf = append(buf, `{"type":"error","error":{"type":`...)

@@ -429,7 +429,7 @@ func TestRoutingAndErrors(t *testing.T) {
 		t.Errorf("prefixed path: %d", st)
 	}
 	st, _, b = mustDo(t, "POST", ts.URL+"/v1/nope", "k", "{}")
-	if st != 404 || path(decode(t, b), "error", "message") == nil {
+	if m := decode(t, b); st != 404 || path(m, "error", "message") != "Invalid URL (POST /v1/nope)" || path(m, "error", "code") != nil {
 		t.Errorf("unknown path: %d %s", st, b)
 	}
 	st, _, b = mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", "{not json")

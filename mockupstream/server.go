@@ -289,7 +289,11 @@ type call struct {
 // nextID returns a fresh sequence number for ids.
 func (s *Server) nextID() uint64 { return s.seq.Add(1) }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: it routes the request to one of the
+// endpoints listed in the package documentation, identifies the key, applies
+// the key's KeyBehavior and writes the answer (JSON, or SSE flushed event by
+// event). It never calls another handler; with ResetRate or StreamCutAfter on
+// HTTP/2 it aborts the stream by panicking with http.ErrAbortHandler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, arg := route(r.URL.Path)
 	c := &call{s: s, w: w, r: r, id: s.nextID()}
@@ -297,7 +301,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.d = dialectAnthropic
 	}
 	if ep == epUnknown {
-		c.writeError(http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")", "")
+		c.d = dialectOpenAI
+		c.writeInfo(http.StatusNotFound, errorInfo{typ: "invalid_request_error", msg: "Invalid URL (" + r.Method + " " + r.URL.Path + ")"})
 		return
 	}
 	want := http.MethodPost
@@ -306,7 +311,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != want {
 		w.Header().Set("Allow", want)
-		c.writeError(http.StatusMethodNotAllowed, "Method "+r.Method+" not allowed for "+r.URL.Path+"; use "+want+".", "")
+		c.writeInfo(http.StatusMethodNotAllowed, errorInfo{typ: "invalid_request_error", msg: "Method " + r.Method + " not allowed for " + r.URL.Path + "; use " + want + "."})
 		return
 	}
 	c.key = apiKey(r)
