@@ -128,3 +128,37 @@ func imagePartFromURL(u, detail, param string) (canonPart, *Error) {
 	}
 	return canonPart{kind: partImage, url: u, detail: detail}, nil
 }
+
+// objFields is an object's members collected in one pass, so looking up
+// many top-level fields of a large body does not rescan it for each one
+// (gjson's Get scans from the start every time).
+type objFields []objField
+
+type objField struct {
+	key string
+	val gjson.Result
+}
+
+func fieldsOf(r gjson.Result) objFields {
+	return fieldsInto(make(objFields, 0, 24), r)
+}
+
+// fieldsInto is fieldsOf reusing dst's storage.
+func fieldsInto(dst objFields, r gjson.Result) objFields {
+	dst = dst[:0]
+	r.ForEach(func(k, v gjson.Result) bool {
+		dst = append(dst, objField{k.Str, v})
+		return true
+	})
+	return dst
+}
+
+// get returns the first member named key, like gjson's Get.
+func (f objFields) get(key string) gjson.Result {
+	for i := range f {
+		if f[i].key == key {
+			return f[i].val
+		}
+	}
+	return gjson.Result{}
+}

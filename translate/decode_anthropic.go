@@ -9,12 +9,12 @@ import (
 // decodeAnthropicRequest decodes an Anthropic Messages request (Anthropic API
 // reference, "Create a Message") into the canonical form.
 func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
-	root := gjson.ParseBytes(body)
+	root := fieldsOf(gjson.ParseBytes(body))
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r); err != nil {
 		return nil, err
 	}
-	switch sys := root.Get("system"); {
+	switch sys := root.get("system"); {
 	case sys.Type == gjson.String:
 		if sys.Str != "" {
 			r.system = []canonPart{{kind: partText, text: sys.Str}}
@@ -38,12 +38,13 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 	case sys.Exists() && sys.Type != gjson.Null:
 		return nil, invalid("system", "system: must be a string or an array of text blocks")
 	}
-	msgs := root.Get("messages")
+	msgs := root.get("messages")
 	if !msgs.IsArray() {
 		return nil, invalid("messages", "messages: must be an array")
 	}
 	var err *Error
 	i := 0
+	var msc objFields
 	msgs.ForEach(func(_, m gjson.Result) bool {
 		param := "messages[" + strconv.Itoa(i) + "]"
 		i++
@@ -51,12 +52,13 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 			err = invalid(param, "%s: must be an object", param)
 			return false
 		}
-		role := m.Get("role").String()
+		msc = fieldsInto(msc, m)
+		role := msc.get("role").String()
 		if role != "user" && role != "assistant" && role != "system" {
 			err = invalid(param+".role", "%s.role: must be \"user\" or \"assistant\"", param)
 			return false
 		}
-		parts, e := anthropicBlocks(m.Get("content"), param+".content", role)
+		parts, e := anthropicBlocks(msc.get("content"), param+".content", role)
 		if e != nil {
 			err = e
 			return false
@@ -71,30 +73,33 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	tools := root.Get("tools")
+	tools := root.get("tools")
 	if tools.Exists() && !tools.IsArray() {
 		return nil, invalid("tools", "tools: must be an array")
 	}
 	i = 0
+	var tsc objFields
 	tools.ForEach(func(_, t gjson.Result) bool {
 		p := "tools[" + strconv.Itoa(i) + "]"
 		i++
-		if typ := t.Get("type").String(); typ != "" && typ != "custom" {
+		tsc = fieldsInto(tsc, t)
+		tf := tsc
+		if typ := tf.get("type").String(); typ != "" && typ != "custom" {
 			return true // server tools (web_search_…, bash_…, …) have no counterpart: dropped
 		}
-		name := t.Get("name").String()
+		name := tf.get("name").String()
 		if name == "" {
 			err = invalid(p+".name", "%s.name: required", p)
 			return false
 		}
-		r.tools = append(r.tools, canonTool{name: name, description: t.Get("description").String(),
-			schema: rawOrEmpty(t.Get("input_schema")), strict: rawOrEmpty(t.Get("strict")), cache: rawOrEmpty(t.Get("cache_control"))})
+		r.tools = append(r.tools, canonTool{name: name, description: tf.get("description").String(),
+			schema: rawOrEmpty(tf.get("input_schema")), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	if tc := root.Get("tool_choice"); tc.IsObject() {
+	if tc := root.get("tool_choice"); tc.IsObject() {
 		switch typ := tc.Get("type").String(); typ {
 		case "auto", "any", "none":
 			r.toolChoice = typ
@@ -113,13 +118,13 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 	} else if tc.Exists() && tc.Type != gjson.Null {
 		return nil, invalid("tool_choice", "tool_choice: must be an object")
 	}
-	if v := root.Get("max_tokens"); v.Exists() {
+	if v := root.get("max_tokens"); v.Exists() {
 		if v.Type != gjson.Number {
 			return nil, invalid("max_tokens", "max_tokens: must be an integer")
 		}
 		r.maxTokens = v.Int()
 	}
-	if st := root.Get("stop_sequences"); st.Exists() {
+	if st := root.get("stop_sequences"); st.Exists() {
 		if !st.IsArray() {
 			return nil, invalid("stop_sequences", "stop_sequences: must be an array of strings")
 		}
@@ -128,8 +133,8 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 			return true
 		})
 	}
-	r.user = root.Get("metadata.user_id").String()
-	th := root.Get("thinking")
+	r.user = root.get("metadata").Get("user_id").String()
+	th := root.get("thinking")
 	switch th.Get("type").String() {
 	case "enabled":
 		r.thinkingBudget = th.Get("budget_tokens").Int()
@@ -139,10 +144,10 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 	case "disabled":
 		r.thinkingOff = true
 	}
-	if e := root.Get("output_config.effort").String(); e != "" && !r.thinkingOff {
+	if e := root.get("output_config").Get("effort").String(); e != "" && !r.thinkingOff {
 		r.effort = e
 	}
-	if f := root.Get("output_config.format"); f.IsObject() && f.Get("type").String() == "json_schema" {
+	if f := root.get("output_config").Get("format"); f.IsObject() && f.Get("type").String() == "json_schema" {
 		r.formatType = "json_schema"
 		r.formatName = "output"
 		r.formatSchema = rawOrEmpty(f.Get("schema"))
@@ -175,6 +180,7 @@ func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
 	var parts []canonPart
 	var err *Error
 	j := 0
+	var bsc objFields
 	c.ForEach(func(_, b gjson.Result) bool {
 		p := param + "[" + strconv.Itoa(j) + "]"
 		j++
@@ -182,10 +188,12 @@ func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
 			err = invalid(p, "%s: must be an object", p)
 			return false
 		}
-		cache := rawOrEmpty(b.Get("cache_control"))
-		switch typ := b.Get("type").String(); typ {
+		bsc = fieldsInto(bsc, b)
+		bf := bsc
+		cache := rawOrEmpty(bf.get("cache_control"))
+		switch typ := bf.get("type").String(); typ {
 		case "text":
-			t := b.Get("text")
+			t := bf.get("text")
 			if t.Type != gjson.String {
 				err = invalid(p+".text", "%s.text: must be a string", p)
 				return false
@@ -200,7 +208,7 @@ func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
 			part.cache = cache
 			parts = append(parts, part)
 		case "tool_use":
-			in := b.Get("input")
+			in := bf.get("input")
 			if in.Exists() && !in.IsObject() {
 				err = invalid(p+".input", "%s.input: must be an object", p)
 				return false
@@ -209,15 +217,15 @@ func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
 			if args == "" {
 				args = "{}"
 			}
-			parts = append(parts, canonPart{kind: partToolCall, id: b.Get("id").String(), name: b.Get("name").String(), args: args, cache: cache})
+			parts = append(parts, canonPart{kind: partToolCall, id: bf.get("id").String(), name: bf.get("name").String(), args: args, cache: cache})
 		case "tool_result":
-			id := b.Get("tool_use_id")
+			id := bf.get("tool_use_id")
 			if id.Type != gjson.String || id.Str == "" {
 				err = invalid(p+".tool_use_id", "%s.tool_use_id: required", p)
 				return false
 			}
-			part := canonPart{kind: partToolResult, id: id.Str, isError: b.Get("is_error").Bool(), cache: cache}
-			if rc := b.Get("content"); rc.Exists() && rc.Type != gjson.Null {
+			part := canonPart{kind: partToolResult, id: id.Str, isError: bf.get("is_error").Bool(), cache: cache}
+			if rc := bf.get("content"); rc.Exists() && rc.Type != gjson.Null {
 				content, e := anthropicBlocks(rc, p+".content", role)
 				if e != nil {
 					err = e
@@ -227,9 +235,9 @@ func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
 			}
 			parts = append(parts, part)
 		case "thinking":
-			parts = append(parts, canonPart{kind: partThinking, text: b.Get("thinking").String(), signature: b.Get("signature").String(), raw: b.Raw})
+			parts = append(parts, canonPart{kind: partThinking, text: bf.get("thinking").String(), signature: bf.get("signature").String(), raw: b.Raw})
 		case "redacted_thinking":
-			parts = append(parts, canonPart{kind: partRedactedThinking, data: b.Get("data").String(), raw: b.Raw})
+			parts = append(parts, canonPart{kind: partRedactedThinking, data: bf.get("data").String(), raw: b.Raw})
 		case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
 			"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
 			"container_upload", "search_result":

@@ -9,18 +9,19 @@ import (
 // decodeChatRequest decodes an OpenAI Chat Completions request (OpenAI API
 // reference, "Create chat completion") into the canonical form.
 func decodeChatRequest(body []byte) (*canonRequest, *Error) {
-	root := gjson.ParseBytes(body)
+	root := fieldsOf(gjson.ParseBytes(body))
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r); err != nil {
 		return nil, err
 	}
-	msgs := root.Get("messages")
+	msgs := root.get("messages")
 	if !msgs.IsArray() {
 		return nil, invalid("messages", "messages: must be an array")
 	}
 	var err *Error
 	i := 0
 	leading := true
+	var msc objFields
 	msgs.ForEach(func(_, m gjson.Result) bool {
 		param := "messages[" + strconv.Itoa(i) + "]"
 		i++
@@ -28,10 +29,12 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			err = invalid(param, "%s: must be an object", param)
 			return false
 		}
-		role := m.Get("role").String()
+		msc = fieldsInto(msc, m)
+		mf := msc
+		role := mf.get("role").String()
 		switch role {
 		case "system", "developer":
-			parts, e := chatTextParts(m.Get("content"), param+".content")
+			parts, e := chatTextParts(mf.get("content"), param+".content")
 			if e != nil {
 				err = e
 				return false
@@ -43,7 +46,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			}
 			return true
 		case "user":
-			parts, e := chatUserParts(m.Get("content"), param+".content")
+			parts, e := chatUserParts(mf.get("content"), param+".content")
 			if e != nil {
 				err = e
 				return false
@@ -54,7 +57,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			if rc := chatReasoningText(m); rc != "" {
 				parts = append(parts, canonPart{kind: partThinking, text: rc})
 			}
-			c := m.Get("content")
+			c := mf.get("content")
 			switch {
 			case c.Type == gjson.String:
 				if c.Str != "" {
@@ -83,10 +86,10 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 				err = invalid(param+".content", "%s.content: must be a string, an array or null", param)
 				return false
 			}
-			if rf := m.Get("refusal"); rf.Type == gjson.String && rf.Str != "" && !c.Exists() {
+			if rf := mf.get("refusal"); rf.Type == gjson.String && rf.Str != "" && !c.Exists() {
 				parts = append(parts, canonPart{kind: partText, text: rf.Str})
 			}
-			tcs := m.Get("tool_calls")
+			tcs := mf.get("tool_calls")
 			if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 				err = invalid(param+".tool_calls", "%s.tool_calls: must be an array", param)
 				return false
@@ -110,18 +113,18 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			if err != nil {
 				return false
 			}
-			if fc := m.Get("function_call"); fc.IsObject() && !tcs.Exists() {
+			if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
 				err = invalid(param+".function_call", "%s.function_call: the deprecated function_call form is not supported; use tool_calls", param)
 				return false
 			}
 			r.addMessage("assistant", parts...)
 		case "tool":
-			id := m.Get("tool_call_id")
+			id := mf.get("tool_call_id")
 			if id.Type != gjson.String || id.Str == "" {
 				err = invalid(param+".tool_call_id", "%s.tool_call_id: required for role \"tool\"", param)
 				return false
 			}
-			content, e := chatUserParts(m.Get("content"), param+".content")
+			content, e := chatUserParts(mf.get("content"), param+".content")
 			if e != nil {
 				err = e
 				return false
@@ -145,19 +148,22 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 	}
 
 	// tools
-	tools := root.Get("tools")
+	tools := root.get("tools")
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, invalid("tools", "tools: must be an array")
 	}
 	i = 0
+	var tsc objFields
 	tools.ForEach(func(_, t gjson.Result) bool {
 		param := "tools[" + strconv.Itoa(i) + "]"
 		i++
-		typ := t.Get("type").String()
+		tsc = fieldsInto(tsc, t)
+		tf := tsc
+		typ := tf.get("type").String()
 		if typ != "function" && typ != "" {
 			return true // hosted/custom tools have no counterpart: dropped
 		}
-		f := t.Get("function")
+		f := tf.get("function")
 		name := f.Get("name").String()
 		if name == "" {
 			err = invalid(param+".function.name", "%s.function.name: required", param)
@@ -170,7 +176,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := root.Get("tool_choice")
+	tc := root.get("tool_choice")
 	switch {
 	case tc.Type == gjson.String:
 		switch tc.Str {
@@ -195,16 +201,16 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			}
 		}
 	}
-	if p := root.Get("parallel_tool_calls"); p.IsBool() {
+	if p := root.get("parallel_tool_calls"); p.IsBool() {
 		b := p.Bool()
 		r.parallel = &b
 	}
-	if v := root.Get("max_completion_tokens"); v.Type == gjson.Number {
+	if v := root.get("max_completion_tokens"); v.Type == gjson.Number {
 		r.maxTokens = v.Int()
-	} else if v := root.Get("max_tokens"); v.Type == gjson.Number {
+	} else if v := root.get("max_tokens"); v.Type == gjson.Number {
 		r.maxTokens = v.Int()
 	}
-	switch st := root.Get("stop"); {
+	switch st := root.get("stop"); {
 	case st.Type == gjson.String:
 		r.stop = []string{st.Str}
 	case st.IsArray():
@@ -213,12 +219,12 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			return true
 		})
 	}
-	r.user = root.Get("user").String()
+	r.user = root.get("user").String()
 	if r.user == "" {
-		r.user = root.Get("safety_identifier").String()
+		r.user = root.get("safety_identifier").String()
 	}
-	r.effort = root.Get("reasoning_effort").String()
-	if rf := root.Get("response_format"); rf.IsObject() {
+	r.effort = root.get("reasoning_effort").String()
+	if rf := root.get("response_format"); rf.IsObject() {
 		r.formatType = rf.Get("type").String()
 		if r.formatType == "json_schema" {
 			js := rf.Get("json_schema")
@@ -227,20 +233,20 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			r.formatStrict = rawOrEmpty(js.Get("strict"))
 		}
 	}
-	if n := root.Get("n"); n.Type == gjson.Number {
+	if n := root.get("n"); n.Type == gjson.Number {
 		r.n = n.Int()
 	}
 	return r, nil
 }
 
 // decodeCommonTop reads the fields every dialect names the same way.
-func decodeCommonTop(root gjson.Result, r *canonRequest) *Error {
-	m := root.Get("model")
+func decodeCommonTop(root objFields, r *canonRequest) *Error {
+	m := root.get("model")
 	if m.Type != gjson.String || m.Str == "" {
 		return invalid("model", "model: must be a non-empty string")
 	}
 	r.model = m.Str
-	switch s := root.Get("stream"); s.Type {
+	switch s := root.get("stream"); s.Type {
 	case gjson.True:
 		r.stream = true
 	case gjson.False, gjson.Null:
@@ -253,7 +259,7 @@ func decodeCommonTop(root gjson.Result, r *canonRequest) *Error {
 		name string
 		dst  *string
 	}{{"temperature", &r.temperature}, {"top_p", &r.topP}, {"top_k", &r.topK}} {
-		v := root.Get(f.name)
+		v := root.get(f.name)
 		if !v.Exists() || v.Type == gjson.Null {
 			continue
 		}

@@ -11,21 +11,21 @@ import (
 // gateway is stateless, so previous_response_id, conversation and
 // item_reference inputs are rejected with a clear message.
 func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
-	root := gjson.ParseBytes(body)
+	root := fieldsOf(gjson.ParseBytes(body))
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r); err != nil {
 		return nil, err
 	}
-	if p := root.Get("previous_response_id"); p.Type == gjson.String && p.Str != "" {
+	if p := root.get("previous_response_id"); p.Type == gjson.String && p.Str != "" {
 		return nil, invalid("previous_response_id", "previous_response_id: not supported by this gateway (it keeps no state); send the whole conversation in input")
 	}
-	if c := root.Get("conversation"); c.Exists() && c.Type != gjson.Null {
+	if c := root.get("conversation"); c.Exists() && c.Type != gjson.Null {
 		return nil, invalid("conversation", "conversation: not supported by this gateway (it keeps no state); send the whole conversation in input")
 	}
-	if ins := root.Get("instructions"); ins.Type == gjson.String && ins.Str != "" {
+	if ins := root.get("instructions"); ins.Type == gjson.String && ins.Str != "" {
 		r.system = []canonPart{{kind: partText, text: ins.Str}}
 	}
-	input := root.Get("input")
+	input := root.get("input")
 	leading := true
 	switch {
 	case input.Type == gjson.String:
@@ -33,6 +33,7 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 	case input.IsArray():
 		var err *Error
 		i := 0
+		var isc objFields
 		input.ForEach(func(_, it gjson.Result) bool {
 			p := "input[" + strconv.Itoa(i) + "]"
 			i++
@@ -40,14 +41,16 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 				err = invalid(p, "%s: must be an object", p)
 				return false
 			}
-			typ := it.Get("type").String()
-			if typ == "" && it.Get("role").Exists() {
+			isc = fieldsInto(isc, it)
+			itf := isc
+			typ := itf.get("type").String()
+			if typ == "" && itf.get("role").Exists() {
 				typ = "message"
 			}
 			switch typ {
 			case "message":
-				role := it.Get("role").String()
-				parts, e := responsesContent(it.Get("content"), p+".content")
+				role := itf.get("role").String()
+				parts, e := responsesContent(itf.get("content"), p+".content")
 				if e != nil {
 					err = e
 					return false
@@ -67,24 +70,24 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 					return false
 				}
 			case "function_call":
-				callID := it.Get("call_id").String()
+				callID := itf.get("call_id").String()
 				if callID == "" {
 					err = invalid(p+".call_id", "%s.call_id: required", p)
 					return false
 				}
-				args := it.Get("arguments")
+				args := itf.get("arguments")
 				if args.Exists() && args.Type != gjson.String {
 					err = invalid(p+".arguments", "%s.arguments: must be a JSON string", p)
 					return false
 				}
-				r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: it.Get("name").String(), args: args.Str})
+				r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: itf.get("name").String(), args: args.Str})
 			case "function_call_output":
-				callID := it.Get("call_id").String()
+				callID := itf.get("call_id").String()
 				if callID == "" {
 					err = invalid(p+".call_id", "%s.call_id: required", p)
 					return false
 				}
-				out := it.Get("output")
+				out := itf.get("output")
 				var content []canonPart
 				if out.Type == gjson.String {
 					content = []canonPart{{kind: partText, text: out.Str}}
@@ -102,7 +105,7 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 				r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
 			case "reasoning":
 				var text string
-				it.Get("summary").ForEach(func(_, s gjson.Result) bool {
+				itf.get("summary").ForEach(func(_, s gjson.Result) bool {
 					if text != "" {
 						text += "\n\n"
 					}
@@ -110,7 +113,7 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 					return true
 				})
 				if text == "" {
-					it.Get("content").ForEach(func(_, s gjson.Result) bool {
+					itf.get("content").ForEach(func(_, s gjson.Result) bool {
 						text += s.Get("text").String()
 						return true
 					})
@@ -140,29 +143,32 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 
 	var err *Error
 	i := 0
-	tools := root.Get("tools")
+	tools := root.get("tools")
 	if tools.Exists() && !tools.IsArray() {
 		return nil, invalid("tools", "tools: must be an array")
 	}
+	var tsc objFields
 	tools.ForEach(func(_, t gjson.Result) bool {
 		p := "tools[" + strconv.Itoa(i) + "]"
 		i++
-		if t.Get("type").String() != "function" {
+		tsc = fieldsInto(tsc, t)
+		tf := tsc
+		if tf.get("type").String() != "function" {
 			return true // hosted tools have no counterpart: dropped
 		}
-		name := t.Get("name").String()
+		name := tf.get("name").String()
 		if name == "" {
 			err = invalid(p+".name", "%s.name: required", p)
 			return false
 		}
-		r.tools = append(r.tools, canonTool{name: name, description: t.Get("description").String(),
-			schema: rawOrEmpty(t.Get("parameters")), strict: rawOrEmpty(t.Get("strict"))})
+		r.tools = append(r.tools, canonTool{name: name, description: tf.get("description").String(),
+			schema: rawOrEmpty(tf.get("parameters")), strict: rawOrEmpty(tf.get("strict"))})
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	tc := root.Get("tool_choice")
+	tc := root.get("tool_choice")
 	switch {
 	case tc.Type == gjson.String:
 		switch tc.Str {
@@ -187,19 +193,19 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 			}
 		}
 	}
-	if p := root.Get("parallel_tool_calls"); p.IsBool() {
+	if p := root.get("parallel_tool_calls"); p.IsBool() {
 		b := p.Bool()
 		r.parallel = &b
 	}
-	if v := root.Get("max_output_tokens"); v.Type == gjson.Number {
+	if v := root.get("max_output_tokens"); v.Type == gjson.Number {
 		r.maxTokens = v.Int()
 	}
-	r.user = root.Get("user").String()
+	r.user = root.get("user").String()
 	if r.user == "" {
-		r.user = root.Get("safety_identifier").String()
+		r.user = root.get("safety_identifier").String()
 	}
-	r.effort = root.Get("reasoning.effort").String()
-	if f := root.Get("text.format"); f.IsObject() {
+	r.effort = root.get("reasoning").Get("effort").String()
+	if f := root.get("text").Get("format"); f.IsObject() {
 		r.formatType = f.Get("type").String()
 		if r.formatType == "json_schema" {
 			r.formatName = f.Get("name").String()

@@ -54,9 +54,9 @@ func TestChatUpstreamReasoningVariants(t *testing.T) {
 func TestChatUpstreamUsageVariants(t *testing.T) {
 	base := ccChunk(`{"role":"assistant","content":"hi"}`, "", "")
 	cases := map[string]string{
-		"trailing usage chunk": base + ccChunk(`{}`, "stop", "") + ccUsage + "data: [DONE]\n\n",
-		"usage null until last": strings.ReplaceAll(base+ccChunk(`{}`, "stop", ""), "]}\n", `],"usage":null}`+"\n") + ccUsage + "data: [DONE]\n\n",
-		"usage on finish chunk": base + ccChunk(`{}`, "stop", `,"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":6}}`) + "data: [DONE]\n\n",
+		"trailing usage chunk":         base + ccChunk(`{}`, "stop", "") + ccUsage + "data: [DONE]\n\n",
+		"usage null until last":        strings.ReplaceAll(base+ccChunk(`{}`, "stop", ""), "]}\n", `],"usage":null}`+"\n") + ccUsage + "data: [DONE]\n\n",
+		"usage on finish chunk":        base + ccChunk(`{}`, "stop", `,"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":6}}`) + "data: [DONE]\n\n",
 		"no DONE, no final blank line": base + ccChunk(`{}`, "stop", "") + strings.TrimRight(ccUsage, "\n"),
 	}
 	for name, in := range cases {

@@ -1,0 +1,171 @@
+package translate
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// bigAnthropicRequest builds a Claude Code-shaped request of about 80 KB:
+// a long system prompt in cached blocks, 24 tools with JSON Schemas, and
+// 40 messages mixing text, tool_use and tool_result turns.
+func bigAnthropicRequest() []byte {
+	var b strings.Builder
+	para := strings.Repeat("You are an interactive CLI tool that helps users with software engineering tasks. Use the instructions below and the tools available to you to assist the user. ", 12)
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,"system":[`)
+	for i := 0; i < 6; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"type":"text","text":` + strconv.Quote(para) + `,"cache_control":{"type":"ephemeral"}}`)
+	}
+	b.WriteString(`],"tools":[`)
+	for i := 0; i < 24; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":"Tool` + strconv.Itoa(i) + `","description":` + strconv.Quote(strings.Repeat("Reads a file from the local filesystem. ", 10)) +
+			`,"input_schema":{"type":"object","properties":{"file_path":{"type":"string","description":"The absolute path to the file to read"},"offset":{"type":"number","description":"The line number to start reading from"},"limit":{"type":"number","description":"The number of lines to read"}},"required":["file_path"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}}`)
+	}
+	b.WriteString(`],"messages":[`)
+	for i := 0; i < 40; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := "toolu_0" + strconv.Itoa(i/4)
+		switch i % 4 {
+		case 0:
+			b.WriteString(`{"role":"user","content":[{"type":"text","text":` + strconv.Quote(strings.Repeat("Please fix the failing test in pkg/server. ", 8)) + `}]}`)
+		case 1:
+			b.WriteString(`{"role":"assistant","content":[{"type":"text","text":"Let me read the file."},{"type":"tool_use","id":"` + id + `","name":"Tool3","input":{"file_path":"/repo/pkg/server/server.go","limit":200}}]}`)
+		case 2:
+			b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":` + strconv.Quote(strings.Repeat("func main() {\n\tfmt.Println(\"hello\")\n}\n", 20)) + `}]}`)
+		case 3:
+			b.WriteString(`{"role":"assistant","content":[{"type":"text","text":` + strconv.Quote(strings.Repeat("The test fails because the handler returns early. ", 5)) + `}]}`)
+		}
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// bigResponsesRequest is the same conversation as a Responses request.
+func bigResponsesRequest() []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-5","stream":true,"instructions":` + strconv.Quote(strings.Repeat("You are an interactive CLI tool that helps users with software engineering tasks. ", 70)) + `,"tools":[`)
+	for i := 0; i < 24; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"type":"function","name":"Tool` + strconv.Itoa(i) + `","description":` + strconv.Quote(strings.Repeat("Reads a file from the local filesystem. ", 10)) +
+			`,"parameters":{"type":"object","properties":{"file_path":{"type":"string","description":"The absolute path"},"offset":{"type":"number"},"limit":{"type":"number"}},"required":["file_path"]}}`)
+	}
+	b.WriteString(`],"input":[`)
+	for i := 0; i < 40; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := "call_" + strconv.Itoa(i/4)
+		switch i % 4 {
+		case 0:
+			b.WriteString(`{"role":"user","content":[{"type":"input_text","text":` + strconv.Quote(strings.Repeat("Please fix the failing test in pkg/server. ", 8)) + `}]}`)
+		case 1:
+			b.WriteString(`{"type":"function_call","id":"fc_` + strconv.Itoa(i) + `","call_id":"` + id + `","name":"Tool3","arguments":"{\"file_path\":\"/repo/x.go\"}"}`)
+		case 2:
+			b.WriteString(`{"type":"function_call_output","call_id":"` + id + `","output":` + strconv.Quote(strings.Repeat("func main() {\n\tfmt.Println(\"hello\")\n}\n", 20)) + `}`)
+		case 3:
+			b.WriteString(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":` + strconv.Quote(strings.Repeat("The test fails because the handler returns early. ", 5)) + `}]}`)
+		}
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func benchRequest(b *testing.B, from, to Dialect, body []byte) {
+	b.Helper()
+	if _, err := TranslateRequest(from, to, body, "upstream-model"); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := TranslateRequest(from, to, body, "upstream-model"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRequest(b *testing.B) {
+	am := bigAnthropicRequest()
+	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, am, "gpt-5")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs := bigResponsesRequest()
+	b.Logf("sizes: anthropic %d B, chat %d B, responses %d B", len(am), len(cc), len(rs))
+	b.Run("anthropic_to_chat", func(b *testing.B) { benchRequest(b, AnthropicMessages, OpenAIChat, am) })
+	b.Run("chat_to_anthropic", func(b *testing.B) { benchRequest(b, OpenAIChat, AnthropicMessages, cc) })
+	b.Run("responses_to_chat", func(b *testing.B) { benchRequest(b, OpenAIResponses, OpenAIChat, rs) })
+	b.Run("responses_to_anthropic", func(b *testing.B) { benchRequest(b, OpenAIResponses, AnthropicMessages, rs) })
+	b.Run("passthrough_anthropic", func(b *testing.B) { benchRequest(b, AnthropicMessages, AnthropicMessages, am) })
+	b.Run("passthrough_chat", func(b *testing.B) { benchRequest(b, OpenAIChat, OpenAIChat, cc) })
+}
+
+type discardWriter struct{ n int }
+
+func (d *discardWriter) WriteEvent(p []byte) error { d.n += len(p); return nil }
+
+func benchStream(b *testing.B, from, to Dialect, body []byte) {
+	b.Helper()
+	events := bytes.Count(body, []byte("\n\n"))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tr := NewStreamTranslator(from, to, "client-model", &discardWriter{})
+		if err := tr.Run(bytes.NewReader(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+func BenchmarkStream(b *testing.B) {
+	var chat, anth []byte
+	for _, fx := range streamFixtures(b, OpenAIChat) {
+		if strings.HasPrefix(fx.name, "vercel__openai-text") {
+			chat = fx.body
+		}
+	}
+	for _, fx := range streamFixtures(b, AnthropicMessages) {
+		if strings.Contains(fx.name, "thinking-stream") {
+			anth = fx.body
+		}
+	}
+	for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+		b.Run("chat_to_"+to.String(), func(b *testing.B) { benchStream(b, OpenAIChat, to, chat) })
+	}
+	for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+		b.Run("anthropic_to_"+to.String(), func(b *testing.B) { benchStream(b, AnthropicMessages, to, anth) })
+	}
+}
+
+func BenchmarkSSEReader(b *testing.B) {
+	var body []byte
+	for _, fx := range streamFixtures(b, OpenAIChat) {
+		if strings.HasPrefix(fx.name, "vercel__openai-text") {
+			body = fx.body
+		}
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r := NewSSEReader(bytes.NewReader(body))
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+	}
+}
