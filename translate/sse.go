@@ -28,6 +28,8 @@ type SSEEvent struct {
 	ID    string
 	Retry int64
 	Raw   []byte
+
+	dataOff int // offset of Data in Raw, -1 when Data is not a slice of Raw
 }
 
 // MaxSSEEventSize is the largest SSE block an SSEReader accepts (64 MiB);
@@ -192,7 +194,7 @@ func (r *SSEReader) dispatch(end int, atEOF bool) SSEEvent {
 	for k := 0; k < extra; k++ {
 		raw = append(raw, '\n')
 	}
-	ev := SSEEvent{Raw: raw, Retry: r.retry}
+	ev := SSEEvent{Raw: raw, Retry: r.retry, dataOff: -1}
 	if len(r.event) > 0 {
 		ev.Event = internEvent(r.event)
 	}
@@ -202,6 +204,7 @@ func (r *SSEReader) dispatch(end int, atEOF bool) SSEEvent {
 	switch {
 	case r.dataN == 1:
 		ev.Data = raw[r.dataOff : r.dataOff+r.dataLen : r.dataOff+r.dataLen]
+		ev.dataOff = r.dataOff
 	case r.dataN > 1:
 		ev.Data = bytes.Clone(r.dataJoin)
 	}

@@ -65,7 +65,8 @@ type StreamTranslator struct {
 	au    anthropicUsage
 
 	// passthrough state
-	pt passState
+	pt      passState
+	scratch objFields
 
 	// translation state
 	cs  *canonStream
@@ -190,29 +191,31 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		return
 	}
 	st := &t.pt
+	sd := string(data) // one copy; every lookup below is then copy-free
 	switch t.from {
 	case OpenAIChat:
-		if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
 			st.done = true
 			break
 		}
-		res := gjson.GetManyBytes(data, "error", "usage", "choices", "id", "model", "created")
-		if res[0].Exists() {
+		t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
+		f := t.scratch
+		if f.get("error").Exists() {
 			st.errored = true
 			raw = t.scrub(ev, "error.message")
 			break
 		}
-		if res[1].IsObject() {
-			t.usage.merge(chatUsage(res[1]))
+		if u := f.get("usage"); u.IsObject() {
+			t.usage.merge(chatUsage(u))
 		}
 		st.started = true
-		if res[3].Str != "" {
-			st.id = res[3].Str
+		if id := f.get("id"); id.Str != "" {
+			st.id = id.Str
 		}
-		if res[5].Type == gjson.Number {
-			st.created = res[5].Int()
+		if c := f.get("created"); c.Type == gjson.Number {
+			st.created = c.Int()
 		}
-		res[2].ForEach(func(_, c gjson.Result) bool {
+		f.get("choices").ForEach(func(_, c gjson.Result) bool {
 			if c.Get("finish_reason").Type == gjson.String {
 				st.finished = true
 			}
@@ -221,15 +224,16 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			}
 			return true
 		})
-		if t.model != "" && res[4].Type == gjson.String && res[4].Str != t.model {
-			raw = t.rewrite(ev, "model")
+		if m := f.get("model"); t.model != "" && m.Type == gjson.String && m.Str != t.model {
+			st.upModel = m.Str
+			raw = t.splice(ev, m, t.model)
 		}
 	case AnthropicMessages:
-		typ := gjson.GetBytes(data, "type").Str
+		typ := gjson.Get(sd, "type").Str
 		switch typ {
 		case "message_start":
 			st.started = true
-			m := gjson.GetBytes(data, "message")
+			m := gjson.Get(sd, "message")
 			st.id = m.Get("id").Str
 			st.upModel = m.Get("model").Str
 			t.au.add(m.Get("usage"))
@@ -237,13 +241,13 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				raw = t.rewrite(ev, "message.model")
 			}
 		case "content_block_start":
-			idx := int(gjson.GetBytes(data, "index").Int())
+			idx := int(gjson.Get(sd, "index").Int())
 			st.open = append(st.open, idx)
-			if gjson.GetBytes(data, "content_block.type").Str == "tool_use" {
+			if gjson.Get(sd, "content_block.type").Str == "tool_use" {
 				st.sawTool = true
 			}
 		case "content_block_stop":
-			idx := int(gjson.GetBytes(data, "index").Int())
+			idx := int(gjson.Get(sd, "index").Int())
 			for i, o := range st.open {
 				if o == idx {
 					st.open = append(st.open[:i], st.open[i+1:]...)
@@ -253,7 +257,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		case "message_delta":
 			st.finished = true
 			st.open = st.open[:0]
-			t.au.add(gjson.GetBytes(data, "usage"))
+			t.au.add(gjson.Get(sd, "usage"))
 		case "message_stop":
 			st.done = true
 		case "error":
@@ -261,7 +265,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			raw = t.scrub(ev, "error.message")
 		}
 	case OpenAIResponses:
-		res := gjson.GetManyBytes(data, "type", "sequence_number", "response.model", "response.usage", "response.id")
+		res := gjson.GetMany(sd, "type", "sequence_number", "response.model", "response.usage", "response.id")
 		if res[1].Type == gjson.Number {
 			st.lastSeq = res[1].Int()
 		}
@@ -279,7 +283,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		case "error":
 			st.errored = true
 			raw = t.scrub(ev, "message")
-			if gjson.GetBytes(data, "error.message").Exists() {
+			if gjson.Get(sd, "error.message").Exists() {
 				raw = t.scrub(ev, "error.message")
 			}
 		}
@@ -291,6 +295,20 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		}
 	}
 	t.write(raw)
+}
+
+// splice returns ev.Raw with the JSON string v (a value found in ev.Data,
+// with its Index) replaced by value, copying the event once. It falls back
+// to sjson when Data is not a contiguous part of Raw.
+func (t *StreamTranslator) splice(ev *SSEEvent, v gjson.Result, value string) []byte {
+	if ev.dataOff < 0 || v.Index <= 0 || v.Index+len(v.Raw) > len(ev.Data) {
+		return t.replaceAt(ev, "model", value)
+	}
+	at := ev.dataOff + v.Index
+	out := make([]byte, 0, len(ev.Raw)+len(value)+2-len(v.Raw))
+	out = append(out, ev.Raw[:at]...)
+	out = appendString(out, value)
+	return append(out, ev.Raw[at+len(v.Raw):]...)
 }
 
 // scrub returns ev.Raw with secrets removed from the message at path (see

@@ -26,18 +26,18 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 	if len(ev.Data) == 0 || cs.closed {
 		return
 	}
-	data := ev.Data
-	typ := gjson.GetBytes(data, "type").Str
+	data := string(ev.Data) // one copy; every lookup below is then copy-free
+	typ := gjson.Get(data, "type").Str
 	if typ == "" {
 		typ = ev.Event
 	}
 	switch typ {
 	case "message_start":
-		m := gjson.GetBytes(data, "message")
+		m := gjson.Get(data, "message")
 		cs.t.au.add(m.Get("usage"))
 		cs.begin(m.Get("id").Str, m.Get("model").Str, 0)
 	case "content_block_start":
-		res := gjson.GetManyBytes(data, "index", "content_block")
+		res := gjson.GetMany(data, "index", "content_block")
 		idx, blk := res[0].Int(), res[1]
 		d.cur, d.skip = -1, -1
 		switch blk.Get("type").Str {
@@ -68,7 +68,7 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 		}
 		d.cur = idx
 	case "content_block_delta":
-		res := gjson.GetManyBytes(data, "index", "delta.type", "delta")
+		res := gjson.GetMany(data, "index", "delta.type", "delta")
 		if res[0].Int() != d.cur || d.cur < 0 {
 			return
 		}
@@ -86,12 +86,12 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 			}
 		}
 	case "content_block_stop":
-		if gjson.GetBytes(data, "index").Int() == d.cur {
+		if gjson.Get(data, "index").Int() == d.cur {
 			cs.closeBlock()
 			d.cur = -1
 		}
 	case "message_delta":
-		res := gjson.GetManyBytes(data, "delta.stop_reason", "delta.stop_sequence", "usage")
+		res := gjson.GetMany(data, "delta.stop_reason", "delta.stop_sequence", "usage")
 		cs.t.au.add(res[2])
 		d.cur = -1
 		stop := res[0].Str
@@ -102,7 +102,7 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 	case "message_stop":
 		cs.end()
 	case "error":
-		e := gjson.GetBytes(data, "error")
+		e := gjson.Get(data, "error")
 		cs.fail(classForErrorType(e.Get("type").Str, ""), firstNonEmpty(e.Get("message").Str, "upstream error"))
 	}
 }

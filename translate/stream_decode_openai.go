@@ -25,6 +25,8 @@ type chatStreamDecoder struct {
 	cur     *chatTool
 	pending []*chatTool
 	refusal bool
+	top     objFields // scratch for the chunk's members
+	dsc     objFields // scratch for the delta's members
 }
 
 type chatTool struct {
@@ -51,7 +53,9 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.end()
 		return
 	}
-	res := gjson.GetManyBytes(data, "error", "id", "model", "created", "usage", "choices")
+	d.top = fieldsInto(d.top, gjson.Parse(string(data)))
+	f := d.top
+	res := [6]gjson.Result{f.get("error"), f.get("id"), f.get("model"), f.get("created"), f.get("usage"), f.get("choices")}
 	if e := res[0]; e.Exists() {
 		msg := e.Get("message").String()
 		if e.Type == gjson.String {
@@ -65,7 +69,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 	}
 	choices := res[5]
 	if !cs.started {
-		if res[1].Str == "" && len(choices.Array()) == 0 {
+		if res[1].Str == "" && !hasElements(choices) {
 			return // Azure's prompt_filter_results chunk, or a usage-only chunk
 		}
 		cs.begin(res[1].Str, res[2].Str, res[3].Int())
@@ -95,7 +99,9 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 
 func (d *chatStreamDecoder) delta(delta gjson.Result) {
 	cs := d.cs
-	res := gjson.GetMany(delta.Raw, "reasoning_content", "reasoning", "reasoning_details", "content", "refusal", "tool_calls")
+	d.dsc = fieldsInto(d.dsc, delta)
+	f := d.dsc
+	res := [6]gjson.Result{f.get("reasoning_content"), f.get("reasoning"), f.get("reasoning_details"), f.get("content"), f.get("refusal"), f.get("tool_calls")}
 	thinking := ""
 	switch {
 	case res[0].Type == gjson.String:
@@ -207,4 +213,14 @@ func (d *chatStreamDecoder) end(readErr error) {
 		d.flushTools()
 	}
 	d.cs.endOrFail(readErr)
+}
+
+// hasElements reports whether r is a non-empty array.
+func hasElements(r gjson.Result) bool {
+	n := false
+	r.ForEach(func(_, _ gjson.Result) bool {
+		n = true
+		return false
+	})
+	return n
 }
