@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -105,20 +106,34 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 				r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
 			case "reasoning":
 				var text string
-				itf.get("summary").ForEach(func(_, s gjson.Result) bool {
-					if text != "" {
+				n := 0
+				itf.get("summary").ForEach(func(_, x gjson.Result) bool {
+					if n > 0 {
 						text += "\n\n"
 					}
-					text += s.Get("text").String()
+					n++
+					text += x.Get("text").String()
 					return true
 				})
 				if text == "" {
-					itf.get("content").ForEach(func(_, s gjson.Result) bool {
-						text += s.Get("text").String()
+					itf.get("content").ForEach(func(_, x gjson.Result) bool {
+						text += x.Get("text").String()
 						return true
 					})
 				}
-				if text != "" {
+				enc := itf.get("encrypted_content").String()
+				switch {
+				case strings.HasPrefix(enc, sigPrefixThinking):
+					// an Anthropic thinking block that went out as this item
+					sig := enc[len(sigPrefixThinking):]
+					raw := appendString([]byte(`{"type":"thinking","thinking":`), text)
+					raw = append(appendStrField(raw, "signature", sig), '}')
+					r.addMessage("assistant", canonPart{kind: partThinking, text: text, signature: sig, raw: string(raw)})
+				case strings.HasPrefix(enc, sigPrefixRedacted):
+					data := enc[len(sigPrefixRedacted):]
+					raw := append(appendString([]byte(`{"type":"redacted_thinking","data":`), data), '}')
+					r.addMessage("assistant", canonPart{kind: partRedactedThinking, data: data, raw: string(raw)})
+				case text != "":
 					// OpenAI encrypted_content is only valid for OpenAI; the
 					// readable text is kept for upstreams that want it echoed.
 					r.addMessage("assistant", canonPart{kind: partThinking, text: text})

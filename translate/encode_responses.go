@@ -38,14 +38,43 @@ func appendRSFunctionCallItem(b []byte, id, status, callID, name string, args []
 	return append(b, '}')
 }
 
-func appendRSReasoningItem(b []byte, id string, text []byte, withSummary bool) []byte {
+// Anthropic thinking signatures and redacted_thinking data ride in a
+// reasoning item's encrypted_content with these prefixes, so a Responses
+// client that replays its reasoning items (as Codex does with
+// include: ["reasoning.encrypted_content"]) gives an Anthropic upstream its
+// signed thinking back. OpenAI's own encrypted_content never has them.
+const (
+	sigPrefixThinking = "anthropic.thinking.v1:"
+	sigPrefixRedacted = "anthropic.redacted_thinking.v1:"
+)
+
+// appendRSReasoningItem appends a reasoning item; withSummary adds one
+// summary_text part holding text, enc (when not "") is the
+// encrypted_content.
+func appendRSReasoningItem(b []byte, id string, text []byte, withSummary bool, enc string) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, id)
 	b = append(b, `,"type":"reasoning","summary":[`...)
 	if withSummary {
 		b = appendRSSummaryPart(b, text)
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	if enc != "" {
+		b = appendStrField(b, "encrypted_content", enc)
+	}
+	return append(b, '}')
+}
+
+// reasoningEnc returns the encrypted_content for a thinking or redacted
+// thinking part ("" when there is nothing to carry).
+func reasoningEnc(kind partKind, signature, data string) string {
+	switch {
+	case kind == partThinking && signature != "":
+		return sigPrefixThinking + signature
+	case kind == partRedactedThinking && data != "":
+		return sigPrefixRedacted + data
+	}
+	return ""
 }
 
 func appendRSSummaryPart(b []byte, text []byte) []byte {
@@ -142,7 +171,11 @@ func encodeResponsesResponse(r *canonResponse) []byte {
 		case partThinking:
 			flushText()
 			out = appendComma(out)
-			out = appendRSReasoningItem(out, "rs_"+base+suffix(i), []byte(p.text), true)
+			out = appendRSReasoningItem(out, "rs_"+base+suffix(i), []byte(p.text), true, reasoningEnc(p.kind, p.signature, ""))
+		case partRedactedThinking:
+			flushText()
+			out = appendComma(out)
+			out = appendRSReasoningItem(out, "rs_"+base+suffix(i), nil, false, reasoningEnc(p.kind, "", p.data))
 		case partToolCall:
 			flushText()
 			out = appendComma(out)

@@ -66,17 +66,13 @@ func (e *responsesStreamEncoder) itemHead(b []byte, blk *streamBlock) []byte {
 }
 
 func (e *responsesStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
-	if blk.kind == partRedactedThinking {
-		blk.outIdx = -1
-		return
-	}
 	blk.outIdx = e.outIdx
 	e.outIdx++
 	idx := strconv.Itoa(blk.outIdx)
 	switch blk.kind {
 	case partText:
 		blk.itemID = "msg_" + e.base + "_" + idx
-	case partThinking:
+	case partThinking, partRedactedThinking:
 		blk.itemID = "rs_" + e.base + "_" + idx
 	case partToolCall:
 		blk.itemID = withPrefix("fc_", blk.id)
@@ -88,8 +84,8 @@ func (e *responsesStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 		switch blk.kind {
 		case partText:
 			return appendRSMessageItem(b, blk.itemID, "in_progress", nil, false)
-		case partThinking:
-			return appendRSReasoningItem(b, blk.itemID, nil, false)
+		case partThinking, partRedactedThinking:
+			return appendRSReasoningItem(b, blk.itemID, nil, false, "")
 		default:
 			return appendRSFunctionCallItem(b, blk.itemID, "in_progress", blk.id, blk.name, nil)
 		}
@@ -167,7 +163,9 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 			b = append(b, `,"summary_index":0,"part":`...)
 			return appendRSSummaryPart(b, blk.text)
 		})
-		item = appendRSReasoningItem(nil, blk.itemID, blk.text, true)
+		item = appendRSReasoningItem(nil, blk.itemID, blk.text, true, reasoningEnc(blk.kind, blk.signature, ""))
+	case partRedactedThinking:
+		item = appendRSReasoningItem(nil, blk.itemID, nil, false, reasoningEnc(blk.kind, "", blk.data))
 	case partToolCall:
 		if len(blk.text) == 0 {
 			blk.text = append(blk.text, "{}"...)
