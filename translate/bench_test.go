@@ -14,7 +14,7 @@ func bigAnthropicRequest() []byte {
 	var b strings.Builder
 	para := strings.Repeat("You are an interactive CLI tool that helps users with software engineering tasks. Use the instructions below and the tools available to you to assist the user. ", 12)
 	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,"system":[`)
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 10; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -25,7 +25,7 @@ func bigAnthropicRequest() []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`{"name":"Tool` + strconv.Itoa(i) + `","description":` + strconv.Quote(strings.Repeat("Reads a file from the local filesystem. ", 10)) +
+		b.WriteString(`{"name":"Tool` + strconv.Itoa(i) + `","description":` + strconv.Quote(strings.Repeat("Reads a file from the local filesystem. ", 40)) +
 			`,"input_schema":{"type":"object","properties":{"file_path":{"type":"string","description":"The absolute path to the file to read"},"offset":{"type":"number","description":"The line number to start reading from"},"limit":{"type":"number","description":"The number of lines to read"}},"required":["file_path"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}}`)
 	}
 	b.WriteString(`],"messages":[`)
@@ -52,12 +52,12 @@ func bigAnthropicRequest() []byte {
 // bigResponsesRequest is the same conversation as a Responses request.
 func bigResponsesRequest() []byte {
 	var b strings.Builder
-	b.WriteString(`{"model":"gpt-5","stream":true,"instructions":` + strconv.Quote(strings.Repeat("You are an interactive CLI tool that helps users with software engineering tasks. ", 70)) + `,"tools":[`)
+	b.WriteString(`{"model":"gpt-5","stream":true,"instructions":` + strconv.Quote(strings.Repeat("You are an interactive CLI tool that helps users with software engineering tasks. ", 200)) + `,"tools":[`)
 	for i := 0; i < 24; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`{"type":"function","name":"Tool` + strconv.Itoa(i) + `","description":` + strconv.Quote(strings.Repeat("Reads a file from the local filesystem. ", 10)) +
+		b.WriteString(`{"type":"function","name":"Tool` + strconv.Itoa(i) + `","description":` + strconv.Quote(strings.Repeat("Reads a file from the local filesystem. ", 40)) +
 			`,"parameters":{"type":"object","properties":{"file_path":{"type":"string","description":"The absolute path"},"offset":{"type":"number"},"limit":{"type":"number"}},"required":["file_path"]}}`)
 	}
 	b.WriteString(`],"input":[`)

@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/base64"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -161,4 +162,16 @@ func (f objFields) get(key string) gjson.Result {
 		}
 	}
 	return gjson.Result{}
+}
+
+// view returns b as a string without copying it, so gjson reads request
+// bodies and stream events in place. It is only used on bytes that are
+// never modified afterwards: request and response bodies are read-only for
+// the duration of a call and nothing derived from them outlives it, and
+// every SSE event's bytes are a fresh allocation owned by the translator.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

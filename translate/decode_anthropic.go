@@ -9,7 +9,7 @@ import (
 // decodeAnthropicRequest decodes an Anthropic Messages request (Anthropic API
 // reference, "Create a Message") into the canonical form.
 func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
-	root := fieldsOf(gjson.ParseBytes(body))
+	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r); err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func anthropicSource(b gjson.Result, p, typ string) (canonPart, *Error) {
 
 // decodeAnthropicResponse decodes an Anthropic "message" object.
 func decodeAnthropicResponse(body []byte) (*canonResponse, *Error) {
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(view(body))
 	if root.Get("type").String() != "message" && !root.Get("content").IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}
 	}

@@ -9,7 +9,7 @@ import (
 // decodeChatRequest decodes an OpenAI Chat Completions request (OpenAI API
 // reference, "Create chat completion") into the canonical form.
 func decodeChatRequest(body []byte) (*canonRequest, *Error) {
-	root := fieldsOf(gjson.ParseBytes(body))
+	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r); err != nil {
 		return nil, err
@@ -386,7 +386,7 @@ func (r *canonRequest) addMessage(role string, parts ...canonPart) {
 // decodeChatResponse decodes an OpenAI "chat.completion" object; only
 // choices[0] is used.
 func decodeChatResponse(body []byte) (*canonResponse, *Error) {
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(view(body))
 	c := root.Get("choices.0")
 	if !c.Exists() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response has no choices"}

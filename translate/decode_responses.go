@@ -12,7 +12,7 @@ import (
 // gateway is stateless, so previous_response_id, conversation and
 // item_reference inputs are rejected with a clear message.
 func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
-	root := fieldsOf(gjson.ParseBytes(body))
+	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r); err != nil {
 		return nil, err

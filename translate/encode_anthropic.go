@@ -264,6 +264,7 @@ func appendAnthropicText(b []byte, text, cache string) []byte {
 func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 	lastRole := ""
 	open := false
+	body := make([]byte, 0, 1024)
 	for i := range msgs {
 		m := &msgs[i]
 		if m.role == "system" {
@@ -271,7 +272,7 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 		}
 		// tool results first (Anthropic parallel tool use docs)
 		var err *Error
-		body := make([]byte, 0, 256)
+		body = body[:0]
 		for pass := 0; pass < 2; pass++ {
 			for j := range m.parts {
 				p := &m.parts[j]

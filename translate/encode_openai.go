@@ -77,7 +77,8 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if r.user != "" {
+	if r.user != "" && len(r.user) <= 64 {
+		// longer ids (Claude Code's metadata.user_id) exceed OpenAI's limit
 		b = appendStrField(b, "user", r.user)
 	}
 	if e := chatEffort(r); e != "" {
@@ -245,33 +246,44 @@ func appendChatPart(b []byte, p *canonPart) []byte {
 // requires it on tool-call turns), tool calls. Signed Anthropic thinking and
 // redacted thinking are dropped: they are only valid for Anthropic.
 func appendChatAssistant(b []byte, parts []canonPart) []byte {
-	var text, reasoning strings.Builder
-	hasText, hasCalls := false, false
+	nText, nReason := 0, 0
+	hasCalls := false
+	var text, reasoning string
 	for i := range parts {
 		switch p := &parts[i]; p.kind {
 		case partText:
-			text.WriteString(p.text)
-			hasText = true
+			if nText == 0 {
+				text = p.text
+			} else {
+				text += p.text
+			}
+			nText++
 		case partThinking:
-			if p.signature == "" {
-				reasoning.WriteString(p.text)
+			if p.signature == "" && p.text != "" {
+				if nReason == 0 {
+					reasoning = p.text
+				} else {
+					reasoning += p.text
+				}
+				nReason++
 			}
 		case partToolCall:
 			hasCalls = true
 		}
 	}
-	if !hasText && !hasCalls && reasoning.Len() == 0 {
+	hasText := nText > 0
+	if !hasText && !hasCalls && nReason == 0 {
 		return b
 	}
 	b = appendComma(b)
 	b = append(b, `{"role":"assistant","content":`...)
 	if hasText || !hasCalls {
-		b = appendString(b, text.String())
+		b = appendString(b, text)
 	} else {
 		b = append(b, "null"...)
 	}
-	if reasoning.Len() > 0 {
-		b = appendStrField(b, "reasoning_content", reasoning.String())
+	if nReason > 0 {
+		b = appendStrField(b, "reasoning_content", reasoning)
 	}
 	if hasCalls {
 		b = append(b, `,"tool_calls":[`...)

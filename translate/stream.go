@@ -191,7 +191,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		return
 	}
 	st := &t.pt
-	sd := string(data) // one copy; every lookup below is then copy-free
+	sd := view(data)
 	switch t.from {
 	case OpenAIChat:
 		if bytes.Equal(bytes.TrimSpace(data), doneMarker) {

@@ -26,7 +26,7 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 	if len(ev.Data) == 0 || cs.closed {
 		return
 	}
-	data := string(ev.Data) // one copy; every lookup below is then copy-free
+	data := view(ev.Data)
 	typ := gjson.Get(data, "type").Str
 	if typ == "" {
 		typ = ev.Event

@@ -53,7 +53,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.end()
 		return
 	}
-	d.top = fieldsInto(d.top, gjson.Parse(string(data)))
+	d.top = fieldsInto(d.top, gjson.Parse(view(data)))
 	f := d.top
 	res := [6]gjson.Result{f.get("error"), f.get("id"), f.get("model"), f.get("created"), f.get("usage"), f.get("choices")}
 	if e := res[0]; e.Exists() {

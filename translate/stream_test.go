@@ -321,3 +321,23 @@ func TestEventsAreWholeSSEBlocks(t *testing.T) {
 		}
 	}
 }
+
+func TestAnthropicUsageOnlyOnMessageDelta(t *testing.T) {
+	in := amEv("message_start", `{"type":"message_start","message":{"id":"msg_1","model":"c","content":[]}}`) +
+		amEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		amEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`) +
+		amEv("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		amEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":2}}`) +
+		amEv("message_stop", `{"type":"message_stop"}`)
+	for _, to := range []Dialect{OpenAIChat, OpenAIResponses} {
+		out, tr, _ := run(t, AnthropicMessages, to, in)
+		u := tr.Usage()
+		if *u.InputTokens != 10 || *u.CacheReadTokens != 3 || *u.OutputTokens != 2 || u.CacheWriteTokens != nil {
+			t.Errorf("%s: %v", to, u)
+		}
+		s := parseOK(t, to, out)
+		if *s.in != 10 || *s.out != 2 {
+			t.Errorf("%s: %v %v", to, p(s.in), p(s.out))
+		}
+	}
+}
