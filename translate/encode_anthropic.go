@@ -356,7 +356,9 @@ func appendAnthropicBlock(b []byte, p *canonPart, mi, pi int) ([]byte, *Error) {
 			}
 		}
 		if allText {
-			if t := textOf(p.content, "\n"); t != "" {
+			// a blank result is sent without content: Anthropic rejects
+			// whitespace-only text
+			if t := textOf(p.content, "\n"); !isBlank(t) {
 				b = appendStrField(b, "content", t)
 			}
 		} else {

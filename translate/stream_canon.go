@@ -114,8 +114,12 @@ func (cs *canonStream) ensureStart() {
 	}
 }
 
-// openBlock closes the open block and opens a new one.
+// openBlock closes the open block and opens a new one. Content that an
+// upstream sends after its finish is ignored (nil).
 func (cs *canonStream) openBlock(kind partKind, id, name, data string) *streamBlock {
+	if cs.finished || cs.closed {
+		return nil
+	}
 	cs.ensureStart()
 	cs.closeBlock()
 	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: id, name: name, data: data}
