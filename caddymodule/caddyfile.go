@@ -34,6 +34,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        key <secret> [<base_url>] {
 //	            id <label>
 //	            base_url <url>
+//	            dialect openai|anthropic
+//	            anthropic_base_url <url>
+//	            prefer auto|openai|anthropic
 //	            max_concurrency <n>
 //	            weight <n>
 //	        }
@@ -205,6 +208,24 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 		case "base_url":
 			if !d.AllArgs(&kc.BaseURL) {
 				return nil, d.ArgErr()
+			}
+		case "dialect":
+			if !d.AllArgs(&kc.Dialect) {
+				return nil, d.ArgErr()
+			}
+			if kc.Dialect != "openai" && kc.Dialect != "anthropic" {
+				return nil, d.Errf("dialect: want openai or anthropic, got '%s'", kc.Dialect)
+			}
+		case "anthropic_base_url":
+			if !d.AllArgs(&kc.AnthropicBaseURL) {
+				return nil, d.ArgErr()
+			}
+		case "prefer":
+			if !d.AllArgs(&kc.Prefer) {
+				return nil, d.ArgErr()
+			}
+			if kc.Prefer != "auto" && kc.Prefer != "openai" && kc.Prefer != "anthropic" {
+				return nil, d.Errf("prefer: want auto, openai or anthropic, got '%s'", kc.Prefer)
 			}
 		case "max_concurrency":
 			if err := intArg(d, &kc.MaxConcurrency, 1); err != nil {

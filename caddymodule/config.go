@@ -101,10 +101,32 @@ type KeyConfig struct {
 	// characters).
 	ID string `json:"id,omitempty"`
 
-	// BaseURL is the upstream's OpenAI-compatible API root, e.g.
-	// "https://api.openai.com/v1"; the gateway appends
-	// "/chat/completions". A trailing slash is ignored. Required.
+	// BaseURL is the upstream's API root. For the openai dialect it is
+	// the OpenAI-compatible root as the vendor documents it, e.g.
+	// "https://api.openai.com/v1" or "https://open.bigmodel.cn/api/paas/v4",
+	// and the gateway appends "/chat/completions". For the anthropic
+	// dialect it is e.g. "https://api.anthropic.com" and the gateway
+	// appends "/v1/messages" (a trailing "/v1" is accepted and not
+	// doubled). Trailing slashes are ignored. Required.
 	BaseURL string `json:"base_url"`
+
+	// Dialect is the API the upstream speaks: "openai" (Chat Completions,
+	// Authorization: Bearer) or "anthropic" (Messages, x-api-key and
+	// anthropic-version: 2023-06-01). Requests in other dialects are
+	// translated. Default: "openai".
+	Dialect string `json:"dialect,omitempty"`
+
+	// AnthropicBaseURL gives an openai-dialect key a second, native
+	// Anthropic Messages endpoint with the same secret (many relays offer
+	// both), e.g. "https://relay.example.com/anthropic". See Prefer.
+	AnthropicBaseURL string `json:"anthropic_base_url,omitempty"`
+
+	// Prefer chooses the endpoint of a key that has both BaseURL and
+	// AnthropicBaseURL: "auto" sends Anthropic Messages clients to the
+	// native endpoint (so prompt caching and every Anthropic feature
+	// survive) and all other clients to the OpenAI one; "openai" and
+	// "anthropic" always use that endpoint. Default: "auto".
+	Prefer string `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this
 	// key when > 0.

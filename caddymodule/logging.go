@@ -14,21 +14,22 @@ import (
 // requestLog collects the fields of the one log entry written per request.
 // It never holds a secret: keys appear by id only.
 type requestLog struct {
-	id            string
-	dialect       translate.Dialect
-	start         time.Time
-	clientModel   string
-	upstreamModel string
-	pool          string
-	key           string
-	stream        bool
-	attempts      []attemptLog
-	status        int
-	errMsg        string
-	streamError   string
-	ttfb          time.Duration
-	acquireWait   time.Duration
-	usage         translate.Usage
+	id              string
+	dialect         translate.Dialect
+	upstreamDialect translate.Dialect
+	start           time.Time
+	clientModel     string
+	upstreamModel   string
+	pool            string
+	key             string
+	stream          bool
+	attempts        []attemptLog
+	status          int
+	errMsg          string
+	streamError     string
+	ttfb            time.Duration
+	acquireWait     time.Duration
+	usage           translate.Usage
 }
 
 // attemptLog is one upstream attempt.
@@ -90,6 +91,7 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	fields = append(fields,
 		zap.String("request_id", rl.id),
 		zap.String("dialect", rl.dialect.String()),
+		zap.String("upstream_dialect", upstreamDialectName(rl.upstreamDialect)),
 		zap.String("client_model", rl.clientModel),
 		zap.String("upstream_model", rl.upstreamModel),
 		zap.String("pool", rl.pool),
@@ -119,4 +121,11 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 		fields = append(fields, zap.String("stream_error", rl.streamError))
 	}
 	ce.Write(fields...)
+}
+
+func upstreamDialectName(d translate.Dialect) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
 )
 
 func init() {
@@ -104,10 +105,26 @@ type pool struct {
 type upstreamKey struct {
 	id         string
 	fp         string
-	baseURL    string // normalised, without trailing slash
-	chatURL    string
+	chatURL    string // OpenAI Chat Completions endpoint, "" when none
+	messageURL string // Anthropic Messages endpoint, "" when none
+	prefer     string // "auto", "openai" or "anthropic"
 	authHeader string // "Bearer <secret>"
 	secret     string
+}
+
+// target picks the upstream dialect and URL of the key for a client
+// dialect: a key with one endpoint always uses it; a key with both follows
+// prefer ("auto": Anthropic clients go native, others to OpenAI).
+func (k *upstreamKey) target(client translate.Dialect) (translate.Dialect, string) {
+	switch {
+	case k.messageURL == "":
+		return translate.OpenAIChat, k.chatURL
+	case k.chatURL == "":
+		return translate.AnthropicMessages, k.messageURL
+	case k.prefer == "anthropic" || (k.prefer == "auto" && client == translate.AnthropicMessages):
+		return translate.AnthropicMessages, k.messageURL
+	}
+	return translate.OpenAIChat, k.chatURL
 }
 
 // Provision resolves secrets, builds the pools and attaches them to the
@@ -251,10 +268,35 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer) (*upstreamKey, error) {
 	uk := &upstreamKey{
 		id:         kc.ID,
 		fp:         hex.EncodeToString(sum[:8]),
-		baseURL:    base,
-		chatURL:    base + "/chat/completions",
+		prefer:     kc.Prefer,
 		authHeader: "Bearer " + secret,
 		secret:     secret,
+	}
+	if uk.prefer == "" {
+		uk.prefer = "auto"
+	}
+	switch kc.Dialect {
+	case "", "openai":
+		uk.chatURL = base + "/chat/completions"
+		if kc.AnthropicBaseURL != "" {
+			ab, err := normaliseBaseURL(kc.AnthropicBaseURL)
+			if err != nil {
+				return nil, fmt.Errorf("anthropic_%v", err)
+			}
+			uk.messageURL = anthropicRoot(ab) + "/v1/messages"
+		}
+	case "anthropic":
+		if kc.AnthropicBaseURL != "" {
+			return nil, errors.New("anthropic_base_url is for openai-dialect keys; an anthropic key uses base_url")
+		}
+		uk.messageURL = anthropicRoot(base) + "/v1/messages"
+	default:
+		return nil, fmt.Errorf("dialect %q: want openai or anthropic", kc.Dialect)
+	}
+	switch uk.prefer {
+	case "auto", "openai", "anthropic":
+	default:
+		return nil, fmt.Errorf("prefer %q: want auto, openai or anthropic", kc.Prefer)
 	}
 	if uk.id == "" {
 		uk.id = maskSecret(secret)
@@ -278,6 +320,13 @@ func normaliseBaseURL(raw string) (string, error) {
 		return "", fmt.Errorf("base_url %q: must not carry credentials, a query or a fragment", u.Redacted())
 	}
 	return strings.TrimRight(raw, "/"), nil
+}
+
+// anthropicRoot strips a trailing "/v1" from an Anthropic base URL, so that
+// both "https://api.anthropic.com" and "https://api.anthropic.com/v1" give
+// ".../v1/messages" and never ".../v1/v1/messages".
+func anthropicRoot(base string) string {
+	return strings.TrimSuffix(base, "/v1")
 }
 
 // maskSecret shows the first 6 and last 4 characters of a secret, or only

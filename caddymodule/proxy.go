@@ -16,6 +16,10 @@ import (
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
+// anthropicVersion is the anthropic-version header sent to Anthropic
+// upstreams, per Anthropic's versioning docs.
+const anthropicVersion = "2023-06-01"
+
 // maxUpstreamErrorBody bounds how much of an upstream error answer is read
 // (to classify and relay it); maxUpstreamBody bounds a whole non-streamed
 // answer.
@@ -54,23 +58,52 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 	rl.pool = p.name
 	upModel := p.upstreamModel(model)
 	rl.upstreamModel = upModel
-	out := body
-	if upModel != model {
-		if out, err = translate.SetModel(body, upModel); err != nil {
-			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+	if d == translate.OpenAIResponses {
+		if msg := statelessCheck(body); msg != "" {
+			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, msg)
 			return
 		}
 	}
-	h.attemptLoop(w, r, p, &call{dialect: d, body: out, stream: stream, clientModel: model, upstreamModel: upModel}, rl)
+	h.attemptLoop(w, r, p, &call{dialect: d, raw: body, stream: stream, clientModel: model, upstreamModel: upModel}, rl)
 }
 
 // call is what one client request asks of the upstreams.
 type call struct {
-	dialect       translate.Dialect
-	body          []byte // already rewritten for the upstream
+	dialect       translate.Dialect // the client's
+	raw           []byte            // the client's body
 	stream        bool
 	clientModel   string
 	upstreamModel string
+	bodies        [4]*[]byte // translated bodies by upstream dialect, built on first use
+}
+
+// body returns the request body for an upstream dialect: the client's
+// bytes with the model rewritten when the dialects match, else a
+// translation. Errors are the client's (*translate.Error, 400).
+func (c *call) body(up translate.Dialect) ([]byte, error) {
+	if b := c.bodies[up]; b != nil {
+		return *b, nil
+	}
+	model := c.upstreamModel
+	if up == c.dialect && model == c.clientModel {
+		model = "" // pass through untouched
+	}
+	b, err := translate.TranslateRequest(c.dialect, up, c.raw, model)
+	if err != nil {
+		return nil, err
+	}
+	c.bodies[up] = &b
+	return b, nil
+}
+
+// responseModel is the model name to write into responses: the client's,
+// whenever the upstream was asked for another one or the answer is
+// translated; "" (keep the upstream's bytes) otherwise.
+func (c *call) responseModel(up translate.Dialect) string {
+	if up != c.dialect || c.upstreamModel != c.clientModel {
+		return c.clientModel
+	}
+	return ""
 }
 
 // attemptResult tells the attempt loop what happened.
@@ -165,13 +198,38 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		return o
 	}
 
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, uk.chatURL, bytes.NewReader(c.body))
+	up, target := uk.target(c.dialect)
+	rl.upstreamDialect = up
+	reqBody, err := c.body(up)
+	if err != nil {
+		// the request cannot be expressed for this upstream: the client's
+		// problem, not the key's
+		finish(keypool.Outcome{Kind: keypool.ClientError, Status: http.StatusBadRequest})
+		var te *translate.Error
+		if errors.As(err, &te) {
+			rl.fail(w, c.dialect, te.Class.Status(c.dialect), te.Class, te.Message)
+		} else {
+			rl.fail(w, c.dialect, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+		}
+		return attemptResult{done: true}
+	}
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(reqBody))
 	if err != nil {
 		finish(keypool.Outcome{Kind: keypool.NetworkError, Message: "building upstream request"})
 		return attemptResult{outcome: keypool.Outcome{Kind: keypool.NetworkError}}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", uk.authHeader)
+	if up == translate.AnthropicMessages {
+		req.Header.Set("X-Api-Key", uk.secret)
+		req.Header.Set("Anthropic-Version", anthropicVersion)
+		if c.dialect == translate.AnthropicMessages {
+			if beta := r.Header.Values("Anthropic-Beta"); len(beta) > 0 {
+				req.Header["Anthropic-Beta"] = beta
+			}
+		}
+	} else {
+		req.Header.Set("Authorization", uk.authHeader)
+	}
 	if c.stream {
 		req.Header.Set("Accept", "text/event-stream")
 	} else {
@@ -205,7 +263,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			w.Header().Set("X-Routed-Via", p.name+"/"+uk.id)
 			rl.key = uk.id
 			rl.status = translate.ClientStatus(c.dialect, resp.StatusCode)
-			writeJSON(w, rl.status, translate.TranslateError(c.dialect, c.dialect, resp.StatusCode, errBody))
+			writeJSON(w, rl.status, translate.TranslateError(up, c.dialect, resp.StatusCode, errBody))
 			return attemptResult{done: true}
 		}
 		return attemptResult{outcome: o, status: resp.StatusCode, errBody: errBody}
@@ -222,19 +280,22 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			}
 			return attemptResult{outcome: o, status: resp.StatusCode}
 		}
-		if c.upstreamModel != c.clientModel {
-			if b, err := translate.SetModel(data, c.clientModel); err == nil {
-				data = b
-			}
+		out, usage, err := translate.TranslateResponse(up, c.dialect, data, c.responseModel(up))
+		if err != nil {
+			// a 2xx the gateway cannot understand: the upstream's fault
+			o := keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "unreadable upstream response"}
+			finish(o)
+			return attemptResult{outcome: o, status: resp.StatusCode}
 		}
-		rl.usage = translate.ResponseUsage(c.dialect, data)
+		data = out
+		rl.usage = usage
 		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
 		rl.key, rl.status = uk.id, resp.StatusCode
 		rl.ttfb = time.Since(rl.start)
 		hdr := w.Header()
 		hdr.Set("X-Routed-Via", p.name+"/"+uk.id)
 		ct := resp.Header.Get("Content-Type")
-		if ct == "" {
+		if ct == "" || up != c.dialect {
 			ct = "application/json"
 		}
 		hdr.Set("Content-Type", ct)
@@ -276,11 +337,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	hdr.Del("Content-Length")
 	w.WriteHeader(http.StatusOK)
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl}
-	rewrite := ""
-	if c.upstreamModel != c.clientModel {
-		rewrite = c.clientModel
-	}
-	st := translate.NewStreamTranslator(c.dialect, c.dialect, rewrite, fw)
+	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), fw)
 	runErr := st.Run(io.MultiReader(bytes.NewReader(first[:n]), body))
 	rl.usage = st.Usage()
 	switch {

@@ -31,6 +31,8 @@ func TestReloadKeepsPoolState(t *testing.T) {
 
 	// reload: a third key and a new per-key cap
 	loadCaddyfile(t, cfg(3, "\t\t\tmax_concurrency_per_key 4\n"))
+	// the old server closes its idle keep-alive connections on reload
+	http.DefaultClient.CloseIdleConnections()
 	s := keyStatus(t, "reload", "k1")
 	if s.Reason != "rate_limited" || s.SecondsLeft < 119 {
 		t.Fatalf("k1 forgot its cooldown over the reload: %+v", s)
@@ -44,6 +46,7 @@ func TestReloadKeepsPoolState(t *testing.T) {
 
 	// reload again without k2 and k3: they get no more traffic
 	loadCaddyfile(t, cfg(1, ""))
+	http.DefaultClient.CloseIdleConnections()
 	if n := len(poolFor(t, "reload").Snapshot()); n != 1 {
 		t.Fatalf("%d keys after removing two", n)
 	}

@@ -39,6 +39,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	token := gatewayToken(r)
 	r.Header.Del("X-Api-Key")
 	r.Header.Del("Api-Key")
+	if d, ok := translate.DialectForPath(path); ok {
+		rl.dialect = d
+	} else if r.Header.Get("Anthropic-Version") != "" || path == "/v1/messages/count_tokens" {
+		rl.dialect = translate.AnthropicMessages
+	}
 	if !h.authorised(token) {
 		msg := "invalid gateway API key"
 		if token == "" {
@@ -47,18 +52,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if len(h.apiKeys) == 0 && h.Auth != "off" {
 			msg = "this gateway has no api_key configured: add 'api_key <token>' to the llm_gateway block (or 'auth off' to allow unauthenticated use)"
 		}
-		rl.fail(w, translate.OpenAIChat, http.StatusUnauthorized, translate.ErrAuthentication, msg)
+		rl.fail(w, rl.dialect, http.StatusUnauthorized, translate.ErrAuthentication, msg)
 		return nil
 	}
 
-	switch path {
-	case "/v1/chat/completions":
+	if d, ok := translate.DialectForPath(path); ok {
+		rl.dialect = d
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			rl.fail(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
+			rl.fail(w, d, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
 			return nil
 		}
 		h.serveCompletion(w, r, rl)
+		return nil
+	}
+	switch path {
+	case "/v1/messages/count_tokens":
+		rl.dialect = translate.AnthropicMessages
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			rl.fail(w, rl.dialect, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
+			return nil
+		}
+		h.serveCountTokens(w, r, rl)
 	case "/v1/models":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -66,9 +82,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			return nil
 		}
 		rl.status = http.StatusOK
-		h.serveModels(w)
+		if r.Header.Get("Anthropic-Version") != "" {
+			rl.dialect = translate.AnthropicMessages
+			h.serveModelsAnthropic(w)
+		} else {
+			h.serveModels(w)
+		}
 	default:
-		rl.fail(w, translate.OpenAIChat, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+strconv.Quote(path))
+		d := translate.OpenAIChat
+		if r.Header.Get("Anthropic-Version") != "" {
+			d = translate.AnthropicMessages
+		}
+		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+strconv.Quote(path))
 	}
 	return nil
 }
@@ -134,17 +159,28 @@ func (h *Handler) serveModels(w http.ResponseWriter) {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
+	for _, n := range h.modelNames() {
+		list.Data = append(list.Data, model{ID: n, Object: "model", OwnedBy: "llm_gateway"})
+	}
+	b, _ := json.Marshal(list)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// modelNames lists, once each and in config order, the exact model names
+// of every pool's models and model_map patterns (wildcards cannot be
+// listed).
+func (h *Handler) modelNames() []string {
+	var out []string
 	seen := map[string]bool{}
 	for _, p := range h.pools {
 		for _, n := range p.rawModelNames {
 			if !seen[n] {
 				seen[n] = true
-				list.Data = append(list.Data, model{ID: n, Object: "model", OwnedBy: p.name})
+				out = append(out, n)
 			}
 		}
 	}
-	b, _ := json.Marshal(list)
-	writeJSON(w, http.StatusOK, b)
+	return out
 }
 
 // serveReady answers /readyz: 200 when at least one key of some pool can

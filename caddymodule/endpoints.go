@@ -1,0 +1,166 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// statelessCheck returns a client-facing message when an OpenAI Responses
+// request needs server-side state, which the gateway does not keep: an
+// explicit "store": true, or "previous_response_id". Empty when fine.
+func statelessCheck(body []byte) string {
+	if v := gjson.GetBytes(body, "previous_response_id"); v.Exists() && v.Type != gjson.Null {
+		return "previous_response_id is not supported: this gateway keeps no response state; send the whole conversation in input"
+	}
+	if gjson.GetBytes(body, "store").Type == gjson.True {
+		return `"store": true is not supported: this gateway keeps no response state; send "store": false`
+	}
+	return ""
+}
+
+// serveCountTokens answers POST /v1/messages/count_tokens (Anthropic).
+// When the routed pool has an Anthropic-native key that is free now, the
+// upstream counts; otherwise the count is estimated locally (about four
+// bytes of text per token) and marked as an estimate with the header
+// X-Token-Count-Estimate: true and the field "estimated": true.
+func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog) {
+	d := translate.AnthropicMessages
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge, "request body is larger than the gateway's limit")
+			return
+		}
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "could not read the request body")
+		return
+	}
+	model := gjson.GetBytes(body, "model")
+	if !gjson.ValidBytes(body) || model.Type != gjson.String || model.Str == "" {
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "body must be a JSON object with a string model")
+		return
+	}
+	if msgs := gjson.GetBytes(body, "messages"); !msgs.IsArray() {
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "messages: field required (an array)")
+		return
+	}
+	rl.clientModel = model.Str
+	p := h.route(model.Str)
+	if p == nil {
+		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "model "+strconv.Quote(model.Str)+" is not served by this gateway")
+		return
+	}
+	rl.pool = p.name
+	rl.upstreamModel = p.upstreamModel(model.Str)
+	if h.countTokensUpstream(w, r, p, body, rl) {
+		return
+	}
+	n := estimateTokens(body)
+	rl.status = http.StatusOK
+	w.Header().Set("X-Token-Count-Estimate", "true")
+	writeJSON(w, http.StatusOK, []byte(`{"input_tokens":`+strconv.Itoa(n)+`,"estimated":true}`))
+}
+
+// countTokensUpstream asks a free Anthropic-native key of the pool to count
+// and relays a 2xx answer. It reports whether the client was answered.
+func (h *Handler) countTokensUpstream(w http.ResponseWriter, r *http.Request, p *pool, body []byte, rl *requestLog) bool {
+	native := func(k *keypool.Key) bool {
+		uk := p.keys[k.Fingerprint()]
+		return uk == nil || uk.messageURL == ""
+	}
+	lease, err := p.kp.Acquire(r.Context(), keypool.AcquireOptions{Skip: native})
+	if err != nil {
+		return false
+	}
+	uk := p.keys[lease.Key().Fingerprint()]
+	out := body
+	if rl.upstreamModel != rl.clientModel {
+		if b, err := translate.SetModel(body, rl.upstreamModel); err == nil {
+			out = b
+		}
+	}
+	url := uk.messageURL + "/count_tokens"
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, url, bytes.NewReader(out))
+	if err != nil {
+		lease.Release(keypool.Outcome{Kind: keypool.ClientError})
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", uk.secret)
+	req.Header.Set("Anthropic-Version", anthropicVersion)
+	if beta := r.Header.Values("Anthropic-Beta"); len(beta) > 0 {
+		req.Header["Anthropic-Beta"] = beta
+	}
+	t0 := time.Now()
+	resp, err := upstreamClient.Do(req)
+	if err != nil {
+		o := keypool.Classify(0, nil, err, r.Context().Err(), time.Now())
+		lease.Release(o)
+		rl.attempts = append(rl.attempts, attemptLog{key: uk.id, outcome: o.Kind.String(), dur: time.Since(t0)})
+		return false
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamErrorBody))
+	o := keypool.Classify(resp.StatusCode, resp.Header, err, r.Context().Err(), time.Now())
+	if o.Kind == keypool.Success && !gjson.GetBytes(data, "input_tokens").Exists() {
+		o = keypool.Outcome{Kind: keypool.ClientError, Status: resp.StatusCode} // not a count: estimate instead
+	}
+	lease.Release(o)
+	rl.attempts = append(rl.attempts, attemptLog{key: uk.id, outcome: o.Kind.String(), status: resp.StatusCode, dur: time.Since(t0)})
+	if o.Kind != keypool.Success {
+		return false
+	}
+	rl.key, rl.status = uk.id, resp.StatusCode
+	rl.upstreamDialect = translate.AnthropicMessages
+	w.Header().Set("X-Routed-Via", p.name+"/"+uk.id)
+	writeJSON(w, resp.StatusCode, data)
+	return true
+}
+
+// estimateTokens approximates the input tokens of an Anthropic Messages
+// request from the length of its text-bearing parts (system, messages,
+// tools): about four bytes per token, at least 1.
+func estimateTokens(body []byte) int {
+	n := 0
+	for _, f := range []string{"system", "messages", "tools"} {
+		n += len(gjson.GetBytes(body, f).Raw)
+	}
+	return max(1, n/4)
+}
+
+// serveModelsAnthropic answers GET /v1/models in Anthropic's list shape
+// (per Anthropic Models API: data[] of {type, id, display_name,
+// created_at}, has_more, first_id, last_id), used when the request carries
+// anthropic-version.
+func (h *Handler) serveModelsAnthropic(w http.ResponseWriter) {
+	type model struct {
+		Type        string `json:"type"`
+		ID          string `json:"id"`
+		DisplayName string `json:"display_name"`
+		CreatedAt   string `json:"created_at"`
+	}
+	list := struct {
+		Data    []model `json:"data"`
+		HasMore bool    `json:"has_more"`
+		FirstID *string `json:"first_id"`
+		LastID  *string `json:"last_id"`
+	}{Data: []model{}}
+	for _, n := range h.modelNames() {
+		list.Data = append(list.Data, model{Type: "model", ID: n, DisplayName: n, CreatedAt: "1970-01-01T00:00:00Z"})
+	}
+	if len(list.Data) > 0 {
+		list.FirstID, list.LastID = &list.Data[0].ID, &list.Data[len(list.Data)-1].ID
+	}
+	b, _ := json.Marshal(list)
+	writeJSON(w, http.StatusOK, b)
+}
