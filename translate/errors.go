@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -203,6 +204,9 @@ func (e *Error) Body(d Dialect) []byte {
 	return errorBody(d, e.Class, e.Message, e.Param)
 }
 
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// invalid builds an ErrInvalidRequest error for the request field param.
 func invalid(param, format string, args ...any) *Error {
 	msg := format
 	if len(args) > 0 {

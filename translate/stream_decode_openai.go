@@ -32,6 +32,7 @@ type chatStreamDecoder struct {
 type chatTool struct {
 	index    int64
 	id, name string
+	realID   bool // id came from the upstream
 	args     []byte
 	done     bool
 }
@@ -145,20 +146,19 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 	cs := d.cs
 	idx := tc.Get("index").Int()
+	id := tc.Get("id").String()
 	var t *chatTool
-	for _, x := range d.tools {
-		if x.index == idx {
-			t = x
+	for i := len(d.tools) - 1; i >= 0; i-- {
+		if d.tools[i].index == idx {
+			t = d.tools[i]
 			break
 		}
 	}
 	frag := tc.Get("function.arguments").String()
-	if t == nil || t.done {
-		if t != nil && t.done {
-			// a provider reused an index after the call was closed: new call
-			idx = idx + int64(len(d.tools))*1000
-		}
-		t = &chatTool{index: idx, id: tc.Get("id").String(), name: tc.Get("function.name").String()}
+	// A new call starts when the index is new, or when a provider reuses an
+	// index for a call with a different id.
+	if t == nil || (id != "" && t.realID && id != t.id) {
+		t = &chatTool{index: idx, id: id, realID: id != "", name: tc.Get("function.name").String()}
 		if t.id == "" {
 			t.id = "call_" + trimIDPrefix(cs.id) + "_" + strconv.Itoa(len(d.tools))
 		}
@@ -172,6 +172,8 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 		} else {
 			d.pending = append(d.pending, t)
 		}
+	} else if t.done {
+		return // more arguments for a call already closed: cannot be sent
 	} else if t.name == "" {
 		t.name = tc.Get("function.name").String()
 	}

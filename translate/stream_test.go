@@ -341,3 +341,17 @@ func TestAnthropicUsageOnlyOnMessageDelta(t *testing.T) {
 		}
 	}
 }
+
+func TestChatUpstreamReusedToolIndex(t *testing.T) {
+	// some providers number every call 0 and tell them apart by id
+	in := ccChunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"fa","arguments":"{\"x\":1}"}}]}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"fb","arguments":"{\"y\":2}"}}]}`, "", "") +
+		ccChunk(`{}`, "tool_calls", "") + "data: [DONE]\n\n"
+	for _, to := range []Dialect{AnthropicMessages, OpenAIResponses} {
+		out, _, _ := run(t, OpenAIChat, to, in)
+		s := parseOK(t, to, out)
+		if len(s.tools) != 2 || s.tools[0] != (toolSum{"fa", `{"x":1}`}) || s.tools[1] != (toolSum{"fb", `{"y":2}`}) {
+			t.Errorf("%s: %+v", to, s)
+		}
+	}
+}
