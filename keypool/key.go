@@ -29,21 +29,51 @@ func (b BreakerState) String() string {
 type Key struct {
 	fingerprint string
 	id          string
+	host        string
 	maxConc     int // 0: use the pool's MaxConcurrencyPerKey
 	weight      int
+	priority    int
+	rpm         int
+	tpm         int64
+	quota       Quota
 
-	inFlight       int
-	cooldownUntil  time.Time
-	cooldownReason string // an OutcomeKind name, or "cooldown_after_success"
-	lastStatus     int
-	lastMessage    string
-	consecFailures int
-	consec429      int
-	breaker        BreakerState
-	breakerUntil   time.Time
-	breakerTrips   int // consecutive openings without a success, for doubling
-	probeInFlight  bool
-	disabled       bool
+	// index bookkeeping (see index.go and the strategies)
+	idx      int // position in Pool.keys; -1 once dropped by Reconcile
+	slot     int // position inside the strategy's index
+	hpos     int // position in a strategy heap; -1 when absent
+	tpos     int // position in the pool's timed heap; -1 when absent
+	wakeAt   time.Time
+	ready    bool // in the strategy's index
+	level    int  // in-flight level the round-robin index filed the key under
+	pass     float64
+	lastPick uint64 // pool pick sequence number of the last lease
+
+	inFlight          int
+	cooldownUntil     time.Time
+	cooldownStart     time.Time
+	cooldownReason    string // an OutcomeKind name, or "cooldown_after_success"
+	cooldownSource    string // where the length came from, see KeyStatus.Source
+	cooldownStatus    int
+	cooldownHeuristic bool // computed by the pool (backoff), not named by the upstream
+	lastStatus        int
+	lastMessage       string
+	consecFailures    int
+	consec429         int
+	last429           time.Time
+	breaker           BreakerState
+	breakerSince      time.Time
+	breakerUntil      time.Time
+	breakerTrips      int // consecutive openings without a success, for doubling
+	probeInFlight     bool
+	probePending      bool // the next lease after a dead-key cooldown is a probe
+	probeFails        int  // failed early probes since the cooldown began
+	nextProbe         time.Time
+	disabled          bool
+
+	lim    limits
+	models map[string]*modelState
+	ema    float64 // TTFB moving average in ns; 0: never measured
+	emaN   int64
 
 	requests  int64
 	failures  int64
@@ -57,6 +87,13 @@ func (k *Key) Fingerprint() string { return k.fingerprint }
 // ID returns the key's display label (never the secret).
 func (k *Key) ID() string { return k.id }
 
+// Host returns the upstream host group the key was configured with
+// (KeyConfig.Host), "" when none.
+func (k *Key) Host() string { return k.host }
+
+// Priority returns the key's configured priority (KeyConfig.Priority).
+func (k *Key) Priority() int { return k.priority }
+
 func (k *Key) capacity(s *Settings) int {
 	if k.maxConc > 0 {
 		return k.maxConc
@@ -64,13 +101,26 @@ func (k *Key) capacity(s *Settings) int {
 	return s.MaxConcurrencyPerKey
 }
 
+// Gate reasons that are not time-bound.
+const (
+	reasonDisabled = "disabled"
+	reasonBusy     = "busy"
+	reasonProbe    = "probe_in_flight"
+	reasonBreaker  = "breaker_open"
+	reasonRPM      = "rpm"
+	reasonTPM      = "tpm"
+	reasonQuota    = "quota"
+	reasonPace     = "pace"
+)
+
 // gate reports whether the key may take a request at now, and when it
 // cannot, a short reason and (for time-bound reasons) when that ends.
-// Reasons: "disabled", "busy", a cooldown reason, "breaker_open",
-// "probe_in_flight".
-func (k *Key) gate(now time.Time, s *Settings) (ok bool, reason string, until time.Time) {
+// Reasons: "disabled", a cooldown reason, "breaker_open",
+// "probe_in_flight", "busy", "rpm", "tpm", "quota", "pace" (ahead of its
+// budget line; only when pace is true).
+func (k *Key) gate(now time.Time, s *Settings, pace bool) (ok bool, reason string, until time.Time) {
 	if k.disabled {
-		return false, "disabled", time.Time{}
+		return false, reasonDisabled, time.Time{}
 	}
 	if now.Before(k.cooldownUntil) {
 		return false, k.cooldownReason, k.cooldownUntil
@@ -78,29 +128,73 @@ func (k *Key) gate(now time.Time, s *Settings) (ok bool, reason string, until ti
 	switch k.breaker {
 	case BreakerOpen:
 		if now.Before(k.breakerUntil) {
-			return false, "breaker_open", k.breakerUntil
-		}
-		if k.probeInFlight {
-			return false, "probe_in_flight", time.Time{}
-		}
-	case BreakerHalfOpen:
-		if k.probeInFlight {
-			return false, "probe_in_flight", time.Time{}
+			return false, reasonBreaker, k.breakerUntil
 		}
 	}
+	if k.probeInFlight {
+		return false, reasonProbe, time.Time{}
+	}
 	if k.inFlight >= k.capacity(s) {
-		return false, "busy", time.Time{}
+		return false, reasonBusy, time.Time{}
+	}
+	if t, ok := k.lim.rpmGate(k.rpm, now); !ok {
+		return false, reasonRPM, t
+	}
+	if t, ok := k.lim.tpmGate(k.tpm, now); !ok {
+		return false, reasonTPM, t
+	}
+	if k.quota.set() {
+		k.lim.roll(&k.quota, now)
+		if k.lim.quotaSpent(&k.quota) {
+			return false, reasonQuota, k.lim.periodEnd(&k.quota)
+		}
+		if pace {
+			if t, ok := k.lim.paceGate(&k.quota, now, s.PaceLead); !ok {
+				return false, reasonPace, t
+			}
+		}
 	}
 	return true, "", time.Time{}
 }
 
+// needsProbe reports whether the next lease of k is a probe: the breaker
+// is open (its open time has passed, or gate would have refused) or
+// half-open, or a dead-key cooldown just ended.
+func (k *Key) needsProbe() bool {
+	return k.breaker != BreakerClosed || k.probePending
+}
+
 // coolUntil lengthens the key's cooldown to t (cooldowns never shorten
-// except through a success or an explicit clear).
-func (k *Key) coolUntil(t time.Time, reason string) {
+// except through a success or an explicit clear), recording why.
+func (k *Key) coolUntil(now, t time.Time, reason, source string, status int, heuristic bool) {
 	if t.After(k.cooldownUntil) {
+		if !now.Before(k.cooldownUntil) {
+			k.cooldownStart = now
+			k.probeFails, k.nextProbe = 0, time.Time{}
+		}
 		k.cooldownUntil = t
 		k.cooldownReason = reason
+		k.cooldownSource = source
+		k.cooldownStatus = status
+		k.cooldownHeuristic = heuristic
 	}
+}
+
+// clearCooldown ends the cooldown.
+func (k *Key) clearCooldown() {
+	k.cooldownUntil, k.cooldownStart = time.Time{}, time.Time{}
+	k.cooldownReason, k.cooldownSource, k.cooldownStatus, k.cooldownHeuristic = "", "", 0, false
+	k.probeFails, k.nextProbe = 0, time.Time{}
+}
+
+// deadCooldown reports whether the current cooldown is one a success does
+// not clear (a dead-key class).
+func (k *Key) deadCooldown() bool {
+	switch k.cooldownReason {
+	case InvalidKey.String(), NoCredit.String(), Forbidden.String(), QuotaExhausted.String():
+		return true
+	}
+	return false
 }
 
 // backoff returns base * 2^(n-1), capped at max; n <= 1 yields base.
@@ -113,4 +207,76 @@ func backoff(base, max time.Duration, n int) time.Duration {
 		d = max
 	}
 	return d
+}
+
+// modelState counts one model's 404s on one key.
+type modelState struct {
+	hits       []time.Time // most recent last, at most the threshold
+	benchUntil time.Time
+}
+
+// maxModelsPerKey bounds a key's per-model table; expired entries go
+// first when it is full.
+const maxModelsPerKey = 256
+
+// benched reports whether the key is benched for model at now, and until
+// when.
+func (k *Key) benched(model string, now time.Time) (bool, time.Time) {
+	if model == "" || k.models == nil {
+		return false, time.Time{}
+	}
+	m := k.models[model]
+	if m == nil || !now.Before(m.benchUntil) {
+		return false, time.Time{}
+	}
+	return true, m.benchUntil
+}
+
+// modelMissing records a 404 for model and reports whether it benched the
+// key for that model.
+func (k *Key) modelMissing(model string, now time.Time, s *Settings) bool {
+	if model == "" {
+		return false
+	}
+	if k.models == nil {
+		k.models = map[string]*modelState{}
+	}
+	m := k.models[model]
+	if m == nil {
+		if len(k.models) >= maxModelsPerKey {
+			for name, x := range k.models {
+				if !now.Before(x.benchUntil) {
+					delete(k.models, name)
+				}
+			}
+			if len(k.models) >= maxModelsPerKey {
+				return false
+			}
+		}
+		m = &modelState{}
+		k.models[model] = m
+	}
+	cut := now.Add(-s.ModelNotFoundWindow)
+	keep := m.hits[:0]
+	for _, t := range m.hits {
+		if t.After(cut) {
+			keep = append(keep, t)
+		}
+	}
+	m.hits = append(keep, now)
+	if len(m.hits) >= s.ModelNotFoundThreshold {
+		m.hits = m.hits[:0]
+		m.benchUntil = now.Add(s.ModelNotFoundCooldown)
+		return true
+	}
+	return false
+}
+
+// modelServed forgets the 404 count of model after a success.
+func (k *Key) modelServed(model string) {
+	if model != "" && k.models != nil {
+		if m := k.models[model]; m != nil && len(m.hits) > 0 {
+			m.hits = m.hits[:0]
+		}
+	}
 }

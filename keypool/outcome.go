@@ -2,7 +2,10 @@ package keypool
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"syscall"
@@ -42,19 +45,33 @@ const (
 	ClientError
 	// Canceled: the client went away. The key is not penalised.
 	Canceled
+	// QuotaExhausted: 429 whose body or headers say a daily, monthly or
+	// billing quota is spent (OpenAI insufficient_quota, "daily",
+	// "quota", "allocation", a Codex usage_limit_reached). The key cools
+	// until the reset time the upstream gave (Outcome.RetryAfter), else
+	// until the next UTC midnight, capped by Settings.MaxHintCooldown.
+	QuotaExhausted
+	// ModelNotFound: 404 naming a model (OpenAI model_not_found, Anthropic
+	// not_found_error "model: ..."). The key is not cooled: the failure is
+	// counted per key and model, and Settings.ModelNotFoundThreshold of
+	// them within Settings.ModelNotFoundWindow bench that key for that
+	// model only (Settings.ModelNotFoundCooldown).
+	ModelNotFound
 )
 
 var outcomeNames = [...]string{
-	Success:      "success",
-	RateLimited:  "rate_limited",
-	ServerError:  "server_error",
-	NetworkError: "network_error",
-	Timeout:      "timeout",
-	InvalidKey:   "invalid_key",
-	NoCredit:     "no_credit",
-	Forbidden:    "forbidden",
-	ClientError:  "client_error",
-	Canceled:     "canceled",
+	Success:        "success",
+	RateLimited:    "rate_limited",
+	ServerError:    "server_error",
+	NetworkError:   "network_error",
+	Timeout:        "timeout",
+	InvalidKey:     "invalid_key",
+	NoCredit:       "no_credit",
+	Forbidden:      "forbidden",
+	ClientError:    "client_error",
+	Canceled:       "canceled",
+	QuotaExhausted: "quota_exhausted",
+	ModelNotFound:  "model_not_found",
 }
 
 // String returns the snake_case name used in logs, metrics and the admin
@@ -67,10 +84,11 @@ func (k OutcomeKind) String() string {
 }
 
 // Retryable reports whether a request may move on to another key after
-// this outcome.
+// this outcome. ModelNotFound is retryable: another key (another account
+// or base_url) may serve the model.
 func (k OutcomeKind) Retryable() bool {
 	switch k {
-	case RateLimited, ServerError, NetworkError, Timeout, InvalidKey, NoCredit, Forbidden:
+	case RateLimited, ServerError, NetworkError, Timeout, InvalidKey, NoCredit, Forbidden, QuotaExhausted, ModelNotFound:
 		return true
 	}
 	return false
@@ -81,6 +99,26 @@ func (k OutcomeKind) Retryable() bool {
 // budget and counts towards the circuit breaker.
 func (k OutcomeKind) Transient() bool {
 	return k == ServerError || k == NetworkError || k == Timeout
+}
+
+// SpendsRetry reports whether moving on to another key after this
+// outcome spends the request's max_retries budget. Only real transient
+// failures do (the same set as Transient); moving past a dead key
+// (InvalidKey, NoCredit, Forbidden, QuotaExhausted), a rate-limited key or
+// a key that lacks the model is free, and so is never trying a key that
+// Acquire did not hand out because it was cooling.
+func (k OutcomeKind) SpendsRetry() bool { return k.Transient() }
+
+// Dead reports whether the outcome takes the key out of rotation for a
+// long, fixed time (InvalidKey, NoCredit, Forbidden, QuotaExhausted). A
+// success does not clear such a cooldown; after it, one request is let
+// through as a probe (Lease.Probe).
+func (k OutcomeKind) Dead() bool {
+	switch k {
+	case InvalidKey, NoCredit, Forbidden, QuotaExhausted:
+		return true
+	}
+	return false
 }
 
 // Outcome is the result of one attempt, reported to Lease.Release.
@@ -94,46 +132,54 @@ type Outcome struct {
 	RetryAfter    time.Duration
 	HasRetryAfter bool
 	// Message is a short, secret-free description kept with a cooldown,
-	// e.g. "429 from upstream" or "connection refused".
+	// e.g. "429 from upstream" or "connection refused". Never a copy of
+	// the upstream body.
 	Message string
+	// Source says where RetryAfter came from: "retry-after" (the
+	// Retry-After or retry-after-ms header), "body" (a hint in the error
+	// body such as RetryInfo.retryDelay, resets_in_seconds or "try again
+	// in 20s"), "reset-header" (x-ratelimit-reset-* or
+	// anthropic-ratelimit-*-reset of an exhausted limit) or "utc-midnight"
+	// (a quota with no reset time given). Empty when there is no hint.
+	Source string
+	// Code is the upstream's error code or type when it gave one, e.g.
+	// "insufficient_quota" or "rate_limit_error"; at most 48 characters
+	// of [A-Za-z0-9_.-]. Informational.
+	Code string
+	// HostDown is set for failures that mean the upstream host itself is
+	// unreachable (connection refused, DNS failure, TLS failure, host or
+	// network unreachable). The key is cooled like any NetworkError; the
+	// caller should also skip, for the rest of this request, every other
+	// key with the same Key.Host.
+	HostDown bool
+	// Tokens is the upstream-reported token usage of the attempt (input +
+	// output), 0 when unknown. Set by the caller before Release; it feeds
+	// the tpm gate, token quotas, and the least_used and pace strategies.
+	Tokens int64
+	// TTFB is the attempt's time to first byte, 0 when unknown. Set by the
+	// caller before Release (or reported earlier with Lease.ReportTTFB);
+	// it feeds the lowest_latency strategy.
+	TTFB time.Duration
 }
 
 // Classify turns an upstream answer (status and headers) or a transport
 // error into an Outcome. err takes precedence when non-nil; ctxErr is the
 // client request's context error, so a cancellation by the client is not
 // blamed on the key. now is used to resolve an HTTP-date Retry-After.
+// It is ClassifyResponse without a body; prefer ClassifyResponse when the
+// error body is at hand.
 func Classify(status int, h http.Header, err error, ctxErr error, now time.Time) Outcome {
 	if err != nil {
 		return classifyError(err, ctxErr)
 	}
-	o := Outcome{Status: status}
-	switch {
-	case status >= 200 && status < 400:
-		o.Kind = Success
-	case status == http.StatusTooManyRequests:
-		o.Kind = RateLimited
-		o.RetryAfter, o.HasRetryAfter = RetryAfter(h, now)
-		o.Message = "rate limited (429)"
-	case status == http.StatusUnauthorized:
-		o.Kind, o.Message = InvalidKey, "invalid key (401)"
-	case status == http.StatusPaymentRequired:
-		o.Kind, o.Message = NoCredit, "out of credit (402)"
-	case status == http.StatusForbidden:
-		o.Kind, o.Message = Forbidden, "forbidden (403)"
-	case status == http.StatusRequestTimeout:
-		o.Kind, o.Message = Timeout, "upstream timeout (408)"
-	case status >= 500:
-		o.Kind = ServerError
-		o.RetryAfter, o.HasRetryAfter = RetryAfter(h, now)
-		o.Message = "upstream error (" + http.StatusText(status) + ")"
-		if status == 529 {
-			o.Message = "upstream overloaded (529)"
-		}
-	default:
-		o.Kind = ClientError
-	}
-	return o
+	return ClassifyResponse(status, h, nil, now)
 }
+
+// ClassifyError turns a transport error into an Outcome: Canceled when
+// ctxErr (the client's context error) is set, Timeout for deadlines,
+// NetworkError otherwise. Connection refused, DNS, TLS and unreachable
+// host or network errors set HostDown.
+func ClassifyError(err, ctxErr error) Outcome { return classifyError(err, ctxErr) }
 
 func classifyError(err, ctxErr error) Outcome {
 	if ctxErr != nil {
@@ -144,13 +190,33 @@ func classifyError(err, ctxErr error) Outcome {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return Outcome{Kind: Timeout, Message: "upstream timeout"}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return Outcome{Kind: NetworkError, Message: "connection refused"}
+		return Outcome{Kind: NetworkError, HostDown: true, Message: "connection refused"}
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return Outcome{Kind: NetworkError, HostDown: true, Message: "host unreachable"}
 	case errors.Is(err, syscall.ECONNRESET):
 		return Outcome{Kind: NetworkError, Message: "connection reset"}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return Outcome{Kind: NetworkError, Message: "empty or truncated response"}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return Outcome{Kind: NetworkError, Message: "DNS lookup failed"}
+		return Outcome{Kind: NetworkError, HostDown: true, Message: "DNS lookup failed"}
+	}
+	if isTLSError(err) {
+		return Outcome{Kind: NetworkError, HostDown: true, Message: "TLS handshake failed"}
 	}
 	return Outcome{Kind: NetworkError, Message: "upstream connection failed"}
+}
+
+// isTLSError reports whether err is a TLS handshake or certificate
+// failure.
+func isTLSError(err error) bool {
+	var rh tls.RecordHeaderError
+	var ae tls.AlertError
+	var ce *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &rh) || errors.As(err, &ae) || errors.As(err, &ce) ||
+		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
 }

@@ -4,42 +4,59 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
 
-// Pool is a set of upstream keys with gates (concurrency cap, cooldown,
-// circuit breaker) and a selection strategy. It is safe for concurrent use.
+// Pool is a set of upstream keys with gates (disabled, cooldown, circuit
+// breaker, concurrency cap, rpm, tpm, quota), session affinity and a
+// selection strategy (Settings.Strategy). It is safe for concurrent use.
 //
-// Selection: among eligible keys, the one with the fewest requests in
-// flight wins; ties go round robin in the configured key order, so load
-// spreads evenly across equally idle keys.
+// Selection: the strategy picks among eligible keys; the default,
+// round_robin, takes the key with the fewest requests in flight, ties
+// round robin in the configured key order, so load spreads evenly across
+// equally idle keys. Only ready keys are indexed; a key behind a
+// time-bound gate waits in a heap ordered by the time the gate opens, so
+// a request costs the same whether 0 or 9 999 of 10 000 keys are cooling.
 //
 // Keys are deliberately never ranked by failure count or error rate: a key
 // that failed once would then be avoided forever while the others are
 // worn out, and a long-healthy key that hit one 5xx would starve. Failures
-// act only through gates (cooldown, breaker), which expire.
+// act only through gates (cooldown, breaker, per-model bench), which
+// expire.
 type Pool struct {
 	name  string
 	clock Clock
 
 	mu       sync.Mutex
 	settings Settings
+	pace     bool // strategy "pace": keys ahead of their budget line are gated
 	keys     []*Key
 	byFP     map[string]*Key
-	cursor   int           // round-robin position, an index into keys
+	strat    strategy
+	timed    keyHeap // keys behind a time-bound gate, by the time it opens
+	aff      affinityTable
+	rng      *rand.Rand
+	seq      uint64        // lease sequence, for "leased longest ago" ties
 	changed  chan struct{} // closed and replaced whenever a key may have become eligible
 	waiting  int           // requests blocked in Acquire
+	ctx      pickCtx       // reused by pickLocked
 }
 
 // New returns a pool named name (used in errors) with the given settings
 // and keys. clock may be nil for the system clock. It fails when a key has
-// no fingerprint or two keys share one.
+// no fingerprint, two keys share one, or a setting is invalid (see
+// Settings.Validate).
 func New(name string, s Settings, keys []KeyConfig, clock Clock) (*Pool, error) {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	p := &Pool{name: name, clock: clock, changed: make(chan struct{}), byFP: map[string]*Key{}}
+	seed := uint64(clock.Now().UnixNano())
+	p := &Pool{
+		name: name, clock: clock, changed: make(chan struct{}), byFP: map[string]*Key{},
+		timed: newTimedHeap(), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}
 	if err := p.Reconcile(s, keys); err != nil {
 		return nil, err
 	}
@@ -49,12 +66,23 @@ func New(name string, s Settings, keys []KeyConfig, clock Clock) (*Pool, error) 
 // Name returns the pool's name.
 func (p *Pool) Name() string { return p.name }
 
+// Settings returns the pool's effective settings, defaults filled in.
+func (p *Pool) Settings() Settings {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settings
+}
+
 // Reconcile applies a new configuration to the pool while keeping the live
-// state (in-flight counts, cooldowns, breaker, counters) of every key whose
-// fingerprint is still configured. Keys no longer configured are dropped;
-// their outstanding leases still release correctly. New settings apply to
+// state (in-flight counts, cooldowns, breaker, counters, latency averages,
+// rpm/tpm/quota usage, affinity pins) of every key whose fingerprint is
+// still configured. Keys no longer configured are dropped; their
+// outstanding leases still release correctly. New settings apply to
 // subsequent acquisitions.
 func (p *Pool) Reconcile(s Settings, keys []KeyConfig) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
 	seen := make(map[string]bool, len(keys))
 	for i, kc := range keys {
 		if kc.Fingerprint == "" {
@@ -64,13 +92,20 @@ func (p *Pool) Reconcile(s Settings, keys []KeyConfig) error {
 			return fmt.Errorf("key %q: configured twice in pool %q", kc.ID, p.name)
 		}
 		seen[kc.Fingerprint] = true
+		if (kc.Quota.Requests > 0 || kc.Quota.Tokens > 0) && kc.Quota.Period <= 0 {
+			return fmt.Errorf("key %q: quota needs a period", kc.ID)
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.settings = s.withDefaults()
+	p.pace = p.settings.Strategy == "pace"
+	for _, k := range p.keys {
+		k.idx = -1 // re-set below for keys still configured
+	}
 	nk := make([]*Key, 0, len(keys))
 	byFP := make(map[string]*Key, len(keys))
-	for _, kc := range keys {
+	for i, kc := range keys {
 		k := p.byFP[kc.Fingerprint]
 		if k == nil {
 			k = &Key{fingerprint: kc.Fingerprint}
@@ -79,14 +114,28 @@ func (p *Pool) Reconcile(s Settings, keys []KeyConfig) error {
 		if k.id == "" {
 			k.id = kc.Fingerprint
 		}
+		k.host = kc.Host
 		k.maxConc = kc.MaxConcurrency
 		k.weight = max(kc.Weight, 1)
+		k.priority = kc.Priority
+		k.rpm = max(kc.RPM, 0)
+		k.lim.rpmResize(k.rpm)
+		k.tpm = max(kc.TPM, 0)
+		if k.quota.Period != kc.Quota.Period || !k.quota.Anchor.Equal(kc.Quota.Anchor) {
+			k.lim.qInit = false // a different schedule: start counting afresh
+		}
+		k.quota = kc.Quota
+		k.idx, k.ready, k.hpos, k.tpos = i, false, -1, -1
 		nk = append(nk, k)
 		byFP[kc.Fingerprint] = k
 	}
 	p.keys, p.byFP = nk, byFP
-	if p.cursor >= len(nk) {
-		p.cursor = 0
+	p.strat = strategies[p.settings.Strategy]()
+	p.strat.build(p.keys, &p.settings)
+	p.timed = newTimedHeap()
+	now := p.clock.Now()
+	for _, k := range p.keys {
+		p.refreshLocked(k, now)
 	}
 	p.broadcastLocked()
 	return nil
@@ -105,15 +154,77 @@ func (p *Pool) broadcastLocked() {
 	p.changed = make(chan struct{})
 }
 
+// wakeWaitersLocked wakes the waiters, if any.
+func (p *Pool) wakeWaitersLocked() {
+	if p.waiting > 0 {
+		p.broadcastLocked()
+	}
+}
+
+// refreshLocked re-evaluates k's gates at now and files it accordingly:
+// in the strategy's index when ready, in the timed heap when a
+// time-bound gate is closed, nowhere when it waits for an event (a
+// release, an enable).
+func (p *Pool) refreshLocked(k *Key, now time.Time) {
+	if k.idx < 0 {
+		return // dropped by Reconcile; an outstanding lease released
+	}
+	k.lim.window(p.settings.UsageWindow, now)
+	ok, _, until := k.gate(now, &p.settings, p.pace)
+	switch {
+	case ok && !k.ready:
+		k.ready = true
+		p.strat.add(k)
+	case ok:
+		p.strat.update(k)
+	case k.ready:
+		k.ready = false
+		p.strat.remove(k)
+	}
+	if !ok && !until.IsZero() {
+		p.timed.setWake(k, until)
+	} else if k.tpos >= 0 {
+		p.timed.remove(k)
+	}
+}
+
+// drainTimedLocked re-evaluates every key whose time-bound gate has
+// opened by now.
+func (p *Pool) drainTimedLocked(now time.Time) {
+	for {
+		k := p.timed.top()
+		if k == nil || k.wakeAt.After(now) {
+			return
+		}
+		p.timed.remove(k)
+		p.refreshLocked(k, now)
+	}
+}
+
 // AcquireOptions tune one Acquire call.
 type AcquireOptions struct {
 	// Skip, when non-nil, excludes keys for this request (e.g. keys that
-	// already failed it, or keys the caller cannot route). It is called
-	// with the pool's lock held and must not call back into the pool.
+	// already failed it, keys on a host that is down, or keys the caller
+	// cannot route). It is called with the pool's lock held and must not
+	// call back into the pool.
 	Skip func(k *Key) bool
 	// Timeout bounds how long Acquire waits for an eligible key; 0 means
 	// do not wait. Measured on the pool's clock.
 	Timeout time.Duration
+	// Model is the upstream model the request asks for; keys benched for
+	// it (after repeated 404s, see ModelNotFound) are not used. Empty:
+	// any key.
+	Model string
+	// Session identifies a conversation (a client-sent session header or
+	// a hash of the conversation's first messages). While affinity is on
+	// (Settings.AffinityTTL > 0), a session goes back to the key that
+	// served it last as long as that key is eligible; otherwise it is
+	// placed by the strategy and re-pinned. Empty: no affinity.
+	Session string
+	// Tokens is an estimate of the tokens the request will use, reserved
+	// against the key's tpm bucket while it is in flight and replaced by
+	// Outcome.Tokens at release. 0: nothing reserved.
+	Tokens int64
 }
 
 // ErrNoKeys is wrapped by the *UnavailableError returned when a pool has
@@ -122,11 +233,13 @@ type AcquireOptions struct {
 var ErrNoKeys = errors.New("no usable key")
 
 // Acquire reserves a slot on the best eligible key and returns a Lease that
-// must be released exactly once. When no key is eligible it waits, without
-// polling, until one frees up or a cooldown ends, up to opts.Timeout or
-// until ctx is done. It fails fast when waiting cannot help (every key is
-// skipped or disabled, or the earliest cooldown ends after the timeout and
-// no key is merely busy).
+// must be released exactly once. When no key is eligible but every
+// candidate is cooling, one request may be let through as an early probe
+// of a key whose computed cooldown is more than half over (see
+// Lease.Probe). Otherwise it waits, without polling, until a key frees up
+// or a gate opens, up to opts.Timeout or until ctx is done. It fails fast
+// when waiting cannot help (every key is skipped or disabled, or the
+// earliest gate opens after the timeout and no key is merely busy).
 //
 // Errors: ctx.Err() when ctx ends first; *UnavailableError (with a per-key
 // summary and a suggested Retry-After) when the wait times out or cannot
@@ -145,15 +258,21 @@ func (p *Pool) Acquire(ctx context.Context, opts AcquireOptions) (*Lease, error)
 		if deadline.IsZero() {
 			deadline = now.Add(opts.Timeout)
 		}
-		k, wake, anyBusy := p.pickLocked(now, opts.Skip)
-		if k != nil {
-			l := p.leaseLocked(k, now)
+		if l := p.tryLocked(now, &opts); l != nil {
 			p.mu.Unlock()
 			return l, nil
 		}
+		wake, anyBusy := p.blockedLocked(now, &opts)
+		if !anyBusy {
+			if k := p.earlyProbeLocked(now, &opts); k != nil {
+				l := p.leaseLocked(k, now, &opts, true)
+				p.mu.Unlock()
+				return l, nil
+			}
+		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 || (!anyBusy && (wake.IsZero() || wake.After(deadline))) {
-			err := p.unavailableLocked(now, opts.Skip, wake)
+			err := p.unavailableLocked(now, &opts, wake)
 			p.mu.Unlock()
 			return nil, err
 		}
@@ -184,146 +303,106 @@ func (p *Pool) Acquire(ctx context.Context, opts AcquireOptions) (*Lease, error)
 	}
 }
 
-// pickLocked returns the best eligible key, or nil plus the earliest time a
-// time-gated key becomes eligible and whether any key is only busy.
-func (p *Pool) pickLocked(now time.Time, skip func(*Key) bool) (best *Key, wake time.Time, anyBusy bool) {
-	n := len(p.keys)
-	bestIdx := -1
-	for i := 0; i < n; i++ {
-		idx := (p.cursor + i) % n
-		k := p.keys[idx]
-		if skip != nil && skip(k) {
-			continue
-		}
-		ok, reason, until := k.gate(now, &p.settings)
-		if !ok {
-			switch {
-			case reason == "busy" || reason == "probe_in_flight":
-				anyBusy = true
-			case !until.IsZero() && (wake.IsZero() || until.Before(wake)):
-				wake = until
-			}
-			continue
-		}
-		if best == nil || k.inFlight < best.inFlight {
-			best, bestIdx = k, idx
-			if k.inFlight == 0 {
-				break // cannot do better than idle; first in round-robin order wins
+// tryLocked picks a key for opts at now (affinity first, then the
+// strategy) and leases it; nil when no key is eligible.
+func (p *Pool) tryLocked(now time.Time, opts *AcquireOptions) *Lease {
+	p.drainTimedLocked(now)
+	c := &p.ctx
+	c.p, c.now, c.skip, c.model = p, now, opts.Skip, opts.Model
+	defer func() { c.skip = nil }()
+	affinity := opts.Session != "" && p.settings.AffinityTTL > 0
+	if affinity {
+		if fp := p.aff.get(opts.Session, now, p.settings.AffinityTTL); fp != "" {
+			if k := p.byFP[fp]; k != nil && k.ready && c.accept(k) && p.strat.allowAffinity(k, c) {
+				l := p.leaseLocked(k, now, opts, false)
+				l.affinityHit = true
+				return l
 			}
 		}
 	}
-	if best != nil {
-		p.cursor = (bestIdx + 1) % n
+	k := p.strat.pick(c)
+	if k == nil {
+		return nil
 	}
-	return best, wake, anyBusy
+	return p.leaseLocked(k, now, opts, false)
 }
 
-func (p *Pool) leaseLocked(k *Key, now time.Time) *Lease {
-	k.inFlight++
-	k.requests++
-	k.lastUsed = now
-	l := &Lease{pool: p, key: k, start: now}
-	if k.breaker == BreakerOpen {
-		// the open period has passed: this request is the half-open probe
-		k.breaker = BreakerHalfOpen
+// blockedLocked is the slow path after a failed pick: it looks at every
+// key not skipped and returns the earliest time a time-bound gate (or a
+// model bench) opens, and whether any key is only busy (so a release may
+// help).
+func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Time, anyBusy bool) {
+	for _, k := range p.keys {
+		if opts.Skip != nil && opts.Skip(k) {
+			continue
+		}
+		ok, reason, until := k.gate(now, &p.settings, p.pace)
+		if b, bu := k.benched(opts.Model, now); b && (ok || bu.After(until)) {
+			ok, reason, until = false, ModelNotFound.String(), bu
+		}
+		switch {
+		case ok:
+			anyBusy = true // eligible yet not picked: try again at once
+		case reason == reasonBusy || reason == reasonProbe:
+			anyBusy = true
+		case !until.IsZero() && (wake.IsZero() || until.Before(wake)):
+			wake = until
+		}
 	}
-	if k.breaker == BreakerHalfOpen {
-		k.probeInFlight = true
-		l.probe = true
-	}
-	return l
+	return wake, anyBusy
 }
 
-// Lease is a reserved slot on one key. Release it exactly once with the
-// attempt's outcome; further calls are ignored.
-type Lease struct {
-	pool     *Pool
-	key      *Key
-	start    time.Time
-	probe    bool
-	released bool // guarded by pool.mu
-}
-
-// Key returns the leased key.
-func (l *Lease) Key() *Key { return l.key }
-
-// Probe reports whether this lease is a circuit breaker's half-open probe.
-func (l *Lease) Probe() bool { return l.probe }
-
-// Release frees the slot and applies the outcome to the key's state:
-// Success clears failure counters, transient cooldowns and the breaker and
-// starts CooldownAfterSuccess; RateLimited cools the key for the upstream's
-// Retry-After (capped by MaxHintCooldown) or an exponential backoff from
-// RateLimitCooldown (capped by MaxCooldown); transient failures cool it by
-// an ErrorCooldown backoff and may open the breaker; InvalidKey, NoCredit
-// and Forbidden take it out of rotation for their configured time;
-// ClientError and Canceled only free the slot.
-func (l *Lease) Release(o Outcome) {
-	p := l.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if l.released {
-		return
-	}
-	l.released = true
-	k := l.key
-	k.inFlight--
-	if l.probe {
-		k.probeInFlight = false
-	}
-	now := p.clock.Now()
-	s := &p.settings
-	if o.Status != 0 {
-		k.lastStatus = o.Status
-	}
-	if o.Message != "" {
-		k.lastMessage = o.Message
-	}
-	switch o.Kind {
-	case Success:
-		k.successes++
-		k.consecFailures, k.consec429, k.breakerTrips = 0, 0, 0
-		k.breaker = BreakerClosed
-		if k.cooldownReason != InvalidKey.String() && k.cooldownReason != NoCredit.String() && k.cooldownReason != Forbidden.String() {
-			k.cooldownUntil = time.Time{}
+// earlyProbeLocked returns a key that may take this request as an early
+// probe: every candidate is cooling (the caller checked none is busy),
+// and this key's cooldown or open breaker was computed by the pool (a
+// backoff, not a wait the upstream named, not a dead-key class), is past
+// half-way, its next probe is due and no probe of it is in flight. The
+// key with the largest share of its cooldown elapsed wins.
+func (p *Pool) earlyProbeLocked(now time.Time, opts *AcquireOptions) *Key {
+	var best *Key
+	bestFrac := 0.0
+	for _, k := range p.keys {
+		if k.disabled || k.probeInFlight || k.inFlight >= k.capacity(&p.settings) || now.Before(k.nextProbe) {
+			continue
 		}
-		if s.CooldownAfterSuccess > 0 {
-			k.coolUntil(now.Add(s.CooldownAfterSuccess), "cooldown_after_success")
+		if opts.Skip != nil && opts.Skip(k) {
+			continue
 		}
-	case RateLimited:
-		k.failures++
-		k.consec429++
-		d := backoff(s.RateLimitCooldown, s.MaxCooldown, k.consec429)
-		if o.HasRetryAfter {
-			d = min(o.RetryAfter, s.MaxHintCooldown)
+		if b, _ := k.benched(opts.Model, now); b {
+			continue
 		}
-		k.coolUntil(now.Add(d), RateLimited.String())
-	case ServerError, NetworkError, Timeout:
-		k.failures++
-		k.consecFailures++
-		if l.probe || k.breaker == BreakerHalfOpen || k.consecFailures >= s.FailureThreshold {
-			// the breaker (re)opens and governs the wait from here on
-			k.breakerTrips++
-			k.breaker = BreakerOpen
-			k.breakerUntil = now.Add(backoff(s.BreakerOpen, max(s.MaxCooldown, s.BreakerOpen), k.breakerTrips))
-		} else {
-			k.coolUntil(now.Add(backoff(s.ErrorCooldown, s.MaxCooldown, k.consecFailures)), o.Kind.String())
+		var start, end time.Time
+		switch {
+		case now.Before(k.cooldownUntil) && k.cooldownHeuristic:
+			start, end = k.cooldownStart, k.cooldownUntil
+			if k.breaker == BreakerOpen && k.breakerUntil.After(end) {
+				end = k.breakerUntil
+			}
+		case !now.Before(k.cooldownUntil) && k.breaker == BreakerOpen && now.Before(k.breakerUntil):
+			start, end = k.breakerSince, k.breakerUntil
+		default:
+			continue
 		}
-		if o.HasRetryAfter {
-			k.coolUntil(now.Add(min(o.RetryAfter, s.MaxHintCooldown)), o.Kind.String())
+		if _, ok := k.lim.rpmGate(k.rpm, now); !ok {
+			continue
 		}
-	case InvalidKey:
-		k.failures++
-		k.coolUntil(now.Add(s.InvalidKeyCooldown), o.Kind.String())
-	case NoCredit:
-		k.failures++
-		k.coolUntil(now.Add(s.NoCreditCooldown), o.Kind.String())
-	case Forbidden:
-		k.failures++
-		k.coolUntil(now.Add(s.ForbiddenCooldown), o.Kind.String())
-	case ClientError, Canceled:
-		// Not the key's fault. A half-open probe that ended this way told
-		// us nothing; the breaker stays half-open for the next request.
+		if _, ok := k.lim.tpmGate(k.tpm, now); !ok {
+			continue
+		}
+		if k.quota.set() {
+			k.lim.roll(&k.quota, now)
+			if k.lim.quotaSpent(&k.quota) {
+				continue
+			}
+		}
+		total := end.Sub(start)
+		if total <= 0 {
+			continue
+		}
+		frac := float64(now.Sub(start)) / float64(total)
+		if frac >= 0.5 && (best == nil || frac > bestFrac) {
+			best, bestFrac = k, frac
+		}
 	}
-	p.broadcastLocked()
+	return best
 }

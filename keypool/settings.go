@@ -1,6 +1,10 @@
 package keypool
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Settings are the per-pool knobs that govern gates and cooldowns. Zero
 // values are replaced by the defaults documented on each field (see
@@ -44,6 +48,62 @@ type Settings struct {
 	// half-open probe is let through. Default 30s; doubles (capped at
 	// MaxCooldown) each time a probe fails.
 	BreakerOpen time.Duration
+
+	// RateLimitWindow is how long consecutive 429s keep doubling the
+	// RateLimitCooldown ladder: a 429 more than this after the previous
+	// one starts the ladder again. Default 1h.
+	RateLimitWindow time.Duration
+	// ModelNotFoundThreshold is how many 404s for one model on one key,
+	// within ModelNotFoundWindow, bench that key for that model.
+	// Default 3.
+	ModelNotFoundThreshold int
+	// ModelNotFoundWindow is the window ModelNotFoundThreshold counts in.
+	// Default 15m.
+	ModelNotFoundWindow time.Duration
+	// ModelNotFoundCooldown is how long a key is benched for a model.
+	// Default 10m. Other models keep using the key.
+	ModelNotFoundCooldown time.Duration
+	// ProbeTimeout is the attempt timeout the caller should use for a
+	// lease whose Probe() is true (a half-open breaker probe, the first
+	// request after a dead-key cooldown, or an early probe of a cooling
+	// key). Default 5s. The pool only reports it; the caller applies it.
+	ProbeTimeout time.Duration
+	// ProbeBackoff is the wait before the next early probe of a cooling
+	// key after one failed; it doubles per failed probe up to
+	// MaxProbeBackoff. Default 30s.
+	ProbeBackoff time.Duration
+	// MaxProbeBackoff caps ProbeBackoff's doubling. Default 15m.
+	MaxProbeBackoff time.Duration
+
+	// Strategy names the selection strategy: "round_robin" (default),
+	// "priority", "weighted", "least_used", "lowest_latency", "pace" or
+	// "random". See Strategies and the strategy_*.go files.
+	Strategy string
+	// AffinityTTL is how long a session stays pinned to the key that last
+	// served it, counted from its last request. 0 means the default 30m;
+	// a negative value turns affinity off.
+	AffinityTTL time.Duration
+	// AffinityMaxEntries bounds the affinity table (least recently used
+	// sessions are forgotten first). Default 100000.
+	AffinityMaxEntries int
+	// UsageWindow is the window least_used counts requests or tokens in;
+	// windows are aligned to the Unix epoch and counts reset at each
+	// boundary. Default 1m.
+	UsageWindow time.Duration
+	// LeastUsedBy is what least_used counts: "requests" (default) or
+	// "tokens" (from Outcome.Tokens).
+	LeastUsedBy string
+	// LatencyAlpha is the weight of a new TTFB sample in lowest_latency's
+	// exponential moving average, in (0, 1]. Default 0.2.
+	LatencyAlpha float64
+	// LatencyExplore is the share of requests lowest_latency sends to a
+	// random eligible key, so slow or unmeasured keys get re-measured,
+	// in [0, 1). Default 0.05; negative means 0.
+	LatencyExplore float64
+	// PaceLead is how far ahead of its budget line a key may run under
+	// the pace strategy, as a fraction of its period budget. Default
+	// 0.01 (1%); at least one request is always allowed.
+	PaceLead float64
 }
 
 // Default values of Settings.
@@ -58,6 +118,21 @@ const (
 	DefaultForbiddenCooldown    = 24 * time.Hour
 	DefaultFailureThreshold     = 3
 	DefaultBreakerOpen          = 30 * time.Second
+
+	DefaultRateLimitWindow        = time.Hour
+	DefaultModelNotFoundThreshold = 3
+	DefaultModelNotFoundWindow    = 15 * time.Minute
+	DefaultModelNotFoundCooldown  = 10 * time.Minute
+	DefaultProbeTimeout           = 5 * time.Second
+	DefaultProbeBackoff           = 30 * time.Second
+	DefaultMaxProbeBackoff        = 15 * time.Minute
+	DefaultStrategy               = "round_robin"
+	DefaultAffinityTTL            = 30 * time.Minute
+	DefaultAffinityMaxEntries     = 100_000
+	DefaultUsageWindow            = time.Minute
+	DefaultLatencyAlpha           = 0.2
+	DefaultLatencyExplore         = 0.05
+	DefaultPaceLead               = 0.01
 )
 
 func (s Settings) withDefaults() Settings {
@@ -83,7 +158,53 @@ func (s Settings) withDefaults() Settings {
 	if s.FailureThreshold <= 0 {
 		s.FailureThreshold = DefaultFailureThreshold
 	}
+	def(&s.RateLimitWindow, DefaultRateLimitWindow)
+	if s.ModelNotFoundThreshold <= 0 {
+		s.ModelNotFoundThreshold = DefaultModelNotFoundThreshold
+	}
+	def(&s.ModelNotFoundWindow, DefaultModelNotFoundWindow)
+	def(&s.ModelNotFoundCooldown, DefaultModelNotFoundCooldown)
+	def(&s.ProbeTimeout, DefaultProbeTimeout)
+	def(&s.ProbeBackoff, DefaultProbeBackoff)
+	def(&s.MaxProbeBackoff, DefaultMaxProbeBackoff)
+	if s.Strategy == "" {
+		s.Strategy = DefaultStrategy
+	}
+	if s.AffinityTTL == 0 {
+		s.AffinityTTL = DefaultAffinityTTL
+	}
+	if s.AffinityMaxEntries <= 0 {
+		s.AffinityMaxEntries = DefaultAffinityMaxEntries
+	}
+	def(&s.UsageWindow, DefaultUsageWindow)
+	if s.LeastUsedBy == "" {
+		s.LeastUsedBy = "requests"
+	}
+	if s.LatencyAlpha <= 0 || s.LatencyAlpha > 1 {
+		s.LatencyAlpha = DefaultLatencyAlpha
+	}
+	if s.LatencyExplore == 0 {
+		s.LatencyExplore = DefaultLatencyExplore
+	}
+	s.LatencyExplore = min(max(s.LatencyExplore, 0), 0.99)
+	if s.PaceLead <= 0 {
+		s.PaceLead = DefaultPaceLead
+	}
 	return s
+}
+
+// Validate reports a setting that cannot work: an unknown Strategy or
+// LeastUsedBy. New and Reconcile call it.
+func (s Settings) Validate() error {
+	if s.Strategy != "" {
+		if _, ok := strategies[s.Strategy]; !ok {
+			return fmt.Errorf("unknown strategy %q (want one of %s)", s.Strategy, strings.Join(Strategies(), ", "))
+		}
+	}
+	if s.LeastUsedBy != "" && s.LeastUsedBy != "requests" && s.LeastUsedBy != "tokens" {
+		return fmt.Errorf("least_used counts %q: want requests or tokens", s.LeastUsedBy)
+	}
+	return nil
 }
 
 // KeyConfig describes one upstream key to a Pool. The pool never sees the
@@ -98,6 +219,45 @@ type KeyConfig struct {
 	ID string
 	// MaxConcurrency overrides Settings.MaxConcurrencyPerKey when > 0.
 	MaxConcurrency int
-	// Weight is reserved for weighted strategies; default 1.
+	// Weight is the key's share under the weighted strategy; default 1.
 	Weight int
+	// Priority orders keys under the priority strategy: lower numbers
+	// first; a key is used only while no key with a lower number is
+	// eligible. Default 0.
+	Priority int
+	// Host groups keys that share an upstream (the normalised base_url).
+	// When an attempt's Outcome.HostDown is set, the caller skips every
+	// key with the same Host for the rest of that request. Optional.
+	Host string
+	// RPM caps the requests leased to the key in any 60 s window
+	// (a sliding window, exact). 0: no cap.
+	RPM int
+	// TPM caps the tokens (Outcome.Tokens, plus AcquireOptions.Tokens
+	// reserved while in flight) per minute, as a token bucket refilled at
+	// TPM per minute: the key is not leased while the bucket is empty.
+	// 0: no cap.
+	TPM int64
+	// Quota is a budget per period (e.g. 1000 requests per 24h). The key
+	// is not leased once the budget of the current period is spent, and
+	// the pace strategy spreads its use over the period.
+	Quota Quota
 }
+
+// Quota is a request and/or token budget per period. Periods are aligned
+// to Anchor: period n is [Anchor + n*Period, Anchor + (n+1)*Period), so
+// with the zero Anchor a 24h period resets at every UTC midnight.
+type Quota struct {
+	// Requests is the request budget per period; 0: unlimited.
+	Requests int64
+	// Tokens is the token budget per period (counted from
+	// Outcome.Tokens); 0: unlimited.
+	Tokens int64
+	// Period is the length of one period, e.g. 24h or 720h; required
+	// when Requests or Tokens is set.
+	Period time.Duration
+	// Anchor is any period start; zero means the Unix epoch (UTC).
+	Anchor time.Time
+}
+
+// set reports whether the quota limits anything.
+func (q Quota) set() bool { return q.Period > 0 && (q.Requests > 0 || q.Tokens > 0) }

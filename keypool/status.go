@@ -12,13 +12,24 @@ import (
 type KeyStatus struct {
 	// ID is the key's display label (configured id or masked secret).
 	ID string `json:"id"`
-	// State is "ready", "busy", "cooling", "breaker_open", "disabled" or
-	// "skipped" (excluded for this request).
+	// State is "ready", "busy", "cooling", "breaker_open", "limited"
+	// (over its rpm, tpm, quota or pace), "disabled", "benched" (benched
+	// for the request's model) or "skipped" (excluded for this request).
 	State string `json:"state"`
 	// Reason is why the key cannot serve now: an OutcomeKind name such as
-	// "rate_limited" or "invalid_key", "cooldown_after_success", "busy",
-	// "breaker_open", "probe_in_flight", "disabled"; empty when ready.
+	// "rate_limited", "quota_exhausted", "invalid_key", "no_credit",
+	// "forbidden", "server_error" or "model_not_found";
+	// "cooldown_after_success", "busy", "breaker_open", "probe_in_flight",
+	// "rpm", "tpm", "quota", "pace", "disabled"; empty when ready.
 	Reason string `json:"reason,omitempty"`
+	// Source says where the current cooldown's length came from:
+	// "retry-after", "body", "reset-header", "utc-midnight" (named by the
+	// upstream), "backoff" (the pool's ladder) or "fixed" (a configured
+	// cooldown); empty when not cooling.
+	Source string `json:"source,omitempty"`
+	// CooldownStatus is the upstream HTTP status that started the current
+	// cooldown (0: none or not cooling).
+	CooldownStatus int `json:"cooldown_status,omitempty"`
 	// Until is when a time-bound state ends (zero when not time-bound).
 	Until time.Time `json:"until,omitzero"`
 	// SecondsLeft is Until minus now in whole seconds, rounded up.
@@ -40,6 +51,26 @@ type KeyStatus struct {
 	Failures  int64 `json:"failures"`
 	// LastUsed is when the key was last leased (zero: never).
 	LastUsed time.Time `json:"last_used,omitzero"`
+	// Priority and Weight are the configured values.
+	Priority int `json:"priority,omitempty"`
+	Weight   int `json:"weight"`
+	// TTFB is the moving average of time to first byte (0: never
+	// measured), in JSON as milliseconds.
+	TTFB time.Duration `json:"-"`
+	// TTFBMillis is TTFB in milliseconds, for JSON.
+	TTFBMillis int64 `json:"ttfb_ms,omitempty"`
+	// QuotaRequests and QuotaTokens are the requests and tokens used in
+	// the current quota period; QuotaResetAt is when it ends (zero: no
+	// quota).
+	QuotaRequests int64     `json:"quota_requests,omitempty"`
+	QuotaTokens   int64     `json:"quota_tokens,omitempty"`
+	QuotaResetAt  time.Time `json:"quota_reset_at,omitzero"`
+	// BenchedModels lists the models the key is benched for after
+	// repeated 404s, with when each bench ends.
+	BenchedModels map[string]time.Time `json:"benched_models,omitempty"`
+	// NextProbe is the earliest time of the next early probe after a
+	// failed one (zero: none pending).
+	NextProbe time.Time `json:"next_probe,omitzero"`
 }
 
 func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
@@ -55,20 +86,42 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 		Successes:           k.successes,
 		Failures:            k.failures,
 		LastUsed:            k.lastUsed,
+		Priority:            k.priority,
+		Weight:              k.weight,
+		TTFB:                time.Duration(k.ema),
+		TTFBMillis:          int64(k.ema / 1e6),
 	}
-	ok, reason, until := k.gate(now, &p.settings)
+	if k.quota.set() {
+		k.lim.roll(&k.quota, now)
+		st.QuotaRequests, st.QuotaTokens, st.QuotaResetAt = k.lim.qReq, k.lim.qTok, k.lim.periodEnd(&k.quota)
+	}
+	for m, x := range k.models {
+		if now.Before(x.benchUntil) {
+			if st.BenchedModels == nil {
+				st.BenchedModels = map[string]time.Time{}
+			}
+			st.BenchedModels[m] = x.benchUntil
+		}
+	}
+	if now.Before(k.nextProbe) {
+		st.NextProbe = k.nextProbe
+	}
+	ok, reason, until := k.gate(now, &p.settings, p.pace)
 	st.Reason, st.Until = reason, until
 	switch {
 	case ok:
 		st.State = "ready"
-	case reason == "disabled":
+	case reason == reasonDisabled:
 		st.State = "disabled"
-	case reason == "busy" || reason == "probe_in_flight":
+	case reason == reasonBusy || reason == reasonProbe:
 		st.State = "busy"
-	case reason == "breaker_open":
+	case reason == reasonBreaker:
 		st.State = "breaker_open"
+	case reason == reasonRPM || reason == reasonTPM || reason == reasonQuota || reason == reasonPace:
+		st.State = "limited"
 	default:
 		st.State = "cooling"
+		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
 	}
 	if !until.IsZero() {
 		st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
@@ -99,7 +152,7 @@ func (p *Pool) Ready() (ready bool, reason string) {
 	}
 	counts := map[string]int{}
 	for _, k := range p.keys {
-		ok, r, _ := k.gate(now, &p.settings)
+		ok, r, _ := k.gate(now, &p.settings, p.pace)
 		if ok {
 			return true, ""
 		}
@@ -169,11 +222,15 @@ func (e *UnavailableError) Error() string {
 // NoKeys set.
 func (e *UnavailableError) Is(target error) bool { return target == ErrNoKeys && e.NoKeys }
 
-func (p *Pool) unavailableLocked(now time.Time, skip func(*Key) bool, wake time.Time) *UnavailableError {
+func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.Time) *UnavailableError {
 	e := &UnavailableError{Pool: p.name, Keys: make([]KeyStatus, len(p.keys)), NoKeys: true}
 	for i, k := range p.keys {
 		st := p.statusLocked(k, now)
-		if skip != nil && skip(k) {
+		if b, until := k.benched(opts.Model, now); b && (st.State == "ready" || st.State == "busy" || until.After(st.Until)) {
+			st.State, st.Reason, st.Until = "benched", ModelNotFound.String(), until
+			st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
+		}
+		if opts.Skip != nil && opts.Skip(k) {
 			if st.State == "ready" || st.State == "busy" {
 				// its own state does not explain why it was not used
 				st.State, st.Reason = "skipped", "failed this request"
@@ -191,9 +248,10 @@ func (p *Pool) unavailableLocked(now time.Time, skip func(*Key) bool, wake time.
 	return e
 }
 
-// ClearCooldown ends the cooldown and resets the breaker of the key with
-// the given id or fingerprint ("" clears all keys). It returns how many
-// keys were cleared.
+// ClearCooldown ends the cooldown, resets the breaker and lifts the
+// per-model benches of the key with the given id or fingerprint ("" clears
+// all keys). It returns how many keys were cleared. Rate and quota usage
+// are kept.
 func (p *Pool) ClearCooldown(key string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -202,8 +260,11 @@ func (p *Pool) ClearCooldown(key string) int {
 		if key != "" && key != k.id && key != k.fingerprint {
 			continue
 		}
-		k.cooldownUntil, k.cooldownReason = time.Time{}, ""
+		k.clearCooldown()
 		k.breaker, k.breakerTrips, k.consecFailures, k.consec429 = BreakerClosed, 0, 0, 0
+		k.probePending = false
+		k.models = nil
+		p.refreshLocked(k, p.clock.Now())
 		n++
 	}
 	p.broadcastLocked()
@@ -219,6 +280,7 @@ func (p *Pool) SetDisabled(key string, disabled bool) bool {
 	for _, k := range p.keys {
 		if key == k.id || key == k.fingerprint {
 			k.disabled = disabled
+			p.refreshLocked(k, p.clock.Now())
 			p.broadcastLocked()
 			return true
 		}

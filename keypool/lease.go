@@ -1,0 +1,256 @@
+package keypool
+
+import "time"
+
+// Lease is a reserved slot on one key. Release it exactly once with the
+// attempt's outcome; further calls are ignored.
+type Lease struct {
+	pool        *Pool
+	key         *Key
+	start       time.Time
+	model       string
+	tokens      int64         // tpm reservation (AcquireOptions.Tokens)
+	ttfb        time.Duration // reported by ReportTTFB
+	probe       bool
+	early       bool // an early probe of a cooling key
+	affinityHit bool
+	released    bool // guarded by pool.mu
+}
+
+// Key returns the leased key.
+func (l *Lease) Key() *Key { return l.key }
+
+// Probe reports whether this lease is a probe: a circuit breaker's
+// half-open probe, the first request after a dead-key cooldown (401, 402,
+// 403, quota), or an early probe of a cooling key. The caller should cap
+// the attempt at Lease.ProbeTimeout so a still-broken key costs the
+// client little.
+func (l *Lease) Probe() bool { return l.probe }
+
+// ProbeTimeout returns Settings.ProbeTimeout (default 5s) when the lease
+// is a probe, else 0 (no special limit).
+func (l *Lease) ProbeTimeout() time.Duration {
+	if !l.probe {
+		return 0
+	}
+	l.pool.mu.Lock()
+	defer l.pool.mu.Unlock()
+	return l.pool.settings.ProbeTimeout
+}
+
+// AffinityHit reports whether the request went to the key its session
+// was pinned to (AcquireOptions.Session).
+func (l *Lease) AffinityHit() bool { return l.affinityHit }
+
+// ReportTTFB records the attempt's time to first byte, for the
+// lowest_latency strategy; Outcome.TTFB, when set, takes precedence.
+// Call it before Release; later calls are ignored.
+func (l *Lease) ReportTTFB(d time.Duration) {
+	l.pool.mu.Lock()
+	defer l.pool.mu.Unlock()
+	if !l.released {
+		l.ttfb = d
+	}
+}
+
+func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bool) *Lease {
+	k.inFlight++
+	k.requests++
+	k.lastUsed = now
+	p.seq++
+	k.lastPick = p.seq
+	k.lim.rpmRecord(k.rpm, now)
+	if k.quota.set() {
+		k.lim.roll(&k.quota, now)
+		k.lim.qReq++
+	}
+	k.lim.window(p.settings.UsageWindow, now)
+	k.lim.winReq++
+	l := &Lease{pool: p, key: k, start: now, model: opts.Model}
+	if opts.Tokens > 0 && k.tpm > 0 {
+		l.tokens = opts.Tokens
+		k.lim.tpmAdd(k.tpm, opts.Tokens, now)
+	}
+	switch {
+	case early:
+		l.probe, l.early = true, true
+		k.probeInFlight = true
+	case k.needsProbe():
+		if k.breaker == BreakerOpen {
+			// the open period has passed: this request is the half-open probe
+			k.breaker = BreakerHalfOpen
+		}
+		l.probe = true
+		k.probeInFlight = true
+	}
+	if opts.Session != "" && p.settings.AffinityTTL > 0 {
+		p.aff.put(opts.Session, k.fingerprint, now, p.settings.AffinityMaxEntries)
+	}
+	p.refreshLocked(k, now)
+	return l
+}
+
+// Release frees the slot and applies the outcome to the key's state:
+//
+//   - Success clears failure counters, transient cooldowns (not the
+//     dead-key ones), the breaker and the model's 404 count, and starts
+//     CooldownAfterSuccess.
+//   - RateLimited cools the key for the upstream's wait (Outcome.RetryAfter,
+//     authoritative, capped only by MaxHintCooldown) or a ladder from
+//     RateLimitCooldown doubling per 429 within RateLimitWindow (capped by
+//     MaxCooldown).
+//   - QuotaExhausted cools it until the reset the upstream named, else the
+//     next UTC midnight (capped by MaxHintCooldown).
+//   - ServerError, NetworkError and Timeout cool it by an ErrorCooldown
+//     backoff (or the upstream's Retry-After) and may open the breaker.
+//   - InvalidKey, NoCredit and Forbidden take it out of rotation for their
+//     configured time; the first request after that is a probe.
+//   - ModelNotFound counts a 404 for the lease's model and may bench the
+//     key for that model only.
+//   - ClientError and Canceled only free the slot.
+//
+// Cooldowns only lengthen; a failed early probe (Lease.Probe on a cooling
+// key) does not lengthen the cooldown but pushes the next early probe
+// back by ProbeBackoff x 2^n (capped by MaxProbeBackoff). Outcome.Tokens
+// and Outcome.TTFB feed the tpm bucket, the quota, the usage window and
+// the latency average whatever the Kind.
+func (l *Lease) Release(o Outcome) {
+	p := l.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l.released {
+		return
+	}
+	l.released = true
+	k := l.key
+	k.inFlight--
+	if l.probe {
+		k.probeInFlight = false
+	}
+	now := p.clock.Now()
+	s := &p.settings
+	if o.Status != 0 {
+		k.lastStatus = o.Status
+	}
+	if o.Message != "" {
+		k.lastMessage = o.Message
+	}
+	p.accountLocked(l, &o, now)
+
+	if l.early && o.Kind != Success && !o.Kind.Dead() && o.Kind != ClientError && o.Kind != Canceled && o.Kind != ModelNotFound {
+		// a failed early probe: the cooldown stands as it was
+		k.failures++
+		k.probeFails++
+		k.nextProbe = now.Add(backoff(s.ProbeBackoff, s.MaxProbeBackoff, k.probeFails))
+		p.refreshLocked(k, now)
+		p.wakeWaitersLocked()
+		return
+	}
+	switch o.Kind {
+	case Success:
+		k.successes++
+		k.consecFailures, k.consec429, k.breakerTrips = 0, 0, 0
+		k.breaker = BreakerClosed
+		k.probePending = false
+		if !k.deadCooldown() {
+			k.clearCooldown()
+		}
+		k.modelServed(l.model)
+		if s.CooldownAfterSuccess > 0 {
+			k.coolUntil(now, now.Add(s.CooldownAfterSuccess), "cooldown_after_success", "fixed", o.Status, false)
+		}
+	case RateLimited:
+		k.failures++
+		if now.Sub(k.last429) > s.RateLimitWindow {
+			k.consec429 = 0
+		}
+		k.consec429++
+		k.last429 = now
+		if o.HasRetryAfter {
+			k.coolUntil(now, now.Add(min(o.RetryAfter, s.MaxHintCooldown)), RateLimited.String(), hintSource(o), o.Status, false)
+		} else {
+			k.coolUntil(now, now.Add(backoff(s.RateLimitCooldown, s.MaxCooldown, k.consec429)), RateLimited.String(), "backoff", o.Status, true)
+		}
+	case QuotaExhausted:
+		k.failures++
+		d, src := o.RetryAfter, hintSource(o)
+		if !o.HasRetryAfter {
+			d, src = nextUTCMidnight(now).Sub(now), "utc-midnight"
+		}
+		k.coolUntil(now, now.Add(min(d, s.MaxHintCooldown)), QuotaExhausted.String(), src, o.Status, false)
+		k.probePending = true
+	case ServerError, NetworkError, Timeout:
+		k.failures++
+		k.consecFailures++
+		if k.breaker == BreakerHalfOpen || k.consecFailures >= s.FailureThreshold {
+			// the breaker (re)opens and governs the wait from here on
+			k.breakerTrips++
+			k.breaker = BreakerOpen
+			k.breakerSince = now
+			k.breakerUntil = now.Add(backoff(s.BreakerOpen, max(s.MaxCooldown, s.BreakerOpen), k.breakerTrips))
+		} else {
+			k.coolUntil(now, now.Add(backoff(s.ErrorCooldown, s.MaxCooldown, k.consecFailures)), o.Kind.String(), "backoff", o.Status, true)
+		}
+		if o.HasRetryAfter {
+			k.coolUntil(now, now.Add(min(o.RetryAfter, s.MaxHintCooldown)), o.Kind.String(), hintSource(o), o.Status, false)
+		}
+	case InvalidKey:
+		k.failures++
+		k.coolUntil(now, now.Add(s.InvalidKeyCooldown), o.Kind.String(), "fixed", o.Status, false)
+		k.probePending = true
+	case NoCredit:
+		k.failures++
+		k.coolUntil(now, now.Add(s.NoCreditCooldown), o.Kind.String(), "fixed", o.Status, false)
+		k.probePending = true
+	case Forbidden:
+		k.failures++
+		k.coolUntil(now, now.Add(s.ForbiddenCooldown), o.Kind.String(), "fixed", o.Status, false)
+		k.probePending = true
+	case ModelNotFound:
+		// not the key's fault as a whole: counted for this model only
+		k.modelMissing(l.model, now, s)
+	case ClientError, Canceled:
+		// Not the key's fault. A probe that ended this way told us
+		// nothing; the next request is the probe again.
+	}
+	p.refreshLocked(k, now)
+	p.wakeWaitersLocked()
+}
+
+// accountLocked books the attempt's tokens and latency.
+func (p *Pool) accountLocked(l *Lease, o *Outcome, now time.Time) {
+	k := l.key
+	if o.Tokens != 0 || l.tokens != 0 {
+		k.lim.tpmAdd(k.tpm, o.Tokens-l.tokens, now)
+	}
+	if o.Tokens > 0 {
+		if k.quota.set() {
+			k.lim.roll(&k.quota, now)
+			k.lim.qTok += o.Tokens
+		}
+		k.lim.window(p.settings.UsageWindow, now)
+		k.lim.winTok += o.Tokens
+	}
+	d := o.TTFB
+	if d <= 0 {
+		d = l.ttfb
+	}
+	if d > 0 {
+		if k.emaN == 0 {
+			k.ema = float64(d)
+		} else {
+			a := p.settings.LatencyAlpha
+			k.ema = a*float64(d) + (1-a)*k.ema
+		}
+		k.emaN++
+	}
+}
+
+// hintSource names where an outcome's wait came from, defaulting to
+// "retry-after" for outcomes built by hand.
+func hintSource(o Outcome) string {
+	if o.Source != "" {
+		return o.Source
+	}
+	return "retry-after"
+}

@@ -1,0 +1,52 @@
+package keypool
+
+// weighted, "weighted": smooth weighted round robin. Over any stretch of
+// requests each ready key is served in proportion to its KeyConfig.Weight,
+// and picks interleave (weights 5:1:1 give a a a b c a a, never a burst
+// of five a's followed by b and c), as nginx's smooth weighted round
+// robin does. It is computed as stride scheduling: every key has a
+// virtual time that advances by 1/weight per pick, and the ready key with
+// the earliest one wins, which gives the same proportions at O(log n) per
+// pick instead of nginx's O(n). A key returning from a cooldown starts at
+// the current virtual time, so it does not get a burst to catch up.
+//
+// Use it when keys have unequal capacity (a tier-5 key next to tier-1
+// keys, or a paid key next to free ones) and each should get a fixed
+// share.
+type weighted struct {
+	h     keyHeap
+	vtime float64
+}
+
+func (s *weighted) build(keys []*Key, _ *Settings) {
+	s.h = keyHeap{
+		less: func(a, b *Key) bool { return a.pass < b.pass || a.pass == b.pass && a.slot < b.slot },
+		pos:  func(k *Key) *int { return &k.hpos },
+	}
+	s.vtime = 0
+	for i, k := range keys {
+		k.slot, k.hpos = i, -1
+		k.pass = 0.5 / float64(k.weight)
+	}
+}
+
+func (s *weighted) add(k *Key) {
+	if k.pass < s.vtime {
+		k.pass = s.vtime + 0.5/float64(k.weight)
+	}
+	s.h.push(k)
+}
+func (s *weighted) remove(k *Key) { s.h.remove(k) }
+func (s *weighted) update(*Key)   {}
+
+func (s *weighted) pick(c *pickCtx) *Key {
+	k := s.h.bestWhere(c.accept, &c.scratch)
+	if k != nil {
+		s.vtime = k.pass
+		k.pass += 1 / float64(k.weight)
+		s.h.update(k)
+	}
+	return k
+}
+
+func (s *weighted) allowAffinity(*Key, *pickCtx) bool { return true }
