@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -54,7 +55,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			r.addMessage("user", parts...)
 		case "assistant":
 			var parts []canonPart
-			if rc := chatReasoningText(m); rc != "" {
+			if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
 				parts = append(parts, canonPart{kind: partThinking, text: rc})
 			}
 			c := mf.get("content")
@@ -275,18 +276,23 @@ func decodeCommonTop(root objFields, r *canonRequest) *Error {
 // the forms OpenAI-compatible upstreams use: reasoning_content (DeepSeek,
 // GLM), reasoning (OpenRouter, vLLM) or reasoning_details[].text.
 func chatReasoningText(m gjson.Result) string {
-	if rc := m.Get("reasoning_content"); rc.Type == gjson.String && rc.Str != "" {
-		return rc.Str
+	return chatReasoning(m.Get("reasoning_content"), m.Get("reasoning"), m.Get("reasoning_details"))
+}
+
+// chatReasoning picks the reasoning text from the three fields.
+func chatReasoning(content, reasoning, details gjson.Result) string {
+	if content.Type == gjson.String && content.Str != "" {
+		return content.Str
 	}
-	if rc := m.Get("reasoning"); rc.Type == gjson.String && rc.Str != "" {
-		return rc.Str
+	if reasoning.Type == gjson.String && reasoning.Str != "" {
+		return reasoning.Str
 	}
-	var s string
-	m.Get("reasoning_details").ForEach(func(_, d gjson.Result) bool {
-		s += d.Get("text").String()
+	var s strings.Builder
+	details.ForEach(func(_, d gjson.Result) bool {
+		s.WriteString(d.Get("text").String())
 		return true
 	})
-	return s
+	return s.String()
 }
 
 // chatTextParts reads system/developer content: a string or text parts.
