@@ -1,0 +1,5 @@
+//go:build !race
+
+package keypool
+
+const raceEnabled = false
