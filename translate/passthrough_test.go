@@ -84,3 +84,11 @@ func TestPassthroughTruncated(t *testing.T) {
 		t.Errorf("error not reported: %v %s", err, out)
 	}
 }
+
+func TestPassthroughResponsesFailedScrubbedAndRenamed(t *testing.T) {
+	in := "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":3,\"response\":{\"id\":\"resp_1\",\"model\":\"up\",\"status\":\"failed\",\"error\":{\"code\":\"x\",\"message\":\"bad key sk-abcdefghijklmnopqrst\"}}}\n\n"
+	out, _, _, _ := collect(t, OpenAIResponses, OpenAIResponses, "client", strings.NewReader(in))
+	if strings.Contains(string(out), "sk-abcdefghij") || !strings.Contains(string(out), `"model":"client"`) {
+		t.Errorf("got %s", out)
+	}
+}

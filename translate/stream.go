@@ -291,7 +291,13 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			raw = t.scrub(ev, "response.error.message")
 		}
 		if t.model != "" && res[2].Type == gjson.String && res[2].Str != t.model {
-			raw = t.rewrite(ev, "response.model")
+			cur := ev
+			if &raw[0] != &ev.Raw[0] { // already scrubbed: rewrite that version
+				if e, err := NewSSEReader(bytes.NewReader(raw)).Next(); err == nil {
+					cur = &e
+				}
+			}
+			raw = t.rewrite(cur, "response.model")
 		}
 	}
 	t.write(raw)
