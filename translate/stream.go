@@ -49,8 +49,8 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 //   - an upstream read error, or an error event from the upstream, becomes
 //     the client dialect's error event followed by its terminator (OpenAI
 //     Chat: data: {"error":…} then data: [DONE]; Responses: error then
-//     response.failed; Anthropic: event: error, after which the Anthropic
-//     stream ends, per Anthropic's streaming docs).
+//     response.failed; Anthropic: event: error then message_stop; the
+//     official SDKs stop at the error event).
 //
 // A StreamTranslator is for one stream and is not safe for concurrent use.
 type StreamTranslator struct {
@@ -366,6 +366,7 @@ func (t *StreamTranslator) passEnd(readErr error) {
 			t.write([]byte("data: [DONE]\n\n"))
 			return
 		case AnthropicMessages:
+			t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
 			return
 		}
 	}
@@ -402,6 +403,7 @@ func (t *StreamTranslator) passEnd(readErr error) {
 	case AnthropicMessages:
 		if readErr != nil || !st.started {
 			t.write(appendEvent(b, "error", errorBody(AnthropicMessages, ErrUpstreamUnavailable, msg, "")))
+			t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
 			return
 		}
 		for _, idx := range st.open {

@@ -95,6 +95,10 @@ func (e *anthropicStreamEncoder) end(cs *canonStream) {
 	e.emit(cs, "message_stop", []byte(`{"type":"message_stop"}`))
 }
 
+// fail sends event: error (Anthropic streaming docs, "Error events") and
+// then message_stop, so clients that wait for the terminator are released;
+// the official SDKs stop at the error event.
 func (e *anthropicStreamEncoder) fail(cs *canonStream, class ErrorClass, msg string) {
 	e.emit(cs, "error", errorBody(AnthropicMessages, class, msg, ""))
+	e.emit(cs, "message_stop", []byte(`{"type":"message_stop"}`))
 }

@@ -173,7 +173,7 @@ func TestUpstreamErrorMidStream(t *testing.T) {
 					t.Errorf("%s→chat: %s", from, out)
 				}
 			case AnthropicMessages:
-				if !strings.Contains(out, "event: error\ndata: {\"type\":") || strings.Contains(out, "message_stop") {
+				if !strings.Contains(out, "event: error\ndata: {\"type\":") || !strings.HasSuffix(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
 					t.Errorf("%s→anthropic: %s", from, out)
 				}
 				if from == AnthropicMessages {
