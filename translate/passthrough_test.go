@@ -92,3 +92,36 @@ func TestPassthroughResponsesFailedScrubbedAndRenamed(t *testing.T) {
 		t.Errorf("got %s", out)
 	}
 }
+
+func TestAddStreamUsageAndHide(t *testing.T) {
+	body := []byte(`{"model":"m","stream":true,"messages":[]}`)
+	out, asked := AddStreamUsage(body)
+	if asked || string(out) != `{"model":"m","stream":true,"messages":[],"stream_options":{"include_usage":true}}` {
+		t.Errorf("%v %s", asked, out)
+	}
+	if out, asked = AddStreamUsage([]byte(`{"stream":true,"stream_options":{"include_usage":true}}`)); !asked {
+		t.Error("client ask not seen")
+	}
+	if out, _ = AddStreamUsage([]byte(`{"messages":[]}`)); string(out) != `{"messages":[]}` {
+		t.Error("non-stream changed")
+	}
+	for _, fx := range streamFixtures(t, OpenAIChat) {
+		var got []byte
+		tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "", EventWriterFunc(func(p []byte) error { got = append(got, p...); return nil }))
+		tr.HideUsageChunk()
+		if err := tr.Run(bytes.NewReader(fx.body)); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Usage().InputTokens == nil {
+			t.Errorf("%s: usage not observed", fx.name)
+		}
+		for _, ev := range readAllEvents(t, bytes.NewReader(got)) {
+			if gjson.GetBytes(ev.Data, "usage").IsObject() && gjson.GetBytes(ev.Data, "choices.#").Int() == 0 {
+				t.Errorf("%s: usage chunk not hidden", fx.name)
+			}
+		}
+		if !bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
+			t.Errorf("%s: terminator lost", fx.name)
+		}
+	}
+}

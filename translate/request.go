@@ -154,3 +154,25 @@ func decodeRequest(from Dialect, body []byte) (*canonRequest, *Error) {
 		return decodeResponsesRequest(body)
 	}
 }
+
+// AddStreamUsage prepares an OpenAI Chat streaming request for passthrough
+// usage accounting: it sets stream_options.include_usage to true (sjson,
+// other bytes unchanged) so the upstream sends its final usage-only chunk.
+// clientAsked reports whether the client had already asked for it; when it
+// had not, call HideUsageChunk on the passthrough StreamTranslator so the
+// client's stream stays exactly what it asked for. Non-streaming requests
+// and requests that already ask are returned unchanged.
+func AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
+	res := gjson.GetManyBytes(body, "stream", "stream_options.include_usage")
+	if res[0].Type != gjson.True {
+		return body, false
+	}
+	if res[1].Type == gjson.True {
+		return body, true
+	}
+	out, err := sjson.SetBytes(body, "stream_options.include_usage", true)
+	if err != nil {
+		return body, false
+	}
+	return out, false
+}

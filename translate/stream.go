@@ -65,8 +65,9 @@ type StreamTranslator struct {
 	au    anthropicUsage
 
 	// passthrough state
-	pt      passState
-	scratch objFields
+	pt        passState
+	scratch   objFields
+	hideUsage bool
 
 	// translation state
 	cs  *canonStream
@@ -112,6 +113,11 @@ func NewStreamTranslator(from, to Dialect, clientModel string, w EventWriter) *S
 	}
 	return t
 }
+
+// HideUsageChunk makes an OpenAI Chat passthrough drop the upstream's
+// usage-only chunk (choices: []) after observing it; see AddStreamUsage.
+// It has no effect on other directions.
+func (t *StreamTranslator) HideUsageChunk() { t.hideUsage = true }
 
 // Usage returns the usage observed so far (complete after Run returns).
 // Figures the upstream did not report are nil.
@@ -207,6 +213,9 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		}
 		if u := f.get("usage"); u.IsObject() {
 			t.usage.merge(chatUsage(u))
+			if t.hideUsage && !hasElements(f.get("choices")) {
+				return // the client did not ask for the usage chunk
+			}
 		}
 		st.started = true
 		if id := f.get("id"); id.Str != "" {
