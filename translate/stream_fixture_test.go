@@ -39,11 +39,7 @@ func TestStreamFixturesAllDirections(t *testing.T) {
 				if strings.Contains(string(whole), `"model":`) && !strings.Contains(string(whole), `"model":"client-model"`) {
 					t.Errorf("%s: client model not used", label)
 				}
-				s := src
-				if to == OpenAIChat || to == OpenAIResponses {
-					// Anthropic stop_sequence/pause_turn collapse to stop; thinking is kept
-				}
-				compareSummaries(t, label, s, clientSummary(t, to, whole), to)
+				compareSummaries(t, label, src, clientSummary(t, to, whole), to)
 				u := tr.Usage()
 				if src.in != nil && (u.InputTokens == nil || *u.InputTokens != *src.in) {
 					t.Errorf("%s: translator usage %v", label, u)
