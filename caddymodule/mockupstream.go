@@ -63,6 +63,8 @@ func parseMockCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, er
 //
 //	llm_mock_upstream {
 //	    model <name>
+//	    models <name...>
+//	    replay_dir <dir>
 //	    seed <n>
 //	    default { <behavior> }
 //	    key <api-key> { <behavior> }     # repeatable
@@ -71,7 +73,9 @@ func parseMockCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, er
 // where <behavior> lines are: max_concurrency <n>, cooldown <duration>,
 // status <code>, fail_rate <0..1>, fail_status <code>, reset_rate <0..1>,
 // latency <duration>, tokens_per_second <n>, retry_after <value>,
-// replay <file>.
+// replay <file>, replay_status <code>, stream_error_after <n>,
+// stream_cut_after <n>, tool_trigger <text>, tool_name <name>,
+// tool_arguments <json> (see mockupstream.KeyBehavior).
 func (m *MockUpstream) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -81,6 +85,12 @@ func (m *MockUpstream) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch d.Val() {
 		case "model":
 			if !d.AllArgs(&m.Model) {
+				return d.ArgErr()
+			}
+		case "models":
+			m.Models = append(m.Models, d.RemainingArgs()...)
+		case "replay_dir":
+			if !d.AllArgs(&m.ReplayDir) {
 				return d.ArgErr()
 			}
 		case "seed":
@@ -151,6 +161,18 @@ func unmarshalBehavior(d *caddyfile.Dispenser, b *mockupstream.KeyBehavior) erro
 			b.Latency, err = caddy.ParseDuration(v)
 		case "retry_after":
 			b.RetryAfter = v
+		case "tool_trigger":
+			b.ToolTrigger = v
+		case "tool_name":
+			b.ToolName = v
+		case "tool_arguments":
+			b.ToolArguments = v
+		case "stream_error_after":
+			b.StreamErrorAfter, err = strconv.Atoi(v)
+		case "stream_cut_after":
+			b.StreamCutAfter, err = strconv.Atoi(v)
+		case "replay_status":
+			b.ReplayStatus, err = strconv.Atoi(v)
 		case "replay":
 			b.Replay = v
 		default:

@@ -43,7 +43,7 @@ func (req *messagesRequest) promptTokens() int {
 }
 
 // decide computes the answer to a Messages request.
-func (req *messagesRequest) decide(defModel string) answer {
+func (req *messagesRequest) decide(defModel string, b *KeyBehavior) answer {
 	a := answer{model: req.Model, prompt: req.promptTokens()}
 	if a.model == "" {
 		a.model = defModel
@@ -52,9 +52,14 @@ func (req *messagesRequest) decide(defModel string) answer {
 	if req.Thinking != nil && (req.Thinking.Type == "enabled" || req.Thinking.Type == "adaptive") {
 		a.reasoning = ReasoningText(user)
 	}
+	// the last turn, ignoring trailing system messages (Claude Code sends
+	// system messages in the middle and at the end of a conversation)
 	var last *message
-	if n := len(req.Messages); n > 0 {
-		last = &req.Messages[n-1]
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if r := req.Messages[i].Role; r != "system" && r != "developer" {
+			last = &req.Messages[i]
+			break
+		}
 	}
 	if last != nil && last.Role == "user" && last.Content.toolResult {
 		a.text = ToolText(last.Content.toolText)
@@ -70,8 +75,11 @@ func (req *messagesRequest) decide(defModel string) answer {
 			name = tc.Name
 		}
 	}
-	if len(req.Tools) > 0 && !none && (forced || (last != nil && last.Role == "user" && wantsTool(last.Content.text))) {
+	if len(req.Tools) > 0 && !none && (forced || (last != nil && last.Role == "user" && wantsTool(last.Content.text, b))) {
 		tool := &req.Tools[0]
+		if name == "" && b != nil {
+			name = b.ToolName
+		}
 		for i := range req.Tools {
 			if name != "" && req.Tools[i].Name == name {
 				tool = &req.Tools[i]
@@ -80,6 +88,9 @@ func (req *messagesRequest) decide(defModel string) answer {
 		}
 		a.toolName = tool.Name
 		a.toolArgs = toolArguments(tool.InputSchema)
+		if b != nil && b.ToolArguments != "" && (b.ToolName == "" || b.ToolName == a.toolName) {
+			a.toolArgs = b.ToolArguments
+		}
 		return a
 	}
 	a.text = Text(user)
@@ -105,7 +116,7 @@ func (c *call) signature() string {
 
 // serveMessages answers POST /v1/messages.
 func (c *call) serveMessages(req *messagesRequest) {
-	a := req.decide(c.s.model)
+	a := req.decide(c.s.model, c.b)
 	if req.Stream {
 		c.streamMessages(&a)
 		return

@@ -78,6 +78,19 @@ type KeyBehavior struct {
 	// by Status=429 (default "1"). The special value "none" omits the header.
 	RetryAfter string `json:"retry_after,omitempty"`
 
+	// ToolTrigger is the text whose presence in the last user message makes
+	// the mock answer with a tool call (when the request offers tools);
+	// case-insensitive. Default "tool".
+	ToolTrigger string `json:"tool_trigger,omitempty"`
+
+	// ToolName, if set and offered by the request, is the tool the mock
+	// calls; otherwise it calls the first tool offered.
+	ToolName string `json:"tool_name,omitempty"`
+
+	// ToolArguments, if set, is the JSON object text sent as the tool
+	// call's arguments; otherwise {"<first string property>":"mock"}.
+	ToolArguments string `json:"tool_arguments,omitempty"`
+
 	// Replay, if set, is the path of a recorded fixture file whose bytes are
 	// returned verbatim instead of a generated answer (see the replay rules on
 	// Server).

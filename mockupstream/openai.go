@@ -88,15 +88,20 @@ func (req *chatRequest) toolChoice() (none, forced bool, name string) {
 }
 
 // decide computes the answer to a chat request.
-func (req *chatRequest) decide(defModel string) answer {
+func (req *chatRequest) decide(defModel string, b *KeyBehavior) answer {
 	a := answer{model: req.Model, prompt: promptTokens(req.Messages, "")}
 	if a.model == "" {
 		a.model = defModel
 	}
 	user := lastUserText(req.Messages)
+	// the last turn, ignoring trailing system messages (Claude Code sends
+	// system messages in the middle and at the end of a conversation)
 	var last *message
-	if n := len(req.Messages); n > 0 {
-		last = &req.Messages[n-1]
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if r := req.Messages[i].Role; r != "system" && r != "developer" {
+			last = &req.Messages[i]
+			break
+		}
 	}
 	if (req.ReasoningEffort != "" && req.ReasoningEffort != "none") || isReasoningModel(a.model) {
 		a.reasoning = ReasoningText(user)
@@ -107,8 +112,11 @@ func (req *chatRequest) decide(defModel string) answer {
 		return a
 	}
 	none, forced, name := req.toolChoice()
-	if len(req.Tools) > 0 && !none && (forced || (last != nil && last.Role == "user" && wantsTool(last.Content.text))) {
+	if len(req.Tools) > 0 && !none && (forced || (last != nil && last.Role == "user" && wantsTool(last.Content.text, b))) {
 		tool := &req.Tools[0]
+		if name == "" && b != nil {
+			name = b.ToolName
+		}
 		if name != "" {
 			for i := range req.Tools {
 				if req.Tools[i].name() == name {
@@ -122,6 +130,9 @@ func (req *chatRequest) decide(defModel string) answer {
 			a.toolName = name
 		}
 		a.toolArgs = toolArguments(tool.params())
+		if b != nil && b.ToolArguments != "" && (b.ToolName == "" || b.ToolName == a.toolName) {
+			a.toolArgs = b.ToolArguments
+		}
 		return a
 	}
 	a.text = Text(user)
@@ -150,7 +161,7 @@ func chatFinish(a *answer) string {
 
 // serveChat answers POST /v1/chat/completions.
 func (c *call) serveChat(req *chatRequest) {
-	a := req.decide(c.s.model)
+	a := req.decide(c.s.model, c.b)
 	if req.Stream {
 		c.streamChat(req, &a)
 		return

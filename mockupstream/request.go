@@ -147,8 +147,15 @@ func (a *answer) completionTokens() int {
 	return n
 }
 
-// wantsTool reports whether a user message asks for a tool.
-func wantsTool(text string) bool { return containsFold(text, "tool") }
+// wantsTool reports whether a user message asks for a tool: it contains
+// the behavior's ToolTrigger (default "tool").
+func wantsTool(text string, b *KeyBehavior) bool {
+	trigger := "tool"
+	if b != nil && b.ToolTrigger != "" {
+		trigger = b.ToolTrigger
+	}
+	return containsFold(text, trigger)
+}
 
 // argFragments splits tool arguments into the pieces streamed, cut every
 // few bytes (at rune boundaries) like real providers do.
