@@ -254,3 +254,15 @@ func TestNormSchema(t *testing.T) {
 		}
 	}
 }
+
+func TestAnthropicAdaptive(t *testing.T) {
+	for m, want := range map[string]bool{
+		"claude-opus-4-6": true, "claude-sonnet-4-6-20260101": true, "claude-opus-5-5": true, "claude-opus-5": true,
+		"claude-sonnet-4-5-20250929": false, "claude-haiku-4-5": false, "claude-3-7-sonnet-latest": false,
+		"claude-sonnet-4-20250514": false, "claude-opus-4-1": false, "glm-4.6": false, "deepseek-chat": false,
+	} {
+		if anthropicAdaptive(m) != want {
+			t.Errorf("%s: want %v", m, want)
+		}
+	}
+}
