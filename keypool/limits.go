@@ -19,6 +19,8 @@ type limits struct {
 	// quota: counters of the current period.
 	qPeriod int64
 	qInit   bool
+	qFrom   int64 // current period [qFrom, qTo) in Unix ns, for a fast roll check
+	qTo     int64
 	qReq    int64
 	qTok    int64
 
@@ -129,11 +131,15 @@ func periodStart(q *Quota, n int64) time.Time {
 // roll starts a new period when now has left the current one; it
 // reports whether it did.
 func (l *limits) roll(q *Quota, now time.Time) bool {
+	if t := now.UnixNano(); l.qInit && t >= l.qFrom && t < l.qTo {
+		return false
+	}
 	n := periodOf(q, now)
 	if l.qInit && n == l.qPeriod {
 		return false
 	}
 	l.qInit, l.qPeriod, l.qReq, l.qTok = true, n, 0, 0
+	l.qFrom, l.qTo = periodStart(q, n).UnixNano(), periodStart(q, n+1).UnixNano()
 	return true
 }
 
