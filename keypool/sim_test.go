@@ -120,14 +120,17 @@ func (s *sim) release(e simEvent) {
 	p.mu.Lock()
 	k := p.byFP[fp]
 	now := p.clock.Now()
-	ks := p.statusLocked(k, now)
-	if b, until := k.benched(e.lease.model, now); b {
-		st.benched[e.lease.model] = until
+	ok, reason, until := k.gate(now, &p.settings, p.pace)
+	if b, bu := k.benched(e.lease.model, now); b {
+		st.benched[e.lease.model] = bu
 	}
 	p.mu.Unlock()
 	st.coolUntil = time.Time{}
-	if ks.State == "cooling" || ks.State == "breaker_open" {
-		st.coolUntil = ks.Until
+	switch {
+	case ok, reason == reasonBusy, reason == reasonProbe, reason == reasonDisabled,
+		reason == reasonRPM, reason == reasonTPM, reason == reasonQuota, reason == reasonPace:
+	default: // a cooldown or an open breaker
+		st.coolUntil = until
 	}
 }
 

@@ -1,0 +1,28 @@
+// Package keypool pools upstream LLM API keys: gates, selection
+// strategies, session affinity, outcome classification and cooldown
+// arithmetic. It is pure Go on the standard library; time comes from an
+// injected Clock so tests run without sleeping.
+//
+// One request's life, as the caller drives it:
+//
+//	lease, err := pool.Acquire(ctx, keypool.AcquireOptions{
+//		Skip: skip, Timeout: wait, Model: upstreamModel,
+//		Session: sessionID, Tokens: estimate,
+//	})
+//	// cap the attempt at lease.ProbeTimeout() when lease.Probe()
+//	// ... send; on an error status read at most MaxClassifyBody bytes ...
+//	o := keypool.ClassifyResponse(status, header, bodyPrefix, now) // or ClassifyError
+//	o.Tokens, o.TTFB = usage, ttfb
+//	lease.Release(o)
+//	// move on to another key when o.Kind.Retryable(); only
+//	// o.Kind.SpendsRetry() spends max_retries; o.HostDown: skip every key
+//	// with the same Key.Host for the rest of the request.
+//
+// Files: pool.go (Pool, Acquire, the ready index), lease.go (Lease,
+// Release: what each outcome does to a key), key.go (per-key state and
+// gates), limits.go (rpm window, tpm bucket, quota periods), affinity.go
+// (the session table), classify.go and outcome.go (outcome classes),
+// retryafter.go (Retry-After), settings.go (knobs and defaults),
+// status.go (snapshots and errors), index.go (bitset and heap), and one
+// strategy_<name>.go per selection strategy.
+package keypool
