@@ -45,8 +45,16 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		return
 	}
 	model, stream, err := translate.RequestInfo(d, body)
+	if err == nil {
+		err = translate.ValidateRequest(d, body)
+	}
 	if err != nil {
-		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+		var te *translate.Error
+		if errors.As(err, &te) {
+			rl.fail(w, d, te.Class.Status(d), te.Class, te.Message)
+		} else {
+			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+		}
 		return
 	}
 	rl.clientModel, rl.stream = model, stream
