@@ -66,63 +66,105 @@ func (b bitset) scan(from, n int, f func(i int) bool) int {
 	return -1
 }
 
-// keyHeap is a binary min-heap of keys under less, with each key's
-// position kept in the field pos returns (-1 when absent), so a key can be
-// removed or re-ordered in O(log n).
-type keyHeap struct {
-	ks   []*Key
-	less func(a, b *Key) bool
-	pos  func(k *Key) *int
+// prio is a heap entry's sort key, compared lexicographically (a, then
+// b, then c, then the key's index). It is stored in the entry so that
+// sifting compares entries in one contiguous slice without touching the
+// keys themselves (at 10 000 keys, chasing key pointers was the main cost
+// of a pick).
+type prio struct {
+	a float64
+	b int64
+	c uint64
 }
 
-func (h *keyHeap) Len() int { return len(h.ks) }
+type heapEntry struct {
+	p   prio
+	idx int32 // the key's index in Pool.keys
+	k   *Key
+}
+
+func (x *heapEntry) less(y *heapEntry) bool {
+	switch {
+	case x.p.a != y.p.a:
+		return x.p.a < y.p.a
+	case x.p.b != y.p.b:
+		return x.p.b < y.p.b
+	case x.p.c != y.p.c:
+		return x.p.c < y.p.c
+	}
+	return x.idx < y.idx
+}
+
+// keyHeap is a binary min-heap of keys ordered by prio(k), with each
+// key's position kept by key index, so a key can be removed or re-ordered
+// in O(log n). A key's sort key is computed when it is pushed or updated;
+// whoever changes what prio reads must call update.
+type keyHeap struct {
+	es   []heapEntry
+	pos  []int32 // by key index; -1 when absent
+	prio func(k *Key) prio
+}
+
+// newKeyHeap returns an empty heap for keys with indexes below n.
+func newKeyHeap(n int, prio func(k *Key) prio) keyHeap {
+	h := keyHeap{pos: make([]int32, n), prio: prio}
+	for i := range h.pos {
+		h.pos[i] = -1
+	}
+	return h
+}
+
+func (h *keyHeap) Len() int { return len(h.es) }
 
 func (h *keyHeap) top() *Key {
-	if len(h.ks) == 0 {
+	if len(h.es) == 0 {
 		return nil
 	}
-	return h.ks[0]
+	return h.es[0].k
 }
 
-func (h *keyHeap) contains(k *Key) bool { return *h.pos(k) >= 0 }
+func (h *keyHeap) contains(k *Key) bool { return h.pos[k.idx] >= 0 }
 
 func (h *keyHeap) push(k *Key) {
-	*h.pos(k) = len(h.ks)
-	h.ks = append(h.ks, k)
-	h.up(len(h.ks) - 1)
+	h.pos[k.idx] = int32(len(h.es))
+	h.es = append(h.es, heapEntry{p: h.prio(k), idx: int32(k.idx), k: k})
+	h.up(len(h.es) - 1)
 }
 
 func (h *keyHeap) remove(k *Key) {
-	i := *h.pos(k)
+	i := int(h.pos[k.idx])
 	if i < 0 {
 		return
 	}
-	last := len(h.ks) - 1
+	last := len(h.es) - 1
 	h.swap(i, last)
-	h.ks[last] = nil
-	h.ks = h.ks[:last]
-	*h.pos(k) = -1
+	h.es[last] = heapEntry{}
+	h.es = h.es[:last]
+	h.pos[k.idx] = -1
 	if i < last {
 		h.fix(i)
 	}
 }
 
-// pop removes and returns the minimum.
-func (h *keyHeap) pop() *Key {
-	k := h.top()
-	if k != nil {
-		h.remove(k)
-	}
-	return k
-}
-
-// update restores the order after k's sort key changed (pushing it when
+// update recomputes k's sort key and restores the order (pushing k when
 // absent).
 func (h *keyHeap) update(k *Key) {
-	if i := *h.pos(k); i >= 0 {
-		h.fix(i)
-	} else {
+	i := int(h.pos[k.idx])
+	if i < 0 {
 		h.push(k)
+		return
+	}
+	h.es[i].p = h.prio(k)
+	h.fix(i)
+}
+
+// reorder recomputes every sort key and rebuilds the heap, O(n).
+func (h *keyHeap) reorder() {
+	for i := range h.es {
+		h.es[i].p = h.prio(h.es[i].k)
+	}
+	for i := len(h.es)/2 - 1; i >= 0; i-- {
+		h.down(i)
 	}
 }
 
@@ -133,15 +175,15 @@ func (h *keyHeap) fix(i int) {
 }
 
 func (h *keyHeap) swap(i, j int) {
-	h.ks[i], h.ks[j] = h.ks[j], h.ks[i]
-	*h.pos(h.ks[i]) = i
-	*h.pos(h.ks[j]) = j
+	h.es[i], h.es[j] = h.es[j], h.es[i]
+	h.pos[h.es[i].idx] = int32(i)
+	h.pos[h.es[j].idx] = int32(j)
 }
 
 func (h *keyHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.ks[i], h.ks[p]) {
+		if !h.es[i].less(&h.es[p]) {
 			return
 		}
 		h.swap(i, p)
@@ -150,17 +192,17 @@ func (h *keyHeap) up(i int) {
 }
 
 func (h *keyHeap) down(i int) bool {
-	start, n := i, len(h.ks)
+	start, n := i, len(h.es)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
 		j := l
-		if r := l + 1; r < n && h.less(h.ks[r], h.ks[l]) {
+		if r := l + 1; r < n && h.es[r].less(&h.es[l]) {
 			j = r
 		}
-		if !h.less(h.ks[j], h.ks[i]) {
+		if !h.es[j].less(&h.es[i]) {
 			break
 		}
 		h.swap(i, j)
@@ -171,21 +213,21 @@ func (h *keyHeap) down(i int) bool {
 
 // bestWhere returns the least key for which ok holds, exploring the heap
 // best-first, so it looks at only as many keys as ok rejects (plus their
-// children). It does not modify the heap. limit bounds the keys examined
-// (0: no bound); the scratch slice is reused between calls.
+// children). It does not modify the heap; the scratch slice is reused
+// between calls.
 func (h *keyHeap) bestWhere(ok func(*Key) bool, scratch *[]int) *Key {
-	if len(h.ks) == 0 {
+	if len(h.es) == 0 {
 		return nil
 	}
-	if ok == nil || ok(h.ks[0]) {
-		return h.ks[0]
+	if ok == nil || ok(h.es[0].k) {
+		return h.es[0].k
 	}
-	// frontier: a small min-heap of heap indexes, ordered by their keys
+	// frontier: a small min-heap of heap indexes, ordered by their entries
 	fr := (*scratch)[:0]
 	defer func() { *scratch = fr[:0] }()
-	less := func(a, b int) bool { return h.less(h.ks[a], h.ks[b]) }
+	less := func(a, b int) bool { return h.es[a].less(&h.es[b]) }
 	push := func(i int) {
-		if i >= len(h.ks) {
+		if i >= len(h.es) {
 			return
 		}
 		fr = append(fr, i)
@@ -224,8 +266,8 @@ func (h *keyHeap) bestWhere(ok func(*Key) bool, scratch *[]int) *Key {
 	push(2)
 	for len(fr) > 0 {
 		i := pop()
-		if ok(h.ks[i]) {
-			return h.ks[i]
+		if ok(h.es[i].k) {
+			return h.es[i].k
 		}
 		push(2*i + 1)
 		push(2*i + 2)
@@ -233,17 +275,15 @@ func (h *keyHeap) bestWhere(ok func(*Key) bool, scratch *[]int) *Key {
 	return nil
 }
 
-// timedHeap orders time-gated keys by the time their gate opens.
-func newTimedHeap() keyHeap {
-	return keyHeap{
-		less: func(a, b *Key) bool { return a.wakeAt.Before(b.wakeAt) },
-		pos:  func(k *Key) *int { return &k.tpos },
-	}
+// newTimedHeap orders time-gated keys by the time their gate opens
+// (Key.wakeAt).
+func newTimedHeap(n int) keyHeap {
+	return newKeyHeap(n, func(k *Key) prio { return prio{b: k.wakeAt.UnixNano()} })
 }
 
 // setWake files k in the timed heap to be re-examined at t.
 func (h *keyHeap) setWake(k *Key, t time.Time) {
-	if k.tpos >= 0 && k.wakeAt.Equal(t) {
+	if h.pos[k.idx] >= 0 && k.wakeAt.Equal(t) {
 		return
 	}
 	k.wakeAt = t

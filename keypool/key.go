@@ -40,9 +40,7 @@ type Key struct {
 	// index bookkeeping (see index.go and the strategies)
 	idx      int // position in Pool.keys; -1 once dropped by Reconcile
 	slot     int // position inside the strategy's index
-	hpos     int // position in a strategy heap; -1 when absent
-	tpos     int // position in the pool's timed heap; -1 when absent
-	wakeAt   time.Time
+	wakeAt   time.Time // when the pool's timed heap re-examines the key
 	ready    bool // in the strategy's index
 	level    int  // in-flight level the round-robin index filed the key under
 	pass     float64

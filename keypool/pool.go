@@ -55,7 +55,7 @@ func New(name string, s Settings, keys []KeyConfig, clock Clock) (*Pool, error) 
 	seed := uint64(clock.Now().UnixNano())
 	p := &Pool{
 		name: name, clock: clock, changed: make(chan struct{}), byFP: map[string]*Key{},
-		timed: newTimedHeap(), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
 	if err := p.Reconcile(s, keys); err != nil {
 		return nil, err
@@ -125,14 +125,14 @@ func (p *Pool) Reconcile(s Settings, keys []KeyConfig) error {
 			k.lim.qInit = false // a different schedule: start counting afresh
 		}
 		k.quota = kc.Quota
-		k.idx, k.ready, k.hpos, k.tpos = i, false, -1, -1
+		k.idx, k.ready = i, false
 		nk = append(nk, k)
 		byFP[kc.Fingerprint] = k
 	}
 	p.keys, p.byFP = nk, byFP
 	p.strat = strategies[p.settings.Strategy]()
 	p.strat.build(p.keys, &p.settings)
-	p.timed = newTimedHeap()
+	p.timed = newTimedHeap(len(p.keys))
 	now := p.clock.Now()
 	for _, k := range p.keys {
 		p.refreshLocked(k, now)
@@ -183,7 +183,7 @@ func (p *Pool) refreshLocked(k *Key, now time.Time) {
 	}
 	if !ok && !until.IsZero() {
 		p.timed.setWake(k, until)
-	} else if k.tpos >= 0 {
+	} else {
 		p.timed.remove(k)
 	}
 }

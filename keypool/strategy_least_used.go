@@ -20,25 +20,13 @@ type leastUsed struct {
 func (s *leastUsed) build(keys []*Key, st *Settings) {
 	tokens := st.LeastUsedBy == "tokens"
 	s.window = st.UsageWindow
-	s.h = keyHeap{
-		less: func(a, b *Key) bool {
-			ua, ub := a.lim.winReq, b.lim.winReq
-			if tokens {
-				ua, ub = a.lim.winTok, b.lim.winTok
-			}
-			if ua != ub {
-				return ua < ub
-			}
-			if a.inFlight != b.inFlight {
-				return a.inFlight < b.inFlight
-			}
-			return a.lastPick < b.lastPick
-		},
-		pos: func(k *Key) *int { return &k.hpos },
-	}
-	for i, k := range keys {
-		k.slot, k.hpos = i, -1
-	}
+	s.h = newKeyHeap(len(keys), func(k *Key) prio {
+		used := k.lim.winReq
+		if tokens {
+			used = k.lim.winTok
+		}
+		return prio{a: float64(used), b: int64(k.inFlight), c: k.lastPick}
+	})
 }
 
 func (s *leastUsed) add(k *Key)    { s.h.push(k) }
@@ -49,12 +37,10 @@ func (s *leastUsed) pick(c *pickCtx) *Key {
 	if w := c.now.UnixNano() / int64(s.window); w != s.win {
 		// a new window: every count is zero again
 		s.win = w
-		for _, k := range s.h.ks {
-			k.lim.window(s.window, c.now)
+		for _, e := range s.h.es {
+			e.k.lim.window(s.window, c.now)
 		}
-		for i := len(s.h.ks)/2 - 1; i >= 0; i-- {
-			s.h.down(i)
-		}
+		s.h.reorder()
 	}
 	return s.h.bestWhere(c.accept, &c.scratch)
 }

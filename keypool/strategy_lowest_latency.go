@@ -19,20 +19,11 @@ type lowestLatency struct {
 
 func (s *lowestLatency) build(keys []*Key, st *Settings) {
 	s.explore = st.LatencyExplore
-	s.h = keyHeap{
-		less: func(a, b *Key) bool {
-			if a.ema != b.ema {
-				return a.ema < b.ema
-			}
-			if a.inFlight != b.inFlight {
-				return a.inFlight < b.inFlight
-			}
-			return a.lastPick < b.lastPick
-		},
-		pos: func(k *Key) *int { return &k.hpos },
-	}
+	s.h = newKeyHeap(len(keys), func(k *Key) prio {
+		return prio{a: k.ema, b: int64(k.inFlight), c: k.lastPick}
+	})
 	for i, k := range keys {
-		k.slot, k.hpos = i, -1
+		k.slot = i
 	}
 	s.set.build(keys)
 }

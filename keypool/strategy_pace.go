@@ -39,7 +39,6 @@ func (s *pace) build(keys []*Key, _ *Settings) {
 	s.groups, s.byKey, s.isFree = nil, map[*Key]*paceGroup{}, map[*Key]bool{}
 	var free []*Key
 	for _, k := range keys {
-		k.hpos = -1
 		if !k.quota.set() {
 			free = append(free, k)
 			s.isFree[k] = true
@@ -53,19 +52,9 @@ func (s *pace) build(keys []*Key, _ *Settings) {
 		}
 		if g == nil {
 			g = &paceGroup{period: k.quota.Period, anchor: k.quota.Anchor}
-			g.h = keyHeap{
-				less: func(a, b *Key) bool {
-					fa, fb := a.lim.usedFrac(&a.quota), b.lim.usedFrac(&b.quota)
-					if fa != fb {
-						return fa < fb
-					}
-					if a.inFlight != b.inFlight {
-						return a.inFlight < b.inFlight
-					}
-					return a.lastPick < b.lastPick
-				},
-				pos: func(k *Key) *int { return &k.hpos },
-			}
+			g.h = newKeyHeap(len(keys), func(k *Key) prio {
+				return prio{a: k.lim.usedFrac(&k.quota), b: int64(k.inFlight), c: k.lastPick}
+			})
 			s.groups = append(s.groups, g)
 		}
 		s.byKey[k] = g
@@ -105,12 +94,10 @@ func (s *pace) pick(c *pickCtx) *Key {
 		if n := periodOf(&q, c.now); !g.init || n != g.cur {
 			// a new period: counters reset, re-order the group
 			g.init, g.cur = true, n
-			for _, k := range g.h.ks {
-				k.lim.roll(&k.quota, c.now)
+			for _, e := range g.h.es {
+				e.k.lim.roll(&e.k.quota, c.now)
 			}
-			for i := len(g.h.ks)/2 - 1; i >= 0; i-- {
-				g.h.down(i)
-			}
+			g.h.reorder()
 		}
 		k := g.h.bestWhere(c.accept, &c.scratch)
 		if k == nil {

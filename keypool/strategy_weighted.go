@@ -19,13 +19,9 @@ type weighted struct {
 }
 
 func (s *weighted) build(keys []*Key, _ *Settings) {
-	s.h = keyHeap{
-		less: func(a, b *Key) bool { return a.pass < b.pass || a.pass == b.pass && a.slot < b.slot },
-		pos:  func(k *Key) *int { return &k.hpos },
-	}
+	s.h = newKeyHeap(len(keys), func(k *Key) prio { return prio{a: k.pass} })
 	s.vtime = 0
-	for i, k := range keys {
-		k.slot, k.hpos = i, -1
+	for _, k := range keys {
 		k.pass = 0.5 / float64(k.weight)
 	}
 }
