@@ -73,6 +73,7 @@ func (rl *requestLog) fail(w http.ResponseWriter, d translate.Dialect, status in
 // ("http.handlers.llm_gateway") and adds llm_pool / llm_key to Caddy's
 // access log entry. Durations are in seconds, as Caddy logs them.
 func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
+	h.observe(rl)
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rl.pool != "" {
 		extra.Add(zap.String("llm_pool", rl.pool))
 		if rl.key != "" {

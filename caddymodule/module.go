@@ -66,6 +66,7 @@ type Handler struct {
 	pools   []*pool
 	stored  []string // registry keys this instance holds a reference to
 	logger  *zap.Logger
+	metrics *metrics // nil until metrics are provisioned
 }
 
 // DefaultMaxRequestBody is the default of Handler.MaxRequestBody.

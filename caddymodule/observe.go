@@ -1,0 +1,10 @@
+package caddymodule
+
+// observe is called once per finished /v1 request with its complete
+// record (status, pool, key id, dialects, attempts with their outcomes,
+// durations, usage). It feeds metrics; it must not block or log.
+func (h *Handler) observe(rl *requestLog) {
+	if h.metrics != nil {
+		h.metrics.observe(rl)
+	}
+}
