@@ -132,8 +132,5 @@ func (r *canonRequest) validate() *Error {
 			}
 		}
 	}
-	if r.n > 1 {
-		return invalid("n", "n: only n=1 can be translated to another API dialect")
-	}
 	return nil
 }

@@ -125,7 +125,7 @@ func imagePartFromURL(u, detail, param string) (canonPart, *Error) {
 		return canonPart{kind: partImage, mediaType: mt, data: data, detail: detail}, nil
 	}
 	if strings.HasPrefix(u, "data:") {
-		return canonPart{}, invalid(param, "%s: only base64 data URLs are supported for images", param)
+		return canonPart{}, unsupported(param, "%s: only base64 data URLs are supported for images", param)
 	}
 	return canonPart{kind: partImage, url: u, detail: detail}, nil
 }

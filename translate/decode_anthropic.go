@@ -26,7 +26,7 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 			p := "system[" + strconv.Itoa(i) + "]"
 			i++
 			if b.Get("type").String() != "text" {
-				err = invalid(p+".type", "%s.type: system blocks must be text", p)
+				err = unsupported(p+".type", "%s.type: system blocks must be text", p)
 				return false
 			}
 			r.system = append(r.system, canonPart{kind: partText, text: b.Get("text").String(), cache: rawOrEmpty(b.Get("cache_control"))})
@@ -55,7 +55,7 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 		msc = fieldsInto(msc, m)
 		role := msc.get("role").String()
 		if role != "user" && role != "assistant" && role != "system" {
-			err = invalid(param+".role", "%s.role: must be \"user\" or \"assistant\"", param)
+			err = unsupported(param+".role", "%s.role: must be \"user\" or \"assistant\"", param)
 			return false
 		}
 		parts, e := anthropicBlocks(msc.get("content"), param+".content", role)
@@ -109,7 +109,7 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 				return nil, invalid("tool_choice.name", "tool_choice.name: required when type is \"tool\"")
 			}
 		default:
-			return nil, invalid("tool_choice.type", "tool_choice.type: unknown value %q", typ)
+			return nil, unsupported("tool_choice.type", "tool_choice.type: unknown value %q", typ)
 		}
 		if d := tc.Get("disable_parallel_tool_use"); d.IsBool() {
 			b := !d.Bool()
@@ -243,7 +243,7 @@ func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
 			"container_upload", "search_result":
 			// server-side tool blocks have no counterpart: dropped
 		default:
-			err = invalid(p+".type", "%s.type: unsupported content block type %q", p, typ)
+			err = unsupported(p+".type", "%s.type: unsupported content block type %q", p, typ)
 			return false
 		}
 		return true
@@ -276,12 +276,12 @@ func anthropicSource(b gjson.Result, p, typ string) (canonPart, *Error) {
 		}
 	case "text":
 		if kind != partDocument {
-			return part, invalid(p+".source.type", "%s.source.type: \"text\" is only valid for documents", p)
+			return part, unsupported(p+".source.type", "%s.source.type: \"text\" is only valid for documents", p)
 		}
 		part.text = src.Get("data").String()
 		part.mediaType = "text/plain"
 	default:
-		return part, invalid(p+".source.type", "%s.source.type: unsupported source type %q", p, st)
+		return part, unsupported(p+".source.type", "%s.source.type: unsupported source type %q", p, st)
 	}
 	return part, nil
 }

@@ -75,7 +75,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 					case "refusal":
 						parts = append(parts, canonPart{kind: partText, text: p.Get("refusal").String()})
 					default:
-						err = invalid(pp, "%s: unsupported assistant content part type %q", pp, p.Get("type").String())
+						err = unsupported(pp, "%s: unsupported assistant content part type %q", pp, p.Get("type").String())
 						return false
 					}
 					return true
@@ -100,7 +100,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 				tp := param + ".tool_calls[" + strconv.Itoa(j) + "]"
 				j++
 				if typ := tc.Get("type").String(); typ != "" && typ != "function" {
-					err = invalid(tp, "%s: tool call type %q cannot be translated", tp, typ)
+					err = unsupported(tp, "%s: tool call type %q cannot be translated", tp, typ)
 					return false
 				}
 				args := tc.Get("function.arguments")
@@ -115,7 +115,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 				return false
 			}
 			if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
-				err = invalid(param+".function_call", "%s.function_call: the deprecated function_call form is not supported; use tool_calls", param)
+				err = unsupported(param+".function_call", "%s.function_call: the deprecated function_call form is not supported; use tool_calls", param)
 				return false
 			}
 			r.addMessage("assistant", parts...)
@@ -132,13 +132,13 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			}
 			r.addMessage("user", canonPart{kind: partToolResult, id: id.Str, content: content})
 		case "function":
-			err = invalid(param+".role", "%s.role: the deprecated \"function\" role is not supported; use \"tool\"", param)
+			err = unsupported(param+".role", "%s.role: the deprecated \"function\" role is not supported; use \"tool\"", param)
 			return false
 		case "":
 			err = invalid(param+".role", "%s.role: field required", param)
 			return false
 		default:
-			err = invalid(param+".role", "%s.role: unknown role %q", param, role)
+			err = unsupported(param+".role", "%s.role: unknown role %q", param, role)
 			return false
 		}
 		leading = false
@@ -186,7 +186,7 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 		case "required":
 			r.toolChoice = "any"
 		default:
-			return nil, invalid("tool_choice", "tool_choice: unknown value %q", tc.Str)
+			return nil, unsupported("tool_choice", "tool_choice: unknown value %q", tc.Str)
 		}
 	case tc.IsObject():
 		switch tc.Get("type").String() {
@@ -305,7 +305,7 @@ func chatTextParts(c gjson.Result, param string) ([]canonPart, *Error) {
 		var err *Error
 		c.ForEach(func(_, p gjson.Result) bool {
 			if p.Get("type").String() != "text" {
-				err = invalid(param, "%s: system messages may only contain text parts", param)
+				err = unsupported(param, "%s: system messages may only contain text parts", param)
 				return false
 			}
 			parts = append(parts, canonPart{kind: partText, text: p.Get("text").String()})
@@ -354,7 +354,7 @@ func chatUserParts(c gjson.Result, param string) ([]canonPart, *Error) {
 				fd := f.Get("file_data").String()
 				mt, data, ok := parseDataURL(fd)
 				if !ok {
-					err = invalid(pp+".file", "%s.file: only inline file_data (a base64 data URL) can be translated", pp)
+					err = unsupported(pp+".file", "%s.file: only inline file_data (a base64 data URL) can be translated", pp)
 					return false
 				}
 				if !validBase64(data) {
@@ -363,10 +363,10 @@ func chatUserParts(c gjson.Result, param string) ([]canonPart, *Error) {
 				}
 				parts = append(parts, canonPart{kind: partDocument, mediaType: mt, data: data, filename: f.Get("filename").String()})
 			case "input_audio":
-				err = invalid(pp, "%s: audio input cannot be translated to this upstream", pp)
+				err = unsupported(pp, "%s: audio input cannot be translated to this upstream", pp)
 				return false
 			default:
-				err = invalid(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
+				err = unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
 				return false
 			}
 			return true

@@ -18,10 +18,10 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 		return nil, err
 	}
 	if p := root.get("previous_response_id"); p.Type == gjson.String && p.Str != "" {
-		return nil, invalid("previous_response_id", "previous_response_id: not supported by this gateway (it keeps no state); send the whole conversation in input")
+		return nil, unsupported("previous_response_id", "previous_response_id: not supported by this gateway (it keeps no state); send the whole conversation in input")
 	}
 	if c := root.get("conversation"); c.Exists() && c.Type != gjson.Null {
-		return nil, invalid("conversation", "conversation: not supported by this gateway (it keeps no state); send the whole conversation in input")
+		return nil, unsupported("conversation", "conversation: not supported by this gateway (it keeps no state); send the whole conversation in input")
 	}
 	if ins := root.get("instructions"); ins.Type == gjson.String && ins.Str != "" {
 		r.system = []canonPart{{kind: partText, text: ins.Str}}
@@ -67,7 +67,7 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 				case "user", "assistant":
 					r.addMessage(role, parts...)
 				default:
-					err = invalid(p+".role", "%s.role: unknown role %q", p, role)
+					err = unsupported(p+".role", "%s.role: unknown role %q", p, role)
 					return false
 				}
 			case "function_call":
@@ -139,7 +139,7 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 					r.addMessage("assistant", canonPart{kind: partThinking, text: text})
 				}
 			case "item_reference":
-				err = invalid(p+".type", "%s: item_reference is not supported by this gateway (it keeps no state); send the items themselves", p)
+				err = unsupported(p+".type", "%s: item_reference is not supported by this gateway (it keeps no state); send the items themselves", p)
 				return false
 			default:
 				// hosted tool calls and their outputs (web_search_call,
@@ -192,7 +192,7 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 		case "required":
 			r.toolChoice = "any"
 		default:
-			return nil, invalid("tool_choice", "tool_choice: unknown value %q", tc.Str)
+			return nil, unsupported("tool_choice", "tool_choice: unknown value %q", tc.Str)
 		}
 	case tc.IsObject():
 		switch tc.Get("type").String() {
@@ -258,7 +258,7 @@ func responsesContent(c gjson.Result, param string) ([]canonPart, *Error) {
 			parts = append(parts, canonPart{kind: partText, text: p.Get("refusal").String()})
 		case "input_image":
 			if p.Get("file_id").String() != "" && p.Get("image_url").String() == "" {
-				err = invalid(pp+".file_id", "%s.file_id: file references cannot be translated; send image_url", pp)
+				err = unsupported(pp+".file_id", "%s.file_id: file references cannot be translated; send image_url", pp)
 				return false
 			}
 			part, e := imagePartFromURL(p.Get("image_url").String(), p.Get("detail").String(), pp+".image_url")
@@ -274,7 +274,7 @@ func responsesContent(c gjson.Result, param string) ([]canonPart, *Error) {
 			}
 			mt, data, ok := parseDataURL(p.Get("file_data").String())
 			if !ok {
-				err = invalid(pp, "%s: only inline file_data (a base64 data URL) or file_url can be translated", pp)
+				err = unsupported(pp, "%s: only inline file_data (a base64 data URL) or file_url can be translated", pp)
 				return false
 			}
 			if !validBase64(data) {
@@ -283,7 +283,7 @@ func responsesContent(c gjson.Result, param string) ([]canonPart, *Error) {
 			}
 			parts = append(parts, canonPart{kind: partDocument, mediaType: mt, data: data, filename: p.Get("filename").String()})
 		default:
-			err = invalid(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
+			err = unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
 			return false
 		}
 		return true

@@ -193,6 +193,11 @@ type Error struct {
 	Class   ErrorClass
 	Param   string
 	Message string
+
+	// untranslatable marks a request feature that is valid in its own
+	// dialect but has no counterpart in the others; ValidateRequest
+	// accepts it, TranslateRequest rejects it.
+	untranslatable bool
 }
 
 // Error returns the client-facing message.
@@ -205,6 +210,14 @@ func (e *Error) Body(d Dialect) []byte {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// unsupported builds an ErrInvalidRequest error for a feature that is valid
+// in the client's dialect but cannot be translated (see Error).
+func unsupported(param, format string, args ...any) *Error {
+	e := invalid(param, format, args...)
+	e.untranslatable = true
+	return e
+}
 
 // invalid builds an ErrInvalidRequest error for the request field param.
 func invalid(param, format string, args ...any) *Error {

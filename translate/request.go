@@ -136,6 +136,9 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
+	if req.n > 1 {
+		return nil, unsupported("n", "n: only n=1 can be translated to another API dialect")
+	}
 	switch to {
 	case OpenAIChat:
 		return encodeChatRequest(req)

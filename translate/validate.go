@@ -19,6 +19,11 @@ func ValidateRequest(d Dialect, body []byte) error {
 	}
 	req, e := decodeRequest(d, body)
 	if e != nil {
+		if e.untranslatable {
+			// valid in its own dialect, only untranslatable: the upstream
+			// of the same dialect judges the rest
+			return nil
+		}
 		return e
 	}
 	if e := req.validate(); e != nil {
