@@ -38,11 +38,11 @@ type Key struct {
 	quota       Quota
 
 	// index bookkeeping (see index.go and the strategies)
-	idx      int // position in Pool.keys; -1 once dropped by Reconcile
-	slot     int // position inside the strategy's index
+	idx      int       // position in Pool.keys; -1 once dropped by Reconcile
+	slot     int       // position inside the strategy's index
 	wakeAt   time.Time // when the pool's timed heap re-examines the key
-	ready    bool // in the strategy's index
-	level    int  // in-flight level the round-robin index filed the key under
+	ready    bool      // in the strategy's index
+	level    int       // in-flight level the round-robin index filed the key under
 	pass     float64
 	lastPick uint64 // pool pick sequence number of the last lease
 
