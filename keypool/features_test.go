@@ -575,3 +575,26 @@ func TestSpendsRetry(t *testing.T) {
 		t.Fatal("Dead")
 	}
 }
+
+func TestParseQuota(t *testing.T) {
+	cases := map[string]Quota{
+		"1000 requests per 24h":                {Requests: 1000, Period: 24 * time.Hour},
+		"5000000 tokens per 720h":              {Tokens: 5_000_000, Period: 720 * time.Hour},
+		"1000 requests, 2000000 tokens per 1d": {Requests: 1000, Tokens: 2_000_000, Period: 24 * time.Hour},
+		"100 requests and 5 tokens/30d":        {Requests: 100, Tokens: 5, Period: 30 * 24 * time.Hour},
+	}
+	for in, want := range cases {
+		got, err := ParseQuota(in)
+		if err != nil || got != want {
+			t.Errorf("ParseQuota(%q) = %+v, %v", in, got, err)
+		}
+		if again, err := ParseQuota(got.String()); err != nil || again != got {
+			t.Errorf("round trip of %q: %+v %v", got.String(), again, err)
+		}
+	}
+	for _, in := range []string{"", "1000 per 24h", "x requests per 24h", "10 requests per", "10 requests per soon", "10 apples per 1h"} {
+		if _, err := ParseQuota(in); err == nil {
+			t.Errorf("ParseQuota(%q) accepted", in)
+		}
+	}
+}

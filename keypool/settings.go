@@ -242,22 +242,3 @@ type KeyConfig struct {
 	// the pace strategy spreads its use over the period.
 	Quota Quota
 }
-
-// Quota is a request and/or token budget per period. Periods are aligned
-// to Anchor: period n is [Anchor + n*Period, Anchor + (n+1)*Period), so
-// with the zero Anchor a 24h period resets at every UTC midnight.
-type Quota struct {
-	// Requests is the request budget per period; 0: unlimited.
-	Requests int64
-	// Tokens is the token budget per period (counted from
-	// Outcome.Tokens); 0: unlimited.
-	Tokens int64
-	// Period is the length of one period, e.g. 24h or 720h; required
-	// when Requests or Tokens is set.
-	Period time.Duration
-	// Anchor is any period start; zero means the Unix epoch (UTC).
-	Anchor time.Time
-}
-
-// set reports whether the quota limits anything.
-func (q Quota) set() bool { return q.Period > 0 && (q.Requests > 0 || q.Tokens > 0) }
