@@ -27,6 +27,7 @@ type streamBlock struct {
 	data      string   // redacted_thinking data
 	text      []byte   // accumulated text / thinking / arguments (when the encoder needs it)
 	signature string
+	argsSent  bool   // a non-empty argument fragment was sent
 	outIdx    int    // client-side index (encoder use)
 	itemID    string // client-side item id (encoder use)
 }
@@ -137,6 +138,9 @@ func (cs *canonStream) delta(k deltaKind, s string) {
 	b := cs.open
 	if b == nil || cs.closed {
 		return
+	}
+	if k == deltaArgs && s != "" {
+		b.argsSent = true
 	}
 	if k == deltaSignature {
 		b.signature += s

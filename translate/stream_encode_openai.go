@@ -90,7 +90,14 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 	cs.t.write(b)
 }
 
-func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {}
+// blockStop gives a call that streamed no arguments "{}" (Anthropic sends
+// tools without parameters as a single empty partial_json), so the client
+// never sees an empty arguments string.
+func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
+	if blk.kind == partToolCall && !blk.argsSent {
+		e.delta(cs, blk, deltaArgs, "{}")
+	}
+}
 
 func (e *chatStreamEncoder) finish(cs *canonStream) {
 	e.choice(cs, `{}`, chatFinish(cs.stop))
