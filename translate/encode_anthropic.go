@@ -114,6 +114,23 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 	}
 	b = append(b, ']')
 
+	if len(r.tools) == 0 {
+		// Anthropic rejects tool_use/tool_result history without tool
+		// definitions; declare the tools the history used and forbid new
+		// calls, as the client offered none.
+		if names := historyToolNames(r.messages); len(names) > 0 {
+			b = append(b, `,"tools":[`...)
+			for i, n := range names {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"name":`...)
+				b = appendString(b, n)
+				b = append(b, `,"input_schema":{"type":"object","properties":{}}}`...)
+			}
+			b = append(b, `],"tool_choice":{"type":"none"}`...)
+		}
+	}
 	if len(r.tools) > 0 {
 		b = append(b, `,"tools":[`...)
 		for i, t := range r.tools {
@@ -469,4 +486,28 @@ func encodeAnthropicResponse(r *canonResponse) []byte {
 	b = append(b, `,"usage":`...)
 	b = appendAnthropicUsage(b, r.usage, true)
 	return append(b, '}')
+}
+
+// historyToolNames returns the distinct tool names called in msgs, in order.
+func historyToolNames(msgs []canonMessage) []string {
+	var names []string
+	for i := range msgs {
+		for j := range msgs[i].parts {
+			p := &msgs[i].parts[j]
+			if p.kind != partToolCall || p.name == "" {
+				continue
+			}
+			seen := false
+			for _, n := range names {
+				if n == p.name {
+					seen = true
+					break
+				}
+			}
+			if !seen {
+				names = append(names, p.name)
+			}
+		}
+	}
+	return names
 }

@@ -266,3 +266,10 @@ func TestAnthropicAdaptive(t *testing.T) {
 		}
 	}
 }
+
+func TestAnthropicHistoryWithoutTools(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"a"},{"role":"tool","tool_call_id":"c2","content":"b"},{"role":"user","content":"summarise"}]}`
+	r := mustTranslate(t, OpenAIChat, AnthropicMessages, body, "claude-haiku-4-5")
+	wantGet(t, r, "tools", `[{"name":"f","input_schema":{"type":"object","properties":{}}}]`)
+	wantGet(t, r, "tool_choice", `{"type":"none"}`)
+}
