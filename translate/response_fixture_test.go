@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -110,5 +111,44 @@ func TestResponseFixturesAllDirections(t *testing.T) {
 	}
 	if n < 4 {
 		t.Fatalf("only %d response fixtures found", n)
+	}
+}
+
+// TestErrorFixturesAllDirections renders every recorded upstream error body
+// in every client dialect and checks the shape, the status and that the
+// upstream message survives.
+func TestErrorFixturesAllDirections(t *testing.T) {
+	isErr := func(b []byte) bool { return gjson.GetBytes(b, "error").IsObject() }
+	n := 0
+	for _, from := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+		for name, body := range jsonFixtures(t, from, isErr) {
+			n++
+			msg := gjson.GetBytes(body, "error.message").Str
+			for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+				status := 400
+				if strings.Contains(name, "404") {
+					status = 404
+				}
+				if strings.Contains(name, "quota") {
+					status = 429
+				}
+				out := TranslateError(from, to, status, body)
+				if !json.Valid(out) {
+					t.Fatalf("%s -> %s: %s", name, to, out)
+				}
+				if got := gjson.GetBytes(out, "error.message").Str; got != msg {
+					t.Errorf("%s -> %s: message %q, want %q", name, to, got, msg)
+				}
+				if to == AnthropicMessages && gjson.GetBytes(out, "type").Str != "error" {
+					t.Errorf("%s -> %s: %s", name, to, out)
+				}
+				if to != AnthropicMessages && !gjson.GetBytes(out, "error.type").Exists() {
+					t.Errorf("%s -> %s: %s", name, to, out)
+				}
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("only %d error fixtures", n)
 	}
 }
