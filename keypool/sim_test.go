@@ -57,17 +57,19 @@ type simStat struct {
 }
 
 type sim struct {
-	t      testing.TB
-	p      *Pool
-	clk    *fakeClock
-	rng    *rand.Rand
-	keys   map[string]*simKey
-	stats  map[string]*simStat
-	q      simQueue
-	served int
-	failed int // Acquire found no key
-	probes int
-	hits   int
+	t           testing.TB
+	p           *Pool
+	clk         *fakeClock
+	rng         *rand.Rand
+	keys        map[string]*simKey
+	stats       map[string]*simStat
+	q           simQueue
+	served      int
+	failed      int // Acquire found no key
+	probes      int
+	earlyProbes int
+	hits        int
+	outage      bool // every attempt fails with 503
 	// onLease, when set, runs before each lease is booked (state as at pick time).
 	beforeAcquire func(opts *AcquireOptions)
 	afterAcquire  func(l *Lease, opts *AcquireOptions)
@@ -168,8 +170,26 @@ func (s *sim) request(opts AcquireOptions) *Lease {
 			s.t.Fatalf("%s: %d requests in the last 60s, rpm %d", st.cfg.ID, n, rpm)
 		}
 	}
-	if now.Before(st.coolUntil) && !l.Probe() {
-		s.t.Fatalf("%s leased at %v while cooling until %v", st.cfg.ID, now, st.coolUntil)
+	if now.Before(st.coolUntil) {
+		if !l.Probe() {
+			s.t.Fatalf("%s leased at %v while cooling until %v", st.cfg.ID, now, st.coolUntil)
+		}
+		// an early probe: only past half-way through a computed cooldown
+		s.p.mu.Lock()
+		k := l.Key()
+		start, end := k.cooldownStart, k.cooldownUntil
+		if !now.Before(k.cooldownUntil) || k.breaker == BreakerOpen && k.breakerUntil.After(end) {
+			if !now.Before(k.cooldownUntil) {
+				start = k.breakerSince
+			}
+			end = k.breakerUntil
+		}
+		heuristic := k.cooldownHeuristic || !now.Before(k.cooldownUntil)
+		s.p.mu.Unlock()
+		if !heuristic || now.Sub(start) < end.Sub(now) {
+			s.t.Fatalf("%s probed at %v, cooling %v..%v (computed: %v)", st.cfg.ID, now, start, end, heuristic)
+		}
+		s.earlyProbes++
 	}
 	if until, ok := st.benched[opts.Model]; ok && now.Before(until) {
 		s.t.Fatalf("%s leased for %s while benched for it until %v", st.cfg.ID, opts.Model, until)
@@ -181,6 +201,9 @@ func (s *sim) request(opts AcquireOptions) *Lease {
 	out := Outcome{Kind: Success, Status: 200}
 	if sk.behavior != nil {
 		out = sk.behavior(s.rng, opts.Model)
+	}
+	if s.outage && out.Kind == Success {
+		out = Outcome{Kind: ServerError, Status: 503}
 	}
 	d := sk.dur
 	if d == 0 {
@@ -260,13 +283,17 @@ func TestSimulatorMixed(t *testing.T) {
 	models := []string{"gpt-a", "gpt-a", "gpt-a", "gpt-x"}
 	gap := 30 * time.Millisecond
 	for i := 0; i < n; i++ {
+		s.outage = i >= n/2 && i < n/2+n/50 // an upstream outage: 2% of the run
 		s.advance(s.clk.Now().Add(gap))
 		s.request(AcquireOptions{Model: models[i%len(models)], Tokens: 500})
 	}
 	s.drain()
-	t.Logf("mixed: %d requests, %d served, %d found no key, %d probes", n, s.served, s.failed, s.probes)
+	t.Logf("mixed: %d requests, %d served, %d found no key, %d probes (%d early, on cooling keys)", n, s.served, s.failed, s.probes, s.earlyProbes)
 	if s.served < n/2 {
 		t.Fatalf("only %d of %d served", s.served, n)
+	}
+	if s.earlyProbes == 0 {
+		t.Fatal("the outage produced no early probe")
 	}
 	if st := s.stats["fp27"]; st.leases > 1+int(time.Duration(n)*gap/DefaultInvalidKeyCooldown)+1 {
 		t.Fatalf("invalid key leased %d times", st.leases)
