@@ -57,7 +57,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 	d.top = fieldsInto(d.top, gjson.Parse(view(data)))
 	f := d.top
 	res := [6]gjson.Result{f.get("error"), f.get("id"), f.get("model"), f.get("created"), f.get("usage"), f.get("choices")}
-	if e := res[0]; e.Exists() {
+	if e := res[0]; e.IsObject() || (e.Type == gjson.String && e.Str != "") {
 		msg := e.Get("message").String()
 		if e.Type == gjson.String {
 			msg = e.Str
@@ -105,9 +105,9 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 	res := [6]gjson.Result{f.get("reasoning_content"), f.get("reasoning"), f.get("reasoning_details"), f.get("content"), f.get("refusal"), f.get("tool_calls")}
 	thinking := ""
 	switch {
-	case res[0].Type == gjson.String:
+	case res[0].Type == gjson.String && res[0].Str != "":
 		thinking = res[0].Str
-	case res[1].Type == gjson.String:
+	case res[1].Type == gjson.String && res[1].Str != "":
 		thinking = res[1].Str
 	case res[2].IsArray():
 		res[2].ForEach(func(_, x gjson.Result) bool {

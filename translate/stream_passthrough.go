@@ -46,7 +46,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		}
 		t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
 		f := t.scratch
-		if f.get("error").Exists() {
+		if e := f.get("error"); e.IsObject() || (e.Type == gjson.String && e.Str != "") {
 			st.errored = true
 			raw = t.scrub(ev, "error.message")
 			break

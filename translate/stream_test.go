@@ -355,3 +355,17 @@ func TestChatUpstreamReusedToolIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestChatUpstreamNullErrorAndEmptyReasoning(t *testing.T) {
+	in := ccChunk(`{"role":"assistant","content":"","reasoning_content":"","reasoning":"R"}`, "", `,"error":null`) +
+		ccChunk(`{"content":"ok"}`, "", `,"error":null`) + ccChunk(`{}`, "stop", "") + "data: [DONE]\n\n"
+	out, _, _ := run(t, OpenAIChat, AnthropicMessages, in)
+	s := parseOK(t, AnthropicMessages, out)
+	if s.text != "ok" || s.thinking != "R" {
+		t.Errorf("%+v\n%s", s, out)
+	}
+	out, _, _ = run(t, OpenAIChat, OpenAIChat, in)
+	if strings.Contains(out, "upstream") || !strings.Contains(out, `"content":"ok"`) {
+		t.Errorf("passthrough: %s", out)
+	}
+}
