@@ -262,7 +262,15 @@ func (p *Pool) Acquire(ctx context.Context, opts AcquireOptions) (*Lease, error)
 			p.mu.Unlock()
 			return l, nil
 		}
-		wake, anyBusy := p.blockedLocked(now, &opts)
+		wake, anyBusy, retry := p.blockedLocked(now, &opts)
+		if retry {
+			// a gate opened a hair before its timed-heap entry fell due;
+			// the key is indexed now
+			if l := p.tryLocked(now, &opts); l != nil {
+				p.mu.Unlock()
+				return l, nil
+			}
+		}
 		if !anyBusy {
 			if k := p.earlyProbeLocked(now, &opts); k != nil {
 				l := p.leaseLocked(k, now, &opts, true)
@@ -330,8 +338,10 @@ func (p *Pool) tryLocked(now time.Time, opts *AcquireOptions) *Lease {
 // blockedLocked is the slow path after a failed pick: it looks at every
 // key not skipped and returns the earliest time a time-bound gate (or a
 // model bench) opens, and whether any key is only busy (so a release may
-// help).
-func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Time, anyBusy bool) {
+// help). A key whose gates are open but which was not yet indexed (its
+// timed-heap entry is due a few nanoseconds later, through rounding) is
+// indexed at once and retry is set.
+func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Time, anyBusy, retry bool) {
 	for _, k := range p.keys {
 		if opts.Skip != nil && opts.Skip(k) {
 			continue
@@ -339,6 +349,10 @@ func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Tim
 		ok, reason, until := k.gate(now, &p.settings, p.pace)
 		if b, bu := k.benched(opts.Model, now); b && (ok || bu.After(until)) {
 			ok, reason, until = false, ModelNotFound.String(), bu
+		}
+		if ok && !k.ready {
+			p.refreshLocked(k, now)
+			retry = true
 		}
 		switch {
 		case ok:
@@ -349,7 +363,7 @@ func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Tim
 			wake = until
 		}
 	}
-	return wake, anyBusy
+	return wake, anyBusy, retry
 }
 
 // earlyProbeLocked returns a key that may take this request as an early
