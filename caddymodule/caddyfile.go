@@ -24,7 +24,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	llm_gateway {
-//	    api_key <token>                  # repeatable
+//	    api_key <token> [{                # repeatable
+//	        id <label>
+//	        pools <names...>
+//	        models <patterns...>
+//	        rpm <n>
+//	        max_concurrency <n>
+//	    }]
 //	    auth off
 //	    max_request_body <size>          # e.g. 8MB
 //	    pool <name> {
@@ -40,6 +46,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            max_concurrency <n>
 //	            weight <n>
 //	        }
+//	        priority <n>
 //	        max_concurrency_per_key <n>
 //	        cooldown_after_success <duration>
 //	        rate_limit_cooldown <duration>
@@ -50,6 +57,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        max_retries <n>
 //	        acquire_timeout <duration>
 //	        request_timeout <duration>
+//	        attempt_timeout <duration>
+//	        connect_timeout <duration>
+//	        total_timeout <duration>
 //	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -60,11 +70,22 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "api_key":
-			var tok string
-			if !d.AllArgs(&tok) {
+			if !d.NextArg() {
 				return d.ArgErr()
 			}
-			h.APIKeys = append(h.APIKeys, tok)
+			tok := d.Val()
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			gc, err := unmarshalGatewayKey(d, tok)
+			if err != nil {
+				return err
+			}
+			if gc == nil {
+				h.APIKeys = append(h.APIKeys, tok)
+			} else {
+				h.GatewayKeys = append(h.GatewayKeys, gc)
+			}
 		case "auth":
 			var v string
 			if !d.AllArgs(&v) {
@@ -102,6 +123,46 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// unmarshalGatewayKey reads the optional block of an api_key; it returns
+// nil when there is no block (a plain key).
+func unmarshalGatewayKey(d *caddyfile.Dispenser, tok string) (*GatewayKeyConfig, error) {
+	var gc *GatewayKeyConfig
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if gc == nil {
+			gc = &GatewayKeyConfig{Key: tok}
+		}
+		switch d.Val() {
+		case "id":
+			if !d.AllArgs(&gc.ID) {
+				return nil, d.ArgErr()
+			}
+		case "pools":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return nil, d.ArgErr()
+			}
+			gc.Pools = append(gc.Pools, args...)
+		case "models":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return nil, d.ArgErr()
+			}
+			gc.Models = append(gc.Models, args...)
+		case "rpm":
+			if err := intArg(d, &gc.RPM, 1); err != nil {
+				return nil, err
+			}
+		case "max_concurrency":
+			if err := intArg(d, &gc.MaxConcurrency, 1); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, d.Errf("unrecognized api_key subdirective '%s'", d.Val())
+		}
+	}
+	return gc, nil
 }
 
 func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
@@ -144,6 +205,28 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 			}
 		case "failure_threshold":
 			if err := intArg(d, &pc.FailureThreshold, 1); err != nil {
+				return nil, err
+			}
+		case "priority":
+			var v string
+			if !d.AllArgs(&v) {
+				return nil, d.ArgErr()
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, d.Errf("priority: want an integer, got '%s'", v)
+			}
+			pc.Priority = n
+		case "attempt_timeout":
+			if err := durationArg(d, &pc.AttemptTimeout); err != nil {
+				return nil, err
+			}
+		case "connect_timeout":
+			if err := durationArg(d, &pc.ConnectTimeout); err != nil {
+				return nil, err
+			}
+		case "total_timeout":
+			if err := durationArg(d, &pc.TotalTimeout); err != nil {
 				return nil, err
 			}
 		case "max_retries":
@@ -233,6 +316,10 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 			}
 		case "weight":
 			if err := intArg(d, &kc.Weight, 1); err != nil {
+				return nil, err
+			}
+		case "attempt_timeout":
+			if err := durationArg(d, &kc.AttemptTimeout); err != nil {
 				return nil, err
 			}
 		default:

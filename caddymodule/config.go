@@ -7,6 +7,13 @@ import (
 // PoolConfig configures one pool of upstream keys that serve a set of
 // client model names.
 type PoolConfig struct {
+	// Priority orders pools that serve the same model: the lowest number
+	// is tried first and the others are fallbacks, tried in order when no
+	// key of the earlier pools can serve the request (the response then
+	// carries X-Fallback-From). Pools with equal priority keep their
+	// configuration order. Default: 0.
+	Priority int `json:"priority,omitempty"`
+
 	// Name identifies the pool in logs, metrics, the admin API and the
 	// X-Routed-Via header. It also keys the pool's live state across config
 	// reloads, so it must be unique within the process. Required.
@@ -74,10 +81,26 @@ type PoolConfig struct {
 	// free when every key is busy or cooling. Default: 30s.
 	AcquireTimeout caddy.Duration `json:"acquire_timeout,omitempty"`
 
-	// RequestTimeout bounds each upstream attempt's wait for response
-	// headers, and then every wait for the next bytes of the body (so a
-	// long stream that keeps producing is never cut). Default: 120s.
+	// RequestTimeout bounds a non-streamed attempt's wait for the
+	// upstream's response headers, and then every wait for the next bytes
+	// of any body, streamed or not (the idle timeout: a long stream that
+	// keeps producing is never cut). Default: 120s.
 	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
+
+	// AttemptTimeout bounds a streamed attempt's wait for its first bytes
+	// (time to first byte); when it passes, the next key is tried. Keys may
+	// override it. Default: 15s.
+	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
+
+	// ConnectTimeout bounds dialing an upstream (TCP and TLS handshake).
+	// Default: 10s.
+	ConnectTimeout caddy.Duration `json:"connect_timeout,omitempty"`
+
+	// TotalTimeout bounds the whole search for an answer: waiting for keys
+	// and every attempt until one starts answering, across retries and
+	// fallback pools. It does not cut an answer that is already streaming.
+	// Default: 45s.
+	TotalTimeout caddy.Duration `json:"total_timeout,omitempty"`
 }
 
 // ModelMapping is one model_map entry.
@@ -134,4 +157,34 @@ type KeyConfig struct {
 
 	// Weight is the key's share for weighted strategies. Default: 1.
 	Weight int `json:"weight,omitempty"`
+
+	// AttemptTimeout overrides the pool's AttemptTimeout for this key.
+	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
+}
+
+// GatewayKeyConfig is a gateway key with a scope and limits of its own.
+type GatewayKeyConfig struct {
+	// Key is the token clients present (Authorization: Bearer or
+	// x-api-key). Placeholders such as {env.TEAM_KEY} are resolved at
+	// provision. Required.
+	Key string `json:"key"`
+
+	// ID labels the key in logs; default: the masked token.
+	ID string `json:"id,omitempty"`
+
+	// Pools limits the key to these pools (by name). Default: all.
+	Pools []string `json:"pools,omitempty"`
+
+	// Models limits the key to these client model names (exact or
+	// '*'-suffix patterns). Out-of-scope requests get 403. Default: all.
+	Models []string `json:"models,omitempty"`
+
+	// RPM limits the key's requests per minute (a token bucket with a
+	// burst of RPM). Over the limit: 429 with Retry-After. Default: 0, no
+	// limit.
+	RPM int `json:"rpm,omitempty"`
+
+	// MaxConcurrency limits the key's requests in flight. Over the limit:
+	// 429 with Retry-After: 1. Default: 0, no limit.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
 }

@@ -33,7 +33,7 @@ func statelessCheck(body []byte) string {
 // upstream counts; otherwise the count is estimated locally (about four
 // bytes of text per token) and marked as an estimate with the header
 // X-Token-Count-Estimate: true and the field "estimated": true.
-func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog) {
+func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) {
 	d := translate.AnthropicMessages
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
 	if err != nil {
@@ -55,13 +55,14 @@ func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *r
 		return
 	}
 	rl.clientModel = model.Str
-	p := h.route(model.Str)
-	if p == nil {
-		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "model "+strconv.Quote(model.Str)+" is not served by this gateway")
+	pools, routed, f := h.candidates(model.Str, gk)
+	if f != nil {
+		rl.failWith(w, d, f)
 		return
 	}
+	p := pools[0]
 	rl.pool = p.name
-	rl.upstreamModel = p.upstreamModel(model.Str)
+	rl.upstreamModel = p.upstreamModel(routed)
 	if h.countTokensUpstream(w, r, p, body, rl) {
 		return
 	}

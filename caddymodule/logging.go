@@ -27,6 +27,8 @@ type requestLog struct {
 	status          int
 	errMsg          string
 	streamError     string
+	fallbackFrom    string
+	gatewayKey      string
 	ttfb            time.Duration
 	acquireWait     time.Duration
 	usage           translate.Usage
@@ -117,6 +119,12 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	addTokens("reasoning_tokens", rl.usage.ReasoningTokens)
 	if rl.errMsg != "" {
 		fields = append(fields, zap.String("error", rl.errMsg))
+	}
+	if rl.fallbackFrom != "" {
+		fields = append(fields, zap.String("fallback_from", rl.fallbackFrom))
+	}
+	if rl.gatewayKey != "" {
+		fields = append(fields, zap.String("gateway_key", rl.gatewayKey))
 	}
 	if rl.streamError != "" {
 		fields = append(fields, zap.String("stream_error", rl.streamError))

@@ -50,6 +50,11 @@ type Handler struct {
 	// /v1 answers 401 unless Auth is "off".
 	APIKeys []string `json:"api_keys,omitempty"`
 
+	// GatewayKeys are gateway keys with their own scope (pools, models)
+	// and limits (rpm, max_concurrency). They are accepted alongside
+	// APIKeys.
+	GatewayKeys []*GatewayKeyConfig `json:"gateway_keys,omitempty"`
+
 	// Auth set to "off" lets /v1 be used without a gateway key. It must be
 	// said explicitly; the default is to require a key.
 	Auth string `json:"auth,omitempty"`
@@ -62,11 +67,12 @@ type Handler struct {
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
-	apiKeys []string
-	pools   []*pool
-	stored  []string // registry keys this instance holds a reference to
-	logger  *zap.Logger
-	metrics *metrics // nil until metrics are provisioned
+	gatewayKeys []*gwKey
+	pools       []*pool
+	sortedPools []*pool  // by priority, then configuration order
+	stored      []string // registry keys this instance holds a reference to
+	logger      *zap.Logger
+	metrics     *metrics // nil until metrics are provisioned
 }
 
 // DefaultMaxRequestBody is the default of Handler.MaxRequestBody.
@@ -77,6 +83,9 @@ const (
 	DefaultMaxRetries     = 3
 	DefaultAcquireTimeout = 30 * time.Second
 	DefaultRequestTimeout = 120 * time.Second
+	DefaultAttemptTimeout = 15 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultTotalTimeout   = 45 * time.Second
 )
 
 // CaddyModule returns the Caddy module information.
@@ -98,6 +107,10 @@ type pool struct {
 	maxRetries     int
 	acquireTimeout time.Duration
 	requestTimeout time.Duration
+	attemptTimeout time.Duration
+	connectTimeout time.Duration
+	totalTimeout   time.Duration
+	priority       int
 	rawModelNames  []string // non-wildcard names for /v1/models
 }
 
@@ -111,6 +124,8 @@ type upstreamKey struct {
 	prefer     string // "auto", "openai" or "anthropic"
 	authHeader string // "Bearer <secret>"
 	secret     string
+	// attemptTimeout overrides the pool's for streamed first bytes (0: none)
+	attemptTimeout time.Duration
 }
 
 // target picks the upstream dialect and URL of the key for a client
@@ -138,12 +153,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = DefaultMaxRequestBody
 	}
-	for i, k := range h.APIKeys {
-		v, err := repl.ReplaceOrErr(k, true, true)
-		if err != nil {
-			return fmt.Errorf("api_key %d: resolving placeholder: value is empty or unknown", i)
-		}
-		h.apiKeys = append(h.apiKeys, v)
+	if err := h.provisionGatewayKeys(repl); err != nil {
+		return err
 	}
 	for i, pc := range h.Pools {
 		if pc == nil {
@@ -155,6 +166,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.pools = append(h.pools, p)
 	}
+	h.sortedPools = append([]*pool(nil), h.pools...)
+	sort.SliceStable(h.sortedPools, func(i, j int) bool { return h.sortedPools[i].priority < h.sortedPools[j].priority })
 	return nil
 }
 
@@ -170,6 +183,10 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, er
 		maxRetries:     DefaultMaxRetries,
 		acquireTimeout: time.Duration(pc.AcquireTimeout),
 		requestTimeout: time.Duration(pc.RequestTimeout),
+		attemptTimeout: time.Duration(pc.AttemptTimeout),
+		connectTimeout: time.Duration(pc.ConnectTimeout),
+		totalTimeout:   time.Duration(pc.TotalTimeout),
+		priority:       pc.Priority,
 	}
 	if len(p.models) == 0 {
 		p.models = []string{"*"}
@@ -185,6 +202,15 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, er
 	}
 	if p.requestTimeout <= 0 {
 		p.requestTimeout = DefaultRequestTimeout
+	}
+	if p.attemptTimeout <= 0 {
+		p.attemptTimeout = DefaultAttemptTimeout
+	}
+	if p.connectTimeout <= 0 {
+		p.connectTimeout = DefaultConnectTimeout
+	}
+	if p.totalTimeout <= 0 {
+		p.totalTimeout = DefaultTotalTimeout
 	}
 	p.modelMap = append([]ModelMapping(nil), pc.ModelMap...)
 	for _, m := range p.modelMap {
@@ -267,11 +293,12 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer) (*upstreamKey, error) {
 	}
 	sum := sha256.Sum256([]byte(base + "\n" + secret))
 	uk := &upstreamKey{
-		id:         kc.ID,
-		fp:         hex.EncodeToString(sum[:8]),
-		prefer:     kc.Prefer,
-		authHeader: "Bearer " + secret,
-		secret:     secret,
+		id:             kc.ID,
+		fp:             hex.EncodeToString(sum[:8]),
+		prefer:         kc.Prefer,
+		authHeader:     "Bearer " + secret,
+		secret:         secret,
+		attemptTimeout: time.Duration(kc.AttemptTimeout),
 	}
 	if uk.prefer == "" {
 		uk.prefer = "auto"
@@ -344,7 +371,7 @@ func (h *Handler) Validate() error {
 	switch h.Auth {
 	case "", "on":
 	case "off":
-		if len(h.apiKeys) > 0 {
+		if len(h.gatewayKeys) > 0 {
 			return errors.New("auth off together with api_key: choose one")
 		}
 	default:
@@ -360,7 +387,7 @@ func (h *Handler) Validate() error {
 		}
 		names[p.name] = true
 	}
-	return nil
+	return h.validateGatewayKeyScopes()
 }
 
 // Cleanup releases this instance's references to pool state. In-flight

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,7 @@ const (
 
 // serveCompletion handles one completion request: read and validate the
 // body, route it to a pool, then run the attempt loop.
-func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *requestLog) {
+func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) {
 	d := rl.dialect
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
@@ -58,21 +59,102 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		return
 	}
 	rl.clientModel, rl.stream = model, stream
-	p := h.route(model)
-	if p == nil {
-		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "model "+strconv.Quote(model)+" is not served by this gateway (see GET /v1/models)")
-		return
-	}
-	rl.pool = p.name
-	upModel := p.upstreamModel(model)
-	rl.upstreamModel = upModel
 	if d == translate.OpenAIResponses {
 		if msg := statelessCheck(body); msg != "" {
 			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, msg)
 			return
 		}
 	}
-	h.attemptLoop(w, r, p, &call{dialect: d, raw: body, stream: stream, clientModel: model, upstreamModel: upModel}, rl)
+	pools, routed, f := h.candidates(model, gk)
+	if f != nil {
+		rl.failWith(w, d, f)
+		return
+	}
+	release, wait, err := gk.admit(time.Now())
+	if err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		rl.fail(w, d, http.StatusTooManyRequests, translate.ErrRateLimited, "gateway key "+gk.id+" is over its rate or concurrency limit")
+		return
+	}
+	defer release()
+
+	// one deadline for the whole search, across retries and fallback pools
+	deadline := time.Now().Add(pools[0].totalTimeout)
+	var last *loopFailure
+	for i, p := range pools {
+		if i > 0 {
+			rl.fallbackFrom = pools[0].name
+			w.Header().Set("X-Fallback-From", pools[0].name)
+		}
+		rl.pool = p.name
+		rl.upstreamModel = p.upstreamModel(routed)
+		c := &call{dialect: d, raw: body, stream: stream, clientModel: model, upstreamModel: rl.upstreamModel}
+		last = h.attemptLoop(w, r, p, c, rl, i == len(pools)-1, deadline)
+		if last == nil {
+			return // answered, or the client is gone
+		}
+	}
+	rl.failWith(w, d, last)
+}
+
+// candidates returns the pools to try for a client model, in order, and
+// the model name to route with: "<pool>/<model>" addresses one pool;
+// "auto" tries every pool; otherwise every pool whose models match, by
+// priority. The gateway key's scope filters them. The failure is the
+// client's answer when there is nothing to try.
+func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFailure) {
+	if !gk.allowsModel(model) {
+		return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
+			msg: "gateway key " + gk.id + " may not use model " + strconv.Quote(model)}
+	}
+	routed := model
+	var out []*pool
+	if name, rest, ok := strings.Cut(model, "/"); ok {
+		for _, p := range h.pools {
+			if p.name == name && rest != "" {
+				out, routed = []*pool{p}, rest
+			}
+		}
+	}
+	if out == nil {
+		for _, p := range h.sortedPools {
+			if model == "auto" || p.serves(model) {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, "", &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound,
+			msg: "model " + strconv.Quote(model) + " is not served by this gateway (see GET /v1/models)"}
+	}
+	allowed := out[:0:0]
+	for _, p := range out {
+		if gk.allowsPool(p.name) {
+			allowed = append(allowed, p)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
+			msg: "gateway key " + gk.id + " may not use the pools serving model " + strconv.Quote(model)}
+	}
+	return allowed, routed, nil
+}
+
+// loopFailure is the gateway's answer when a pool could not serve the
+// request; the last pool's failure is written to the client.
+type loopFailure struct {
+	status     int
+	class      translate.ErrorClass
+	msg        string
+	retryAfter time.Duration
+}
+
+// failWith writes a loopFailure in the client's dialect.
+func (rl *requestLog) failWith(w http.ResponseWriter, d translate.Dialect, f *loopFailure) {
+	if f.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(f.retryAfter.Seconds())))))
+	}
+	rl.fail(w, d, f.status, f.class, f.msg)
 }
 
 // call is what one client request asks of the upstreams.
@@ -122,14 +204,19 @@ type attemptResult struct {
 	errBody []byte // upstream error body (bounded), for the final error
 }
 
-// attemptLoop leases keys and tries them until one answers, the retry
-// budget is spent, or no key can be had in time.
+// attemptLoop leases keys of pool p and tries them until one answers,
+// the retry budget is spent, or no key can be had in time. It returns nil
+// when the client got its answer (or went away), else the failure to
+// report (the caller may fall back to another pool first).
 //
 // Budget: transient failures (5xx, network, timeout) spend max_retries.
 // Keys that answered 401/402/403 or failed transiently are not tried again
 // in this request; a key that answered 429 may be, once its cooldown ends.
-// The number of attempts is capped at 2 x keys + max_retries + 1.
-func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c *call, rl *requestLog) {
+// The number of attempts is capped at 2 x keys + max_retries + 1, and no
+// attempt starts after the deadline. A pool that is not the last candidate
+// is not waited for: when none of its keys is free now, the next pool is
+// tried.
+func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c *call, rl *requestLog, lastPool bool, deadline time.Time) *loopFailure {
 	ctx := r.Context()
 	var failed []*keypool.Key
 	skip := func(k *keypool.Key) bool {
@@ -147,21 +234,24 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	maxAttempts := 2*len(p.keys) + p.maxRetries + 1
 	var last *attemptResult
 	for n := 0; n < maxAttempts; n++ {
+		wait := min(p.acquireTimeout, time.Until(deadline))
+		if !lastPool {
+			wait = 0
+		}
 		waitStart := time.Now()
-		lease, err := p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Timeout: p.acquireTimeout})
+		lease, err := p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Timeout: max(wait, 0)})
 		rl.acquireWait += time.Since(waitStart)
 		if err != nil {
 			if ctx.Err() != nil {
 				rl.status = 499
-				return
+				return nil
 			}
-			h.writeUnavailable(w, c.dialect, err, last, rl)
-			return
+			return unavailable(err, last, rl)
 		}
 		uk := p.keys[lease.Key().Fingerprint()]
-		res := h.attempt(w, r, p, uk, lease, c, rl)
+		res := h.attempt(w, r, p, uk, lease, c, rl, deadline)
 		if res.done {
-			return
+			return nil
 		}
 		last = &res
 		if res.outcome.Kind.Transient() {
@@ -173,18 +263,34 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 		if res.outcome.Kind != keypool.RateLimited {
 			failed = append(failed, lease.Key())
 		}
+		if !time.Now().Before(deadline) {
+			f := exhausted(last, rl)
+			f.msg += "; total_timeout reached"
+			return f
+		}
 	}
-	h.writeExhausted(w, c.dialect, last, rl)
+	return exhausted(last, rl)
 }
 
 // attempt sends the call to one key and, on success, relays the answer.
 // It always releases the lease.
-func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *upstreamKey, lease *keypool.Lease, c *call, rl *requestLog) attemptResult {
+func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *upstreamKey, lease *keypool.Lease, c *call, rl *requestLog, deadline time.Time) attemptResult {
 	ctx := r.Context()
-	actx, cancel := context.WithCancel(ctx)
+	actx, cancel := context.WithCancel(context.WithValue(ctx, connectTimeoutKey{}, p.connectTimeout))
 	defer cancel()
+	// until the first bytes: attempt_timeout for streams, request_timeout
+	// otherwise, never past the search deadline; then request_timeout
+	// between reads
+	firstWait := p.requestTimeout
+	if c.stream {
+		firstWait = uk.attemptTimeout
+		if firstWait <= 0 {
+			firstWait = p.attemptTimeout
+		}
+	}
+	firstWait = max(min(firstWait, time.Until(deadline)), time.Millisecond)
 	var timedOut atomic.Bool
-	timer := time.AfterFunc(p.requestTimeout, func() { timedOut.Store(true); cancel() })
+	timer := time.AfterFunc(firstWait, func() { timedOut.Store(true); cancel() })
 	defer timer.Stop()
 
 	t0 := time.Now()
@@ -199,7 +305,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
 		}
 		if timedOut.Load() {
-			return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout after " + p.requestTimeout.String()}
+			return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout"}
 		}
 		o := keypool.Classify(0, nil, err, nil, time.Now())
 		o.Status = status
@@ -414,41 +520,36 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	return f.err
 }
 
-// writeUnavailable answers when no key could be leased: 503 with
-// Retry-After and a per-key summary, or 502 when every key already failed
-// this request.
-func (h *Handler) writeUnavailable(w http.ResponseWriter, d translate.Dialect, err error, last *attemptResult, rl *requestLog) {
+// unavailable is the failure when no key could be leased: 503 with
+// Retry-After and a per-key summary, or the last upstream failure when
+// every key already failed this request.
+func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 	var ue *keypool.UnavailableError
 	if !errors.As(err, &ue) {
-		rl.fail(w, d, http.StatusServiceUnavailable, translate.ErrUpstreamUnavailable, "no upstream key available")
-		return
+		return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: "no upstream key available"}
 	}
 	if last != nil && ue.NoKeys {
-		h.writeExhausted(w, d, last, rl)
-		return
+		return exhausted(last, rl)
 	}
-	if ue.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ue.RetryAfter.Seconds()))))
-	}
-	rl.fail(w, d, http.StatusServiceUnavailable, translate.ErrUpstreamUnavailable, ue.Error())
+	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ue.RetryAfter}
 }
 
-// writeExhausted answers when attempts ran out: a gateway error naming the
-// last upstream failure (never its raw body, which may be from any key).
-func (h *Handler) writeExhausted(w http.ResponseWriter, d translate.Dialect, last *attemptResult, rl *requestLog) {
-	msg := "all upstream attempts failed"
-	status := http.StatusBadGateway
+// exhausted is the failure when attempts ran out: a gateway error naming
+// the last upstream failure (never its raw body, which may be from any
+// key).
+func exhausted(last *attemptResult, rl *requestLog) *loopFailure {
+	f := &loopFailure{status: http.StatusBadGateway, class: translate.ErrUpstreamUnavailable, msg: "all upstream attempts failed"}
 	if last != nil {
-		msg += " (" + strconv.Itoa(len(rl.attempts)) + " attempts; last: " + last.outcome.Message + ")"
-		if last.outcome.Kind == keypool.Timeout {
-			status = http.StatusGatewayTimeout
-		}
-		if last.outcome.Kind == keypool.RateLimited {
-			status = http.StatusServiceUnavailable
+		f.msg += " (" + strconv.Itoa(len(rl.attempts)) + " attempts; last: " + last.outcome.Message + ")"
+		switch last.outcome.Kind {
+		case keypool.Timeout:
+			f.status = http.StatusGatewayTimeout
+		case keypool.RateLimited:
+			f.status = http.StatusServiceUnavailable
 			if last.outcome.HasRetryAfter {
-				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(last.outcome.RetryAfter.Seconds())))))
+				f.retryAfter = max(time.Second, last.outcome.RetryAfter)
 			}
 		}
 	}
-	rl.fail(w, d, status, translate.ErrUpstreamUnavailable, msg)
+	return f
 }

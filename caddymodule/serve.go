@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -44,12 +43,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	} else if r.Header.Get("Anthropic-Version") != "" || path == "/v1/messages/count_tokens" {
 		rl.dialect = translate.AnthropicMessages
 	}
-	if !h.authorised(token) {
+	gk := h.lookupGatewayKey(token)
+	if gk == nil && h.Auth != "off" {
 		msg := "invalid gateway API key"
 		if token == "" {
 			msg = "missing gateway API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
 		}
-		if len(h.apiKeys) == 0 && h.Auth != "off" {
+		if len(h.gatewayKeys) == 0 {
 			msg = "this gateway has no api_key configured: add 'api_key <token>' to the llm_gateway block (or 'auth off' to allow unauthenticated use)"
 		}
 		rl.fail(w, rl.dialect, http.StatusUnauthorized, translate.ErrAuthentication, msg)
@@ -63,7 +63,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			rl.fail(w, d, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
 			return nil
 		}
-		h.serveCompletion(w, r, rl)
+		rl.gatewayKey = gk.label()
+		h.serveCompletion(w, r, rl, gk)
 		return nil
 	}
 	switch path {
@@ -74,7 +75,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			rl.fail(w, rl.dialect, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
 			return nil
 		}
-		h.serveCountTokens(w, r, rl)
+		rl.gatewayKey = gk.label()
+		h.serveCountTokens(w, r, rl, gk)
 	case "/v1/models":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -111,18 +113,6 @@ func gatewayToken(r *http.Request) string {
 		return strings.TrimSpace(k)
 	}
 	return strings.TrimSpace(r.Header.Get("Api-Key"))
-}
-
-// authorised compares the token with every gateway key in constant time.
-func (h *Handler) authorised(token string) bool {
-	if len(h.apiKeys) == 0 {
-		return h.Auth == "off"
-	}
-	ok := 0
-	for _, k := range h.apiKeys {
-		ok |= subtle.ConstantTimeCompare([]byte(token), []byte(k))
-	}
-	return ok == 1 && token != ""
 }
 
 // requestID returns the client's X-Request-Id when it is reasonable (up to

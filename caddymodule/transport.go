@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"time"
@@ -10,11 +11,8 @@ import (
 // a config reload never closes connections under streams that are still
 // running on the old instance. Requests carry their own deadlines.
 var upstreamTransport = &http.Transport{
-	Proxy: http.ProxyFromEnvironment,
-	DialContext: (&net.Dialer{
-		Timeout:   10 * time.Second,
-		KeepAlive: 30 * time.Second,
-	}).DialContext,
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           dialWithTimeout,
 	ForceAttemptHTTP2:     true,
 	MaxIdleConns:          1024,
 	MaxIdleConnsPerHost:   256,
@@ -24,6 +22,23 @@ var upstreamTransport = &http.Transport{
 	// the gateway relays bodies as they come; compression would only add
 	// latency on loopback and break byte-for-byte streaming
 	DisableCompression: true,
+}
+
+// connectTimeoutKey carries a pool's connect_timeout in a request context.
+type connectTimeoutKey struct{}
+
+var dialer = &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: 30 * time.Second}
+
+// dialWithTimeout dials with the connect_timeout carried by the request's
+// context (see connectTimeoutKey), else DefaultConnectTimeout. The TLS
+// handshake is bounded by TLSHandshakeTimeout.
+func dialWithTimeout(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok && d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return dialer.DialContext(ctx, network, addr)
 }
 
 // upstreamClient never follows redirects: a 3xx from an LLM API is an
