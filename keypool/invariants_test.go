@@ -26,7 +26,7 @@ func checkIndex(t testing.TB, p *Pool) {
 			t.Fatalf("%s indexed as ready but gated: %s until %v", k.id, reason, until)
 		case !k.ready && ok:
 			if p.timed.pos[k.idx] < 0 || k.wakeAt.After(now) {
-				t.Fatalf("%s eligible but neither indexed nor due in the timed heap", k.id)
+				t.Fatalf("%s eligible but neither indexed nor due in the timed heap (pos %d, wake %v, now %v, in flight %d)", k.id, p.timed.pos[k.idx], k.wakeAt, now, k.inFlight)
 			}
 		case !k.ready && !until.IsZero():
 			if p.timed.pos[k.idx] < 0 {

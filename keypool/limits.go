@@ -1,6 +1,9 @@
 package keypool
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // limits is a key's per-key rate and budget state: the rpm window, the
 // tpm bucket, the quota period counters and the usage window of
@@ -170,9 +173,9 @@ func (l *limits) elapsedFrac(q *Quota, now time.Time) float64 {
 // paceGate reports whether one more request keeps the key within lead of
 // its budget line (budget x elapsed share of the period), and else when
 // the line will have moved far enough. One request ahead of the line is
-// always allowed.
+// always allowed. The gate opens at a whole nanosecond computed once, so
+// the check and the reported time always agree.
 func (l *limits) paceGate(q *Quota, now time.Time, lead float64) (time.Time, bool) {
-	el := l.elapsedFrac(q, now)
 	need := 0.0 // the elapsed share at which the next request is allowed
 	if q.Requests > 0 {
 		r := float64(q.Requests)
@@ -181,12 +184,16 @@ func (l *limits) paceGate(q *Quota, now time.Time, lead float64) (time.Time, boo
 	if q.Tokens > 0 {
 		need = max(need, float64(l.qTok)/float64(q.Tokens)-lead)
 	}
-	if need <= el {
+	if need <= 0 {
 		return time.Time{}, true
 	}
-	t := periodStart(q, l.qPeriod).Add(time.Duration(need*float64(q.Period)) + 1)
-	if end := l.periodEnd(q); t.After(end) {
-		t = end
+	end := l.periodEnd(q)
+	t := end
+	if need < 1 {
+		t = periodStart(q, l.qPeriod).Add(time.Duration(math.Ceil(need * float64(q.Period))))
+	}
+	if !now.Before(t) {
+		return time.Time{}, true
 	}
 	return t, false
 }

@@ -182,6 +182,9 @@ func (p *Pool) refreshLocked(k *Key, now time.Time) {
 		p.strat.remove(k)
 	}
 	if !ok && !until.IsZero() {
+		if !until.After(now) {
+			until = now.Add(time.Millisecond) // a gate must open in the future, or draining would spin
+		}
 		p.timed.setWake(k, until)
 	} else {
 		p.timed.remove(k)

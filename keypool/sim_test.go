@@ -197,6 +197,9 @@ func (s *sim) request(opts AcquireOptions) *Lease {
 	if s.afterAcquire != nil {
 		s.afterAcquire(l, &opts)
 	}
+	if s.served%1000 == 0 {
+		checkIndex(s.t, s.p)
+	}
 	sk := s.keys[fp]
 	out := Outcome{Kind: Success, Status: 200}
 	if sk.behavior != nil {
@@ -451,4 +454,49 @@ func TestSimulatorAffinity(t *testing.T) {
 	if share <= 0.95 {
 		t.Fatalf("only %.2f%% of session requests on the session's main key", 100*share)
 	}
+}
+
+func TestSimulatorPaceTokens(t *testing.T) {
+	n := simSize(100_000)
+	period := 720 * time.Hour
+	anchor := nextUTCMidnight(newFakeClock().Now()) // the periods start when the run does
+	var ks []simKey
+	total := int64(0)
+	for i := 0; i < 50; i++ {
+		budget := int64(1_000_000 + 40_000*i) // 1M .. 2.96M tokens per 30 days
+		if raceEnabled || testing.Short() {
+			budget /= 10
+		}
+		total += budget
+		ks = append(ks, simKey{cfg: KeyConfig{Fingerprint: fmt.Sprintf("fp%02d", i), ID: fmt.Sprintf("k%02d", i), MaxConcurrency: 4,
+			Quota: Quota{Tokens: budget, Period: period, Anchor: anchor}}, behavior: healthy})
+	}
+	s := newSim(t, Settings{Strategy: "pace"}, ks, 6)
+	s.clk.Advance(nextUTCMidnight(s.clk.Now()).Sub(s.clk.Now()))
+	start := periodStart(&ks[0].cfg.Quota, periodOf(&ks[0].cfg.Quota, s.clk.Now()))
+	// healthy() averages 1100 tokens; demand 20% above the total budget
+	gap := time.Duration(float64(period) / (1.2 * float64(total) / 1100))
+	worst := 0.0
+	check := func() {
+		s.p.mu.Lock()
+		defer s.p.mu.Unlock()
+		el := float64(s.clk.Now().Sub(start)) / float64(period)
+		for _, k := range s.p.keys {
+			k.lim.roll(&k.quota, s.clk.Now())
+			d := float64(k.lim.qTok)/float64(k.quota.Tokens) - el
+			worst = max(worst, d, -d)
+			if d > 0.10 || d < -0.10 {
+				t.Fatalf("%s at %.3f of the period: used %d of %d tokens (%.3f off its line)", k.id, el, k.lim.qTok, k.quota.Tokens, d)
+			}
+		}
+	}
+	for i := 0; i < n && s.clk.Now().Sub(start) < period-time.Hour; i++ {
+		s.advance(s.clk.Now().Add(gap))
+		s.request(AcquireOptions{})
+		if i%1000 == 999 {
+			check()
+		}
+	}
+	check()
+	t.Logf("pace (tokens): %d served, %d refused; worst distance from the line %.4f of budget", s.served, s.failed, worst)
 }
