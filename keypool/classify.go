@@ -288,6 +288,9 @@ func (e *errorBody) mentionsModel() bool {
 	if e.code == "model_not_found" {
 		return true
 	}
+	if t := strings.TrimSpace(e.lower); strings.HasPrefix(t, "<") {
+		return false // an HTML page from a proxy or router: a path, not a model
+	}
 	if e.has("invalid url") || e.has("unknown url") || e.has("no route") {
 		return false
 	}

@@ -108,6 +108,8 @@ func TestClassifyResponse(t *testing.T) {
 			ClientError, -1, "", "invalid_request_error", nil},
 		{"html 404 page", 404, hdr("content-type", "text/html"), `<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>`,
 			ClientError, -1, "", "", nil},
+		{"html 404 naming a models path", 404, hdr("content-type", "text/html"), `<!DOCTYPE html><html><body><pre>Cannot POST /v1/models/chat</pre></body></html>`,
+			ClientError, -1, "", "", nil},
 		{"openai invalid key 401", 401, nil,
 			`{"error":{"message":"Incorrect API key provided: sk-proj-****abcd. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
 			InvalidKey, -1, "", "invalid_api_key", nil},
