@@ -27,7 +27,9 @@ const (
 	// cooldown, counts towards the circuit breaker.
 	ServerError
 	// NetworkError: connection refused or reset, DNS or TLS failure, an
-	// empty or truncated response. Transient, like ServerError.
+	// empty or truncated response. Transient, like ServerError. When the
+	// host itself is unreachable (refused, DNS, TLS) Outcome.HostDown is
+	// set as well.
 	NetworkError
 	// Timeout: the attempt exceeded its deadline. Transient.
 	Timeout
@@ -40,8 +42,9 @@ const (
 	// Forbidden: 403 (tier, region or permission). Out of rotation for
 	// Settings.ForbiddenCooldown.
 	Forbidden
-	// ClientError: the request itself is wrong (400, 404, 413, 422 ...).
-	// The key is not penalised and the request is not retried.
+	// ClientError: the request itself is wrong (400, 413, 422, a 404 for
+	// a path that does not exist ...). The key is not penalised and the
+	// request is not retried.
 	ClientError
 	// Canceled: the client went away. The key is not penalised.
 	Canceled
