@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sort"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// workload is a kind of request.
+type workload struct {
+	Name   string // "json", "stream", "paced"
+	Model  string
+	Stream bool
+}
+
+// The workloads of a run.
+var (
+	wlJSON   = workload{"json", modelJSON, false}
+	wlStream = workload{"stream", modelSSE, true}
+	wlPaced  = workload{"paced", modelPaced, true}
+	wlSlow   = workload{"slow", modelSlow, true}
+)
+
+// runSpec is one measurement: a workload driven either by Conc closed-loop
+// workers (each sends its next request when the previous one is done) or
+// at a fixed Rate of requests per second.
+type runSpec struct {
+	W    workload
+	Conc int
+	Rate int
+	Dur  time.Duration
+}
+
+// Level names the load level: "c=16" or "500/s".
+func (s runSpec) Level() string {
+	if s.Rate > 0 {
+		return fmt.Sprintf("%d/s", s.Rate)
+	}
+	return fmt.Sprintf("c=%d", s.Conc)
+}
+
+// probe collects what vegeta does not measure: time to the first body
+// byte and the delay between consecutive SSE events.
+type probe struct {
+	mu     sync.Mutex
+	ttfb   []time.Duration
+	gaps   []time.Duration
+	events int
+}
+
+// probeTransport wraps the client transport and times every response body.
+type probeTransport struct {
+	base http.RoundTripper
+	p    *probe
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &probeBody{rc: resp.Body, start: start, p: t.p, gaps: make([]time.Duration, 0, 256)}
+	return resp, nil
+}
+
+// probeBody timestamps reads: the first byte, and each SSE event boundary
+// (a blank line) as it arrives.
+type probeBody struct {
+	rc        io.ReadCloser
+	p         *probe
+	start     time.Time
+	ttfb      time.Duration
+	lastEvent time.Time
+	gaps      []time.Duration
+	events    int
+	prevNL    bool
+	flushed   bool
+}
+
+// Read implements io.Reader.
+func (b *probeBody) Read(buf []byte) (int, error) {
+	n, err := b.rc.Read(buf)
+	if n > 0 {
+		now := time.Now()
+		if b.ttfb == 0 {
+			b.ttfb = now.Sub(b.start)
+		}
+		for _, c := range buf[:n] {
+			if c == '\n' && b.prevNL {
+				if b.events > 0 {
+					b.gaps = append(b.gaps, now.Sub(b.lastEvent))
+				}
+				b.lastEvent = now
+				b.events++
+			}
+			b.prevNL = c == '\n'
+		}
+	}
+	if err != nil {
+		b.flush()
+	}
+	return n, err
+}
+
+// Close implements io.Closer.
+func (b *probeBody) Close() error {
+	b.flush()
+	return b.rc.Close()
+}
+
+func (b *probeBody) flush() {
+	if b.flushed {
+		return
+	}
+	b.flushed = true
+	b.p.mu.Lock()
+	if b.ttfb > 0 {
+		b.p.ttfb = append(b.p.ttfb, b.ttfb)
+	}
+	b.p.gaps = append(b.p.gaps, b.gaps...)
+	b.p.events += b.events
+	b.p.mu.Unlock()
+}
+
+// measurement is what one runSpec against one target gave.
+type measurement struct {
+	Target   string
+	Spec     runSpec
+	OK       int
+	Errors   int
+	FirstErr string
+	Elapsed  time.Duration
+	Lat      []time.Duration // successful requests, sorted
+	TTFB     []time.Duration // sorted
+	Gaps     []time.Duration // sorted
+	Events   int
+	CPU      time.Duration // proxy process CPU during the run (0: no proxy)
+	HWM      int64         // proxy process peak RSS after the run
+	HasProc  bool
+}
+
+// RPS is the rate of successful requests.
+func (m *measurement) RPS() float64 {
+	if m.Elapsed <= 0 {
+		return 0
+	}
+	return float64(m.OK) / m.Elapsed.Seconds()
+}
+
+// newClientTransport is the load generator's connection pool: enough idle
+// connections for every worker, no compression.
+func newClientTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 4096,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// attack drives one runSpec against base with vegeta and samples the proxy
+// process (pid 0: none) before and after.
+func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, pid int) (*measurement, error) {
+	url, hdr, body := t.request(base, spec.W, reqSize)
+	pr := &probe{}
+	tr := newClientTransport()
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: &probeTransport{base: tr, p: pr}}
+	opts := []func(*vegeta.Attacker){
+		vegeta.Client(client),
+		vegeta.Timeout(2 * time.Minute),
+		vegeta.MaxBody(0),
+		vegeta.Redirects(vegeta.NoFollow),
+	}
+	var pacer vegeta.Pacer
+	if spec.Rate > 0 {
+		pacer = vegeta.Rate{Freq: spec.Rate, Per: time.Second}
+		opts = append(opts, vegeta.Workers(16), vegeta.MaxWorkers(4096))
+	} else {
+		pacer = vegeta.Rate{Freq: 0, Per: time.Second} // as fast as the workers go
+		opts = append(opts, vegeta.Workers(uint64(spec.Conc)), vegeta.MaxWorkers(uint64(spec.Conc)))
+	}
+	atk := vegeta.NewAttacker(opts...)
+	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodPost, URL: url, Body: body, Header: hdr})
+
+	m := &measurement{Target: t.Name, Spec: spec, HasProc: pid > 0}
+	var before procSample
+	if pid > 0 {
+		before, _ = sampleProc(pid)
+	}
+	var first, last time.Time
+	results := atk.Attack(targeter, pacer, spec.Dur, t.Name)
+	for res := range results {
+		if ctx.Err() != nil {
+			atk.Stop()
+		}
+		if first.IsZero() || res.Timestamp.Before(first) {
+			first = res.Timestamp
+		}
+		if end := res.End(); end.After(last) {
+			last = end
+		}
+		if res.Error != "" || res.Code != http.StatusOK {
+			m.Errors++
+			if m.FirstErr == "" {
+				m.FirstErr = fmt.Sprintf("%d %s", res.Code, res.Error)
+			}
+			continue
+		}
+		m.OK++
+		m.Lat = append(m.Lat, res.Latency)
+	}
+	if pid > 0 {
+		after, err := sampleProc(pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s: proxy process gone: %v", t.Name, err)
+		}
+		m.CPU = after.CPU - before.CPU
+		m.HWM = after.HWM
+	}
+	m.Elapsed = last.Sub(first)
+	pr.mu.Lock()
+	m.TTFB, m.Gaps, m.Events = pr.ttfb, pr.gaps, pr.events
+	pr.mu.Unlock()
+	m.sortSamples()
+	return m, ctx.Err()
+}
+
+// sortSamples sorts the sample slices for percentiles.
+func (m *measurement) sortSamples() {
+	for _, s := range [][]time.Duration{m.Lat, m.TTFB, m.Gaps} {
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	}
+}
+
+// merge adds the samples and counts of another round of the same
+// measurement.
+func (m *measurement) merge(o *measurement) {
+	m.OK += o.OK
+	m.Errors += o.Errors
+	if m.FirstErr == "" {
+		m.FirstErr = o.FirstErr
+	}
+	m.Elapsed += o.Elapsed
+	m.Lat = append(m.Lat, o.Lat...)
+	m.TTFB = append(m.TTFB, o.TTFB...)
+	m.Gaps = append(m.Gaps, o.Gaps...)
+	m.Events += o.Events
+	m.CPU += o.CPU
+	if o.HWM > m.HWM {
+		m.HWM = o.HWM
+	}
+}
+
+// memResult is one memory case: N slow streams held open through a proxy.
+type memResult struct {
+	Target    string
+	Requested int
+	N         int // streams that were open at the measurement
+	Errors    int
+	FirstErr  string
+	Before    procSample
+	During    procSample
+	Note      string
+}
+
+// PerStream is the RSS growth per open stream.
+func (r memResult) PerStream() float64 {
+	if r.N == 0 {
+		return 0
+	}
+	return float64(r.During.RSS-r.Before.RSS) / float64(r.N)
+}
+
+// holdStreams opens n slow streams through the target, waits until each
+// has delivered its first byte, samples the proxy process and closes them.
+func holdStreams(ctx context.Context, t target, base string, n, reqSize, pid int, wait time.Duration) (memResult, error) {
+	res := memResult{Target: t.Name, Requested: n, N: n}
+	url, hdr, body := t.request(base, wlSlow, reqSize)
+	tr := &http.Transport{
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	time.Sleep(200 * time.Millisecond)
+	before, err := sampleProc(pid)
+	if err != nil {
+		return res, err
+	}
+	res.Before = before
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		started = make(chan struct{}, n)
+		sem     = make(chan struct{}, 256) // connections being set up at once
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			fail := func(err error) {
+				if sctx.Err() == nil {
+					mu.Lock()
+					res.Errors++
+					if res.FirstErr == "" {
+						res.FirstErr = err.Error()
+					}
+					mu.Unlock()
+				}
+				started <- struct{}{}
+			}
+			var once sync.Once
+			release := func() { once.Do(func() { <-sem }) }
+			defer release()
+			// the request is on the wire once it is written: let the next
+			// connection start then, not when the (slow) answer comes
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { release() }}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(sctx, trace), http.MethodPost, url, bytes.NewReader(body))
+			req.Header = hdr.Clone()
+			resp, err := client.Do(req)
+			release()
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				fail(fmt.Errorf("status %d", resp.StatusCode))
+				return
+			}
+			one := make([]byte, 1)
+			if _, err := io.ReadFull(resp.Body, one); err != nil {
+				fail(err)
+				return
+			}
+			started <- struct{}{}
+			_, _ = io.Copy(io.Discard, resp.Body) // until canceled or done
+		}()
+	}
+	deadline := time.After(wait)
+	got := 0
+wait:
+	for got < n {
+		select {
+		case <-started:
+			got++
+		case <-deadline:
+			res.Note = fmt.Sprintf("%d of %d streams started in time", got, n)
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	mu.Lock()
+	res.N = got - res.Errors
+	mu.Unlock()
+	time.Sleep(500 * time.Millisecond)
+	res.During, err = sampleProc(pid)
+	cancel()
+	wg.Wait()
+	return res, err
+}

@@ -1,0 +1,412 @@
+// Command bench measures what llm_gateway costs: it runs a mock LLM upstream
+// in its own process, puts each target in front of it in turn (no proxy,
+// Caddy's reverse_proxy, llm_gateway passthrough with one and with many
+// keys, llm_gateway translating in both directions), drives each with vegeta
+// at fixed concurrency levels and at a fixed rate, for non-streaming and
+// streaming requests, holds thousands of slow streams open to measure memory
+// per stream, and writes the results to BENCHMARKS.md.
+//
+// Everything runs on 127.0.0.1 and stops by itself. Run it from the
+// repository root:
+//
+//	go run ./bench              # full run (a few minutes), writes BENCHMARKS.md
+//	go run ./bench -smoke       # ~15 s check, writes to a temp file
+//	go run ./bench -h           # durations, levels, targets
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line settings of a run.
+type options struct {
+	mode       string
+	mockAddr   string
+	smoke      bool
+	out        string
+	caddy      string
+	build      string
+	targets    string
+	duration   time.Duration
+	warmup     time.Duration
+	conc       string
+	rate       int
+	streamRate int
+	pacedConc  int
+	reqSize    int
+	keys       int
+	memStreams string
+	memTargets string
+	memWait    time.Duration
+	timeout    time.Duration
+	gatewayLog bool
+	keep       bool
+	rounds     int
+	mock       mockConfig
+}
+
+func parseFlags() *options {
+	o := &options{}
+	flag.StringVar(&o.mode, "mode", "run", "run: the benchmark; mock: serve the mock upstream only (used by the harness)")
+	flag.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:0", "mock mode: listen address")
+	flag.BoolVar(&o.smoke, "smoke", false, "short check of the whole harness (~15 s); writes to a temp file unless -out is given")
+	flag.StringVar(&o.out, "out", "", "results file (default BENCHMARKS.md; with -smoke a temp file)")
+	flag.StringVar(&o.caddy, "caddy", "./caddy", "Caddy binary with llm_gateway (built by ./xcaddy.sh)")
+	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
+	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-keys,gw-a2o,gw-o2a")
+	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "duration of each measurement (per round)")
+	flag.IntVar(&o.rounds, "rounds", 2, "rounds over all targets (samples are pooled; the order alternates)")
+	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "warm-up per target and workload, not measured")
+	flag.StringVar(&o.conc, "conc", "1,16,128", "closed-loop concurrency levels")
+	flag.IntVar(&o.rate, "rate", 1000, "fixed rate for non-streaming requests (req/s; 0: skip)")
+	flag.IntVar(&o.streamRate, "stream-rate", 100, "fixed rate for full-speed streams (streams/s; 0: skip)")
+	flag.IntVar(&o.pacedConc, "paced-conc", 16, "concurrency of the paced-stream case (0: skip)")
+	flag.IntVar(&o.reqSize, "req-size", 2048, "request body size (bytes)")
+	flag.IntVar(&o.mock.RespSize, "resp-size", 1024, "non-streamed answer size (bytes)")
+	flag.IntVar(&o.mock.Events, "events", 200, "events of a full-speed stream")
+	flag.IntVar(&o.mock.PacedEvents, "paced-events", 50, "events of a paced stream")
+	flag.Float64Var(&o.mock.PacedRate, "paced-rate", 50, "events/s of a paced stream")
+	flag.IntVar(&o.mock.SlowEvents, "slow-events", 1000, "events of a slow (memory case) stream")
+	flag.Float64Var(&o.mock.SlowRate, "slow-rate", 0.25, "events/s of a slow (memory case) stream")
+	flag.IntVar(&o.keys, "keys", 1000, "keys per pool of the many-keys target")
+	flag.StringVar(&o.memStreams, "mem-streams", "1000,10000", "memory case: numbers of slow streams held open (empty: skip)")
+	flag.StringVar(&o.memTargets, "mem-targets", "reverse_proxy,gw-pass,gw-o2a", "memory case: targets")
+	flag.DurationVar(&o.memWait, "mem-wait", 60*time.Second, "memory case: how long to wait for all streams to start")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "abort the whole run after this long")
+	flag.BoolVar(&o.gatewayLog, "gateway-log", false, "keep Caddy's INFO logs (the gateway's per-request log line) instead of WARN")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temp directory (Caddyfiles, logs)")
+	flag.Parse()
+	if o.smoke {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("duration", func() { o.duration = 300 * time.Millisecond })
+		def("warmup", func() { o.warmup = 100 * time.Millisecond })
+		def("conc", func() { o.conc = "1,16" })
+		def("rate", func() { o.rate = 200 })
+		def("stream-rate", func() { o.streamRate = 0 })
+		def("paced-events", func() { o.mock.PacedEvents = 10 })
+		def("slow-rate", func() { o.mock.SlowRate = 1 })
+		def("mem-streams", func() { o.memStreams = "100" })
+		def("mem-targets", func() { o.memTargets = "gw-pass" })
+		def("mem-wait", func() { o.memWait = 10 * time.Second })
+		def("timeout", func() { o.timeout = 2 * time.Minute })
+		def("build", func() { o.build = "never" })
+		def("rounds", func() { o.rounds = 1 })
+	}
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	if o.mode == "mock" {
+		if err := runMock(o.mockAddr, o.mock); err != nil {
+			fmt.Fprintln(os.Stderr, "bench mock:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad number %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// specs lists the measurements made on every target.
+func (o *options) specs() ([]runSpec, error) {
+	levels, err := ints(o.conc)
+	if err != nil {
+		return nil, err
+	}
+	var out []runSpec
+	for _, w := range []workload{wlJSON, wlStream} {
+		for _, c := range levels {
+			out = append(out, runSpec{W: w, Conc: c, Dur: o.duration})
+		}
+		rate := o.rate
+		if w.Stream {
+			rate = o.streamRate
+		}
+		if rate > 0 {
+			out = append(out, runSpec{W: w, Rate: rate, Dur: o.duration})
+		}
+	}
+	if o.pacedConc > 0 {
+		// at least two rounds of paced streams per worker
+		d := o.duration
+		if min := 2 * time.Duration(float64(o.mock.PacedEvents)/o.mock.PacedRate*float64(time.Second)); d < min {
+			d = min
+		}
+		out = append(out, runSpec{W: wlPaced, Conc: o.pacedConc, Dur: d})
+	}
+	return out, nil
+}
+
+func run(o *options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	limit := raiseFileLimit()
+	specs, err := o.specs()
+	if err != nil {
+		return err
+	}
+	memN, err := ints(o.memStreams)
+	if err != nil {
+		return err
+	}
+	var targets []target
+	for _, t := range allTargets(o.keys) {
+		if o.targets == "all" || contains(o.targets, t.Name) {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("no target matches %q", o.targets)
+	}
+	if _, err := os.Stat("go.mod"); err != nil {
+		return fmt.Errorf("run from the repository root: %v", err)
+	}
+
+	caddyVersion := "-"
+	for _, t := range targets {
+		if t.Proxy != proxyNone {
+			if caddyVersion, err = ensureCaddy(o.caddy, o.build); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	caddyBin, _ := filepath.Abs(o.caddy)
+
+	dir, err := os.MkdirTemp("", "llmgw-bench-*")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(os.Stderr, "bench: temp dir", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	mock, mockAddr, err := startMock(dir, o.mock)
+	if err != nil {
+		return err
+	}
+	defer mock.stop()
+
+	rep := &report{Info: runInfo{
+		Date:      time.Now(),
+		CPU:       cpuModel(),
+		Cores:     runtime.NumCPU(),
+		Go:        runtime.Version(),
+		Caddy:     caddyVersion,
+		Commit:    gitCommit(),
+		Command:   "go run ./bench " + strings.Join(os.Args[1:], " "),
+		FileLimit: limit,
+		Targets:   targets,
+		Settings: fmt.Sprintf("%d rounds (target order alternating, samples pooled) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; Caddy log level %s",
+			o.rounds, o.duration, o.warmup, o.conc, o.rate, o.streamRate, o.reqSize, o.mock.RespSize, o.mock.Events,
+			o.mock.PacedEvents, o.mock.PacedRate, o.pacedConc, map[bool]string{true: "INFO", false: "WARN"}[o.gatewayLog]),
+	}}
+
+	// one target at a time; with several rounds the order alternates so a
+	// drift in background load does not favour one target
+	for round := 0; round < o.rounds; round++ {
+		for i := range targets {
+			t := targets[i]
+			if round%2 == 1 {
+				t = targets[len(targets)-1-i]
+			}
+			if err := benchTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, specs); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range rep.Runs {
+		m.sortSamples()
+	}
+	for _, t := range targets {
+		if t.Proxy != proxyNone && contains(o.memTargets, t.Name) && len(memN) > 0 {
+			if err := memTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, memN, limit); err != nil {
+				return err
+			}
+		}
+	}
+
+	md := rep.Markdown()
+	fmt.Println(md)
+	out := o.out
+	if out == "" {
+		out = "BENCHMARKS.md"
+		if o.smoke {
+			f, err := os.CreateTemp("", "llmgw-bench-smoke-*.md")
+			if err != nil {
+				return err
+			}
+			out = f.Name()
+			f.Close()
+		}
+	}
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "bench: results written to", out)
+	if o.smoke {
+		return smokeCheck(rep)
+	}
+	return nil
+}
+
+// benchTarget starts one target, runs every measurement on it, adding the
+// samples to those of earlier rounds, and stops it.
+func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, specs []runSpec) error {
+	base, pid := "http://"+mockAddr, 0
+	if t.Proxy != proxyNone {
+		p, b, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog)
+		if err != nil {
+			return fmt.Errorf("%s: %v", t.Name, err)
+		}
+		defer p.stop()
+		base, pid = b, p.Pid()
+	}
+	fmt.Fprintf(os.Stderr, "bench: %s (%s) at %s\n", t.Name, t.Desc, base)
+	if o.warmup > 0 {
+		for _, w := range []workload{wlJSON, wlStream} {
+			if _, err := attack(ctx, t, base, runSpec{W: w, Conc: 16, Dur: o.warmup}, o.reqSize, 0); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range specs {
+		m, err := attack(ctx, t, base, s, o.reqSize, pid)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "  %-6s %-7s %8.0f req/s  p50 %6dµs  p99 %6dµs  errors %d\n",
+			s.W.Name, s.Level(), m.RPS(), pct(m.Lat, 50).Microseconds(), pct(m.Lat, 99).Microseconds(), m.Errors)
+		if m.OK == 0 {
+			return fmt.Errorf("%s %s %s: no request succeeded (%s)", t.Name, s.W.Name, s.Level(), m.FirstErr)
+		}
+		if prev := rep.find(t.Name, s.W.Name, s.Level()); prev != nil {
+			prev.merge(m)
+		} else {
+			rep.Runs = append(rep.Runs, m)
+		}
+	}
+	return ctx.Err()
+}
+
+// memTarget starts a fresh process of the target and holds each number of
+// slow streams open through it in turn.
+func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, memN []int, limit uint64) error {
+	p, base, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog)
+	if err != nil {
+		return fmt.Errorf("%s: %v", t.Name, err)
+	}
+	defer p.stop()
+	fmt.Fprintf(os.Stderr, "bench: memory case, %s at %s\n", t.Name, base)
+	if o.warmup > 0 {
+		if _, err := attack(ctx, t, base, runSpec{W: wlStream, Conc: 16, Dur: o.warmup}, o.reqSize, 0); err != nil {
+			return err
+		}
+	}
+	for _, n := range memN {
+		// the proxy holds two descriptors per stream (client and upstream)
+		maxN := int(limit-256) / 2
+		note := ""
+		if n > maxN {
+			note = fmt.Sprintf("%d asked; RLIMIT_NOFILE %d (hard limit) allows %d", n, limit, maxN)
+			n = maxN
+		}
+		mr, err := holdStreams(ctx, t, base, n, o.reqSize, p.Pid(), o.memWait)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			if mr.Note != "" {
+				note += "; " + mr.Note
+			}
+			mr.Note = note
+		}
+		rep.Mem = append(rep.Mem, mr)
+		fmt.Fprintf(os.Stderr, "  memory %d streams: %.1f KiB/stream (RSS %s -> %s MiB, %d fds) %s\n",
+			mr.N, mr.PerStream()/1024, mib(mr.Before.RSS), mib(mr.During.RSS), mr.During.FDs, mr.Note)
+		// let the closed streams drain before the next size
+		time.Sleep(time.Second)
+	}
+	return ctx.Err()
+}
+
+// smokeCheck fails a smoke run that measured nothing useful.
+func smokeCheck(rep *report) error {
+	for _, m := range rep.Runs {
+		if m.OK == 0 || m.Errors > 0 {
+			return fmt.Errorf("smoke: %s %s %s: %d ok, %d errors (%s)", m.Target, m.Spec.W.Name, m.Spec.Level(), m.OK, m.Errors, m.FirstErr)
+		}
+		if m.Spec.W.Stream && m.Events == 0 {
+			return fmt.Errorf("smoke: %s %s: no stream events seen", m.Target, m.Spec.W.Name)
+		}
+	}
+	for _, mr := range rep.Mem {
+		if mr.N == 0 || mr.Errors > 0 {
+			return fmt.Errorf("smoke: memory case %s: %d streams open, %d errors (%s)", mr.Target, mr.N, mr.Errors, mr.FirstErr)
+		}
+	}
+	return nil
+}
+
+func contains(list, name string) bool {
+	for _, f := range strings.Split(list, ",") {
+		if strings.TrimSpace(f) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// gitCommit returns the short commit of the work tree, marked "+dirty" when
+// it has uncommitted changes.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
+)
+
+// mockConfig sizes the canned answers of the mock upstream.
+type mockConfig struct {
+	RespSize    int     // bytes of a non-streamed answer
+	Events      int     // events of a full-speed stream
+	PacedEvents int     // events of a paced stream
+	PacedRate   float64 // events/s of a paced stream
+	SlowEvents  int     // events of a slow (memory case) stream
+	SlowRate    float64 // events/s of a slow stream
+}
+
+// args renders the configuration as command-line flags of -mode=mock.
+func (c mockConfig) args() []string {
+	return []string{
+		"-resp-size", fmt.Sprint(c.RespSize),
+		"-events", fmt.Sprint(c.Events),
+		"-paced-events", fmt.Sprint(c.PacedEvents),
+		"-paced-rate", fmt.Sprint(c.PacedRate),
+		"-slow-events", fmt.Sprint(c.SlowEvents),
+		"-slow-rate", fmt.Sprint(c.SlowRate),
+	}
+}
+
+// mockMux sends each request to the mockupstream.Server programmed for its
+// workload (the upstream key's prefix, up to the first '-') and dialect
+// (path ending in /messages: Anthropic, else OpenAI).
+type mockMux map[string]*mockupstream.Server
+
+func newMockMux(c mockConfig) mockMux {
+	replay := func(body []byte, ctype string, rate float64) *mockupstream.Server {
+		return mockupstream.New(mockupstream.Config{
+			Seed: 1,
+			Default: mockupstream.KeyBehavior{
+				ReplayBody:        body,
+				ReplayContentType: ctype,
+				TokensPerSecond:   rate,
+			},
+		})
+	}
+	const sse, js = "text/event-stream; charset=utf-8", "application/json"
+	return mockMux{
+		"json/openai":     replay(chatResponse(c.RespSize), js, 0),
+		"json/anthropic":  replay(messagesResponse(c.RespSize), js, 0),
+		"sse/openai":      replay(chatStream(c.Events), sse, 0),
+		"sse/anthropic":   replay(messagesStream(c.Events), sse, 0),
+		"paced/openai":    replay(chatStream(c.PacedEvents), sse, c.PacedRate),
+		"paced/anthropic": replay(messagesStream(c.PacedEvents), sse, c.PacedRate),
+		"slow/openai":     replay(chatStream(c.SlowEvents), sse, c.SlowRate),
+		"slow/anthropic":  replay(messagesStream(c.SlowEvents), sse, c.SlowRate),
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (m mockMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("X-Api-Key")
+	if a := r.Header.Get("Authorization"); len(a) > 7 {
+		key = a[7:]
+	}
+	workload, _, _ := strings.Cut(key, "-")
+	dialect := "openai"
+	if strings.HasSuffix(r.URL.Path, "/messages") {
+		dialect = "anthropic"
+	}
+	s := m[workload+"/"+dialect]
+	if s == nil {
+		http.Error(w, "bench mock: unknown workload key "+key, http.StatusNotFound)
+		return
+	}
+	s.ServeHTTP(w, r)
+}
+
+// runMock serves the mock upstream on addr (127.0.0.1:0 picks a port),
+// prints "listening <addr>" on stdout and serves until stdin is closed
+// (the parent went away).
+func runMock(addr string, c mockConfig) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: newMockMux(c), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("listening %s\n", ln.Addr())
+	go func() {
+		// the parent holds our stdin open; EOF means it is gone
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTick is the unit of utime/stime in /proc/<pid>/stat (USER_HZ, 100
+// on every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// procSample is a snapshot of one process's resource use.
+type procSample struct {
+	CPU time.Duration // user + system time so far
+	RSS int64         // resident set size now (bytes)
+	HWM int64         // peak resident set size (bytes)
+	FDs int           // open file descriptors
+}
+
+// sampleProc reads /proc/<pid>/stat, /proc/<pid>/status and /proc/<pid>/fd.
+func sampleProc(pid int) (procSample, error) {
+	var s procSample
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// fields after "(comm)": state is field 3, utime 14, stime 15
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return s, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return s, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	s.CPU = time.Duration(ut+st) * clockTick
+
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch name {
+		case "VmRSS":
+			dst = &s.RSS
+		case "VmHWM":
+			dst = &s.HWM
+		default:
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		*dst = kb << 10
+	}
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		s.FDs = len(ents)
+	}
+	return s, nil
+}
+
+// raiseFileLimit raises the soft RLIMIT_NOFILE to the hard limit (children
+// inherit it) and returns the resulting limit.
+func raiseFileLimit() uint64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 1024
+	}
+	if rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+	return rl.Cur
+}
+
+// cpuModel returns the CPU model name from /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+			return strings.TrimSpace(val)
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// runInfo describes the machine and the settings of a run.
+type runInfo struct {
+	Date      time.Time
+	CPU       string
+	Cores     int
+	Go        string
+	Caddy     string
+	Commit    string
+	Command   string
+	Settings  string
+	FileLimit uint64
+	Targets   []target
+}
+
+// report holds everything a run measured.
+type report struct {
+	Info runInfo
+	Runs []*measurement
+	Mem  []memResult
+}
+
+// find returns the measurement of target for the workload and load level,
+// or nil.
+func (r *report) find(target, wl, level string) *measurement {
+	for _, m := range r.Runs {
+		if m.Target == target && m.Spec.W.Name == wl && m.Spec.Level() == level {
+			return m
+		}
+	}
+	return nil
+}
+
+// pct returns the p-th percentile (0..100) of sorted values.
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%d", d.Microseconds()) }
+
+func signedUS(d time.Duration) string { return fmt.Sprintf("%+d", d.Microseconds()) }
+
+func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// cpuPer1k is the proxy's CPU seconds per 1 000 successful requests.
+func (m *measurement) cpuPer1k() string {
+	if !m.HasProc || m.OK == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", m.CPU.Seconds()/float64(m.OK)*1000)
+}
+
+func (m *measurement) rss() string {
+	if !m.HasProc {
+		return "-"
+	}
+	return mib(m.HWM)
+}
+
+func (m *measurement) errs() string {
+	if m.Errors == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", m.Errors, strings.ReplaceAll(m.FirstErr, "|", "/"))
+}
+
+// Markdown renders the report.
+func (r *report) Markdown() string {
+	var b strings.Builder
+	in := r.Info
+	b.WriteString("# Benchmarks\n\n")
+	b.WriteString("What `llm_gateway` costs on top of the network path, measured in one run against no proxy (a) and against Caddy's own `reverse_proxy` (b), on loopback, with the mock upstream in its own process. Reproduce with `go run ./bench` (see README, \"Performance\").\n\n")
+	fmt.Fprintf(&b, "- date: %s\n", in.Date.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- machine: %s, %d cores, RLIMIT_NOFILE %d\n", in.CPU, in.Cores, in.FileLimit)
+	fmt.Fprintf(&b, "- Go %s, Caddy %s, commit %s\n", strings.TrimPrefix(in.Go, "go"), in.Caddy, in.Commit)
+	fmt.Fprintf(&b, "- command: `%s`\n", in.Command)
+	fmt.Fprintf(&b, "- settings: %s\n\n", in.Settings)
+	b.WriteString("Targets:\n\n")
+	for _, t := range in.Targets {
+		fmt.Fprintf(&b, "- `%s`: %s\n", t.Name, t.Desc)
+	}
+	b.WriteString("\nColumns: latencies are per request (whole body read), in µs; `+p50` is the added median latency over (a) at the same load; `÷ (b)` is the throughput as a fraction of `reverse_proxy`'s; CPU is the proxy process's user+system seconds per 1 000 requests (from /proc/<pid>/stat); RSS is its peak resident set (VmHWM) so far in that process. Streams: TTFB is the time to the first body byte, `gap p99` the 99th percentile of the delay between consecutive events as the client sees them; `+` columns are over (a).\n\n")
+
+	sections := []struct {
+		wl, title string
+	}{
+		{wlJSON.Name, "Non-streaming"},
+		{wlStream.Name, "Streaming at the mock's full speed"},
+		{wlPaced.Name, "Streaming, paced"},
+	}
+	for _, sec := range sections {
+		var rows []*measurement
+		for _, m := range r.Runs {
+			if m.Spec.W.Name == sec.wl {
+				rows = append(rows, m)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "## %s\n\n", sec.title)
+		stream := rows[0].Spec.W.Stream
+		if stream {
+			b.WriteString("| load | target | streams/s | p50 | p99 | TTFB p50 | +TTFB p50 | gap p50 | gap p99 | +gap p99 | ÷ (b) | CPU s/1k | RSS MiB | errors |\n")
+			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+		} else {
+			b.WriteString("| load | target | req/s | p50 | p90 | p99 | max | +p50 | ÷ (b) | CPU s/1k | RSS MiB | errors |\n")
+			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+		}
+		for _, m := range rows {
+			base := r.find(in.Targets[0].Name, sec.wl, m.Spec.Level())
+			var floor *measurement
+			if len(in.Targets) > 1 {
+				floor = r.find(in.Targets[1].Name, sec.wl, m.Spec.Level())
+			}
+			ratio := "-"
+			if floor != nil && floor.RPS() > 0 {
+				ratio = fmt.Sprintf("%.2f", m.RPS()/floor.RPS())
+			}
+			add := func(f func(*measurement) time.Duration) string {
+				if base == nil || base == m {
+					return "-"
+				}
+				return signedUS(f(m) - f(base))
+			}
+			p50 := func(x *measurement) time.Duration { return pct(x.Lat, 50) }
+			if stream {
+				ttfb := func(x *measurement) time.Duration { return pct(x.TTFB, 50) }
+				gap99 := func(x *measurement) time.Duration { return pct(x.Gaps, 99) }
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+					m.Spec.Level(), m.Target, m.RPS(), us(p50(m)), us(pct(m.Lat, 99)),
+					us(ttfb(m)), add(ttfb), us(pct(m.Gaps, 50)), us(gap99(m)), add(gap99),
+					ratio, m.cpuPer1k(), m.rss(), m.errs())
+			} else {
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+					m.Spec.Level(), m.Target, m.RPS(), us(p50(m)), us(pct(m.Lat, 90)), us(pct(m.Lat, 99)),
+					us(pct(m.Lat, 100)), add(p50), ratio, m.cpuPer1k(), m.rss(), m.errs())
+			}
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Mem) > 0 {
+		b.WriteString("## Memory: slow streams held open\n\n")
+		b.WriteString("Streams that have delivered their first byte and then idle (one event every few seconds); RSS of the proxy process before opening them and with all of them open.\n\n")
+		b.WriteString("| target | streams | open | RSS before MiB | RSS open MiB | RSS per stream KiB | fds open | errors | note |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|---|---|\n")
+		for _, mr := range r.Mem {
+			errs := fmt.Sprint(mr.Errors)
+			if mr.FirstErr != "" {
+				errs += " (" + mr.FirstErr + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %.1f | %d | %s | %s |\n",
+				mr.Target, mr.Requested, mr.N, mib(mr.Before.RSS), mib(mr.During.RSS),
+				mr.PerStream()/1024, mr.During.FDs, errs, mr.Note)
+		}
+		b.WriteString("\n")
+	}
+
+	if checks := r.checks(); len(checks) > 0 {
+		b.WriteString("## Targets\n\n| target | measured | goal | met |\n|---|---|---|---|\n")
+		for _, c := range checks {
+			met := "yes"
+			if !c.met {
+				met = "**no**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.what, c.measured, c.goal, met)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// check is one acceptance target evaluated on the run.
+type check struct {
+	what, measured, goal string
+	met                  bool
+}
+
+// checks evaluates the performance targets on whatever the run measured.
+func (r *report) checks() []check {
+	var out []check
+	p50 := func(m *measurement) time.Duration { return pct(m.Lat, 50) }
+	if gw, rp := r.find("gw-pass", "json", "c=16"), r.find("reverse_proxy", "json", "c=16"); gw != nil && rp != nil && rp.RPS() > 0 {
+		v := gw.RPS() / rp.RPS()
+		out = append(out, check{"passthrough throughput at c=16, ÷ reverse_proxy", fmt.Sprintf("%.2f (%.0f vs %.0f req/s)", v, gw.RPS(), rp.RPS()), "≥ 0.85", v >= 0.85})
+	}
+	if gw, rp := r.find("gw-keys", "json", "c=16"), r.find("reverse_proxy", "json", "c=16"); gw != nil && rp != nil && rp.RPS() > 0 {
+		v := gw.RPS() / rp.RPS()
+		out = append(out, check{"passthrough with many keys, c=16, ÷ reverse_proxy", fmt.Sprintf("%.2f", v), "≥ 0.85", v >= 0.85})
+	}
+	if gw, rp, d := r.find("gw-pass", "json", "c=1"), r.find("reverse_proxy", "json", "c=1"), r.find("direct", "json", "c=1"); gw != nil && rp != nil && d != nil {
+		ag, ar := p50(gw)-p50(d), p50(rp)-p50(d)
+		v := float64(ag) / float64(ar)
+		out = append(out, check{"added p50 at c=1 over no proxy, ÷ reverse_proxy's", fmt.Sprintf("%.2f (%s µs vs %s µs)", v, us(ag), us(ar)), "≤ 1.5", ar > 0 && v <= 1.5})
+	}
+	for _, tr := range []string{"gw-a2o", "gw-o2a"} {
+		if gw, pass := r.find(tr, "json", "c=1"), r.find("gw-pass", "json", "c=1"); gw != nil && pass != nil {
+			d := p50(gw) - p50(pass)
+			out = append(out, check{"translation (" + tr + ") p50 over passthrough, c=1, 2 KB request", signedUS(d) + " µs", "< 30 µs", d < 30*time.Microsecond})
+		}
+	}
+	for _, tr := range []string{"gw-pass", "gw-a2o", "gw-o2a"} {
+		if gw, d := r.find(tr, "stream", "c=1"), r.find("direct", "stream", "c=1"); gw != nil && d != nil {
+			v := pct(gw.TTFB, 50) - pct(d.TTFB, 50)
+			out = append(out, check{"stream TTFB p50 added (" + tr + "), c=1", signedUS(v) + " µs", "< 1 ms", v < time.Millisecond})
+		}
+	}
+	for _, m := range r.Runs {
+		if m.Spec.W.Name != "paced" || !strings.HasPrefix(m.Target, "gw-") {
+			continue
+		}
+		if d := r.find("direct", "paced", m.Spec.Level()); d != nil {
+			v := pct(m.Gaps, 99) - pct(d.Gaps, 99)
+			out = append(out, check{"paced stream event gap p99 added (" + m.Target + ", " + m.Spec.Level() + ")", signedUS(v) + " µs", "< 100 µs", v < 100*time.Microsecond})
+		}
+	}
+	for _, mr := range r.Mem {
+		if strings.HasPrefix(mr.Target, "gw-") && mr.N > 0 {
+			v := mr.PerStream() / 1024
+			out = append(out, check{fmt.Sprintf("RSS per idle stream (%s, %d streams)", mr.Target, mr.N), fmt.Sprintf("%.1f KiB", v), "< 64 KiB", v < 64})
+		}
+	}
+	return out
+}
