@@ -123,7 +123,7 @@ func (h *Handler) countTokensUpstream(w http.ResponseWriter, r *http.Request, p 
 	}
 	rl.key, rl.status = uk.id, resp.StatusCode
 	rl.upstreamDialect = translate.AnthropicMessages
-	w.Header().Set("X-Routed-Via", p.name+"/"+uk.id)
+	w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
 	writeJSON(w, resp.StatusCode, data)
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,9 +29,13 @@ type gwKey struct {
 func (h *Handler) provisionGatewayKeys(repl *caddy.Replacer) error {
 	for i, k := range h.APIKeys {
 		v, err := repl.ReplaceOrErr(k, true, true)
+		if err == nil && strings.TrimSpace(v) == "" {
+			err = errors.New("blank")
+		}
 		if err != nil {
 			return fmt.Errorf("api_key %d: resolving placeholder: value is empty or unknown", i+1)
 		}
+		v = strings.TrimSpace(v)
 		h.gatewayKeys = append(h.gatewayKeys, &gwKey{id: maskSecret(v), token: []byte(v)})
 	}
 	for i, gc := range h.GatewayKeys {
@@ -38,6 +43,10 @@ func (h *Handler) provisionGatewayKeys(repl *caddy.Replacer) error {
 			return fmt.Errorf("gateway key %d: key is required", i+1)
 		}
 		v, err := repl.ReplaceOrErr(gc.Key, true, true)
+		if err == nil && strings.TrimSpace(v) == "" {
+			err = errors.New("blank")
+		}
+		v = strings.TrimSpace(v)
 		if err != nil {
 			return fmt.Errorf("gateway key %d: resolving placeholder: value is empty or unknown", i+1)
 		}

@@ -76,7 +76,7 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 	e := entries[0]
 	want := map[string]any{
 		"logger": "http.handlers.llm_gateway", "request_id": "log-req-1", "client_model": "gpt-4o",
-		"upstream_model": "mock-large", "pool": "logs", "key": "sk-ups...6789", "attempts": float64(2),
+		"upstream_model": "mock-large", "pool": "logs", "key": "sk-...89", "attempts": float64(2),
 		"status": float64(200), "stream": false, "dialect": "openai_chat",
 	}
 	for k, v := range want {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +118,8 @@ type pool struct {
 // upstreamKey is a provisioned KeyConfig. It holds the resolved secret and
 // must never be logged or serialised.
 type upstreamKey struct {
-	id         string
+	id         string // configured id, else the masked secret (logs, admin)
+	public     string // configured id, else "#<position>" (response headers)
 	fp         string
 	chatURL    string // OpenAI Chat Completions endpoint, "" when none
 	messageURL string // Anthropic Messages endpoint, "" when none
@@ -160,7 +162,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if pc == nil {
 			return fmt.Errorf("pool %d: empty", i)
 		}
-		p, err := h.provisionPool(pc, repl)
+		p, err := h.provisionPool(pc, repl, ctx.GetMetricsRegistry())
 		if err != nil {
 			return fmt.Errorf("pool %q: %v", pc.Name, err)
 		}
@@ -171,7 +173,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, error) {
+func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any) (*pool, error) {
 	if pc.Name == "" {
 		return nil, errors.New("name is required")
 	}
@@ -242,7 +244,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, er
 		if kc == nil {
 			return nil, fmt.Errorf("key %d: empty", i)
 		}
-		uk, err := provisionKey(kc, repl)
+		uk, err := provisionKey(kc, repl, i+1)
 		if err != nil {
 			label := kc.ID
 			if label == "" {
@@ -265,7 +267,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, er
 		FailureThreshold:     pc.FailureThreshold,
 		BreakerOpen:          time.Duration(pc.BreakerOpen),
 	}
-	kp, regKey, err := attachPool(pc.Name, settings, kcs)
+	kp, regKey, err := attachPool(pc.Name, settings, kcs, loadID)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +276,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer) (*pool, er
 	return p, nil
 }
 
-func provisionKey(kc *KeyConfig, repl *caddy.Replacer) (*upstreamKey, error) {
+func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamKey, error) {
 	if kc.Secret == "" {
 		return nil, errors.New("secret is required")
 	}
@@ -326,8 +328,10 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer) (*upstreamKey, error) {
 	default:
 		return nil, fmt.Errorf("prefer %q: want auto, openai or anthropic", kc.Prefer)
 	}
+	uk.public = uk.id
 	if uk.id == "" {
 		uk.id = maskSecret(secret)
+		uk.public = "#" + strconv.Itoa(position)
 	}
 	if kc.MaxConcurrency < 0 || kc.Weight < 0 {
 		return nil, errors.New("max_concurrency and weight must not be negative")
@@ -357,11 +361,15 @@ func anthropicRoot(base string) string {
 	return strings.TrimSuffix(base, "/v1")
 }
 
-// maskSecret shows the first 6 and last 4 characters of a secret, or only
-// asterisks when it is too short for that to be safe.
+// maskSecret shows the first 6 and last 4 characters of a secret (per
+// DESIGN: secrets), fewer for shorter secrets so that at most a quarter
+// of it shows, and only asterisks below 16 characters.
 func maskSecret(s string) string {
-	if len(s) < 16 {
+	switch {
+	case len(s) < 16:
 		return "****"
+	case len(s) < 40:
+		return s[:3] + "..." + s[len(s)-2:]
 	}
 	return s[:6] + "..." + s[len(s)-4:]
 }

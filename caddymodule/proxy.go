@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/translate"
 )
@@ -165,6 +167,7 @@ type call struct {
 	clientModel   string
 	upstreamModel string
 	bodies        [4]*[]byte // translated bodies by upstream dialect, built on first use
+	hideUsage     bool       // the usage chunk was added for accounting only
 }
 
 // body returns the request body for an upstream dialect: the client's
@@ -181,6 +184,13 @@ func (c *call) body(up translate.Dialect) ([]byte, error) {
 	b, err := translate.TranslateRequest(c.dialect, up, c.raw, model)
 	if err != nil {
 		return nil, err
+	}
+	if up == translate.OpenAIChat && c.dialect == translate.OpenAIChat && c.stream {
+		// ask for the usage chunk so the pool can count tokens; it is
+		// hidden again from a client that did not ask for it
+		var asked bool
+		b, asked = translate.AddStreamUsage(b)
+		c.hideUsage = !asked
 	}
 	c.bodies[up] = &b
 	return b, nil
@@ -368,23 +378,43 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	body := &idleReader{r: resp.Body, timer: timer, d: p.requestTimeout}
 
 	o := keypool.Classify(resp.StatusCode, resp.Header, nil, nil, time.Now())
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// redirects are not followed (the key would travel with them): a
+		// base_url that needs one is misconfigured
+		o = keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream redirected (" + strconv.Itoa(resp.StatusCode) + "); check base_url"}
+	}
 	if o.Kind != keypool.Success {
 		errBody, _ := io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
 		errBody = bytes.ReplaceAll(errBody, []byte(uk.secret), []byte("[redacted]"))
 		finish(o)
 		if o.Kind == keypool.ClientError {
 			// the request itself is wrong: no retry, relay the upstream's answer
-			w.Header().Set("X-Routed-Via", p.name+"/"+uk.id)
+			w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
 			rl.key = uk.id
 			rl.status = translate.ClientStatus(c.dialect, resp.StatusCode)
-			writeJSON(w, rl.status, translate.TranslateError(up, c.dialect, resp.StatusCode, errBody))
+			out := translate.TranslateError(up, c.dialect, resp.StatusCode, errBody)
+			if mentionsSecret(out, uk.secret) {
+				out = translate.ErrorBody(c.dialect, translate.ClassForStatus(resp.StatusCode),
+					"upstream rejected the request ("+strconv.Itoa(resp.StatusCode)+"); its message was withheld because it contained credentials")
+			}
+			writeJSON(w, rl.status, out)
 			return attemptResult{done: true}
 		}
 		return attemptResult{outcome: o, status: resp.StatusCode, errBody: errBody}
 	}
 
 	if !c.stream || !isEventStream(resp.Header.Get("Content-Type")) {
-		data, err := io.ReadAll(io.LimitReader(body, maxUpstreamBody))
+		data, err := io.ReadAll(io.LimitReader(body, maxUpstreamBody+1))
+		if err == nil && len(data) > maxUpstreamBody {
+			err = errors.New("upstream response larger than the gateway's limit")
+		}
+		if err == nil && !gjson.ValidBytes(data) {
+			// an HTML page, a proxy's banner or garbage with status 2xx:
+			// a misconfigured or broken upstream, not an answer
+			o := keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream answered " + strconv.Itoa(resp.StatusCode) + " with a body that is not JSON"}
+			finish(o)
+			return attemptResult{outcome: o, status: resp.StatusCode}
+		}
 		if err != nil {
 			o := classifyErr(err, resp.StatusCode)
 			finish(o)
@@ -407,7 +437,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		rl.key, rl.status = uk.id, resp.StatusCode
 		rl.ttfb = time.Since(rl.start)
 		hdr := w.Header()
-		hdr.Set("X-Routed-Via", p.name+"/"+uk.id)
+		hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
 		ct := resp.Header.Get("Content-Type")
 		if ct == "" || up != c.dialect {
 			ct = "application/json"
@@ -447,17 +477,25 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("X-Routed-Via", p.name+"/"+uk.id)
+	hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
 	hdr.Del("Content-Length")
 	w.WriteHeader(http.StatusOK)
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl}
 	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), fw)
+	if c.hideUsage && up == c.dialect {
+		st.HideUsageChunk()
+	}
 	runErr := st.Run(io.MultiReader(bytes.NewReader(first[:n]), body))
 	rl.usage = st.Usage()
 	switch {
 	case ctx.Err() != nil:
 		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
 		rl.status = 499
+	case runErr == nil && st.Truncated():
+		// closed properly for the client, but the upstream never said it
+		// was done: count it against the key and say so in the log
+		finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
+		rl.streamError = "truncated"
 	case runErr != nil && fw.err == nil:
 		// the upstream broke off mid-stream; the client got a properly
 		// terminated stream, the key gets the blame
@@ -469,6 +507,27 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
 	}
 	return attemptResult{done: true}
+}
+
+// mentionsSecret reports whether any JSON string in body, once unescaped,
+// contains the secret (upstreams echo keys in \u or \/ escapes too).
+func mentionsSecret(body []byte, secret string) bool {
+	if len(secret) < 8 {
+		return false
+	}
+	found := false
+	var walk func(r gjson.Result) bool
+	walk = func(r gjson.Result) bool {
+		switch {
+		case r.IsObject() || r.IsArray():
+			r.ForEach(func(_, v gjson.Result) bool { return walk(v) })
+		case r.Type == gjson.String && strings.Contains(r.Str, secret):
+			found = true
+		}
+		return !found
+	}
+	walk(gjson.ParseBytes(body))
+	return found || bytes.Contains(body, []byte(secret))
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream.

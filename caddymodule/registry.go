@@ -1,6 +1,10 @@
 package caddymodule
 
 import (
+	"fmt"
+	"strings"
+	"sync"
+
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/llmgateway/llm_gateway/keypool"
@@ -13,7 +17,13 @@ import (
 var registry = caddy.NewUsagePool()
 
 // poolState is the registry value of one pool.
-type poolState struct{ pool *keypool.Pool }
+type poolState struct {
+	pool *keypool.Pool
+
+	mu        sync.Mutex
+	loadID    any    // identifies the config load that last attached it
+	signature string // settings and key fingerprints of that attachment
+}
 
 // Destruct implements caddy.Destructor. Nothing to free: outstanding leases
 // reference the pool directly and release into it.
@@ -22,7 +32,12 @@ func (*poolState) Destruct() error { return nil }
 // attachPool returns the live pool named name, created on first use or
 // reconciled with the new settings and keys, and the registry key that the
 // caller must Delete at Cleanup.
-func attachPool(name string, s keypool.Settings, keys []keypool.KeyConfig) (*keypool.Pool, string, error) {
+//
+// loadID identifies the config load being provisioned. Two handlers of the
+// same load (e.g. two sites) may share a pool name only when they define
+// it identically; otherwise the second would silently replace the first's
+// keys, so that is an error.
+func attachPool(name string, s keypool.Settings, keys []keypool.KeyConfig, loadID any) (*keypool.Pool, string, error) {
 	regKey := "pool:" + name
 	val, loaded, err := registry.LoadOrNew(regKey, func() (caddy.Destructor, error) {
 		p, err := keypool.New(name, s, keys, nil)
@@ -35,11 +50,29 @@ func attachPool(name string, s keypool.Settings, keys []keypool.KeyConfig) (*key
 		return nil, "", err
 	}
 	ps := val.(*poolState)
+	sig := poolSignature(s, keys)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if loaded && loadID != nil && ps.loadID == loadID && ps.signature != sig {
+		_, _ = registry.Delete(regKey)
+		return nil, "", fmt.Errorf("pool name %q is defined twice with different settings or keys; pool names must be unique in the process (their live state is shared by name)", name)
+	}
 	if loaded {
 		if err := ps.pool.Reconcile(s, keys); err != nil {
 			_, _ = registry.Delete(regKey)
 			return nil, "", err
 		}
 	}
+	ps.loadID, ps.signature = loadID, sig
 	return ps.pool, regKey, nil
+}
+
+// poolSignature summarises a pool definition for conflict detection.
+func poolSignature(s keypool.Settings, keys []keypool.KeyConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%+v", s)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "|%s/%s/%d/%d", k.Fingerprint, k.ID, k.MaxConcurrency, k.Weight)
+	}
+	return b.String()
 }

@@ -14,7 +14,7 @@ func TestReloadKeepsPoolState(t *testing.T) {
 	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"mk-1": {Status: 429, RetryAfter: "120"}}})
 	port := freePort(t)
 	cfg := func(n int, extra string) string {
-		return fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tgrace_period 1ns\n}\nhttp://127.0.0.1:%d {\n%s}\n", port,
+		return fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n}\nhttp://127.0.0.1:%d {\n%s}\n", port,
 			gatewayBlock(poolBlock("reload", base, n, extra)))
 	}
 	loadCaddyfile(t, cfg(2, ""))

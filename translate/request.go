@@ -79,7 +79,33 @@ func checkBody(body []byte) *Error {
 	if !gjson.ValidBytes(body) {
 		return invalid("", "request body is not valid JSON")
 	}
+	if k := duplicateTopLevelKey(body); k != "" {
+		// decoders disagree on which copy wins (gjson: the first, most
+		// others: the last), so a duplicate could route by one model and
+		// run another
+		return invalid(k, "request body has the field %q more than once", k)
+	}
 	return nil
+}
+
+// duplicateTopLevelKey returns the first top-level key (unescaped) that
+// occurs twice in a JSON object, or "".
+func duplicateTopLevelKey(body []byte) string {
+	var seen [32]string
+	keys := seen[:0]
+	var dup string
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		name := k.String()
+		for _, s := range keys {
+			if s == name {
+				dup = name
+				return false
+			}
+		}
+		keys = append(keys, name)
+		return true
+	})
+	return dup
 }
 
 // SetModel rewrites the top-level "model" field of a JSON object body with

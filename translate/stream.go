@@ -49,12 +49,13 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 //
 // A StreamTranslator is for one stream and is not safe for concurrent use.
 type StreamTranslator struct {
-	from, to Dialect
-	model    string
-	w        EventWriter
-	events   int
-	werr     error
-	buf      []byte
+	from, to  Dialect
+	model     string
+	w         EventWriter
+	events    int
+	werr      error
+	truncated bool
+	buf       []byte
 
 	usage Usage
 	au    anthropicUsage
@@ -107,6 +108,13 @@ func (t *StreamTranslator) Usage() Usage {
 	}
 	return t.usage
 }
+
+// Truncated reports, after Run, whether the upstream stream ended cleanly
+// but without a finish reason (no finish_reason / stop_reason): the client
+// stream was closed properly, but the answer may be incomplete, typically
+// because a proxy or load balancer cut the connection. Handlers should log
+// it and treat it as an upstream failure of the key.
+func (t *StreamTranslator) Truncated() bool { return t.truncated }
 
 // EventsWritten returns how many times WriteEvent was called successfully.
 // Zero after Run means nothing reached the client, so the handler may still

@@ -179,6 +179,7 @@ func (cs *canonStream) end() {
 		return
 	}
 	if !cs.finished {
+		cs.t.truncated = true
 		stop := stopEndTurn
 		if cs.sawTool {
 			stop = stopToolUse

@@ -219,6 +219,9 @@ func (t *StreamTranslator) passEnd(readErr error) {
 			return
 		}
 	}
+	if readErr == nil && !st.finished {
+		t.truncated = true
+	}
 	msg := "upstream stream ended unexpectedly"
 	if readErr != nil {
 		msg = "upstream stream interrupted: connection error"

@@ -54,3 +54,21 @@ func TestValidateRequest(t *testing.T) {
 		}
 	}
 }
+
+func TestDuplicateTopLevelKeysRejected(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"a","model":"b","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"a","\u006dodel":"b","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"a","messages":[],"messages":[{"role":"user","content":"hi"}]}`,
+	} {
+		if _, _, err := RequestInfo(OpenAIChat, []byte(body)); err == nil {
+			t.Errorf("RequestInfo accepted %s", body)
+		}
+		if err := ValidateRequest(OpenAIChat, []byte(body)); err == nil {
+			t.Errorf("ValidateRequest accepted %s", body)
+		}
+	}
+	if err := ValidateRequest(OpenAIChat, []byte(`{"model":"a","messages":[{"role":"user","content":"hi","x":{"model":1,"model":2}}]}`)); err != nil {
+		t.Errorf("nested duplicates are not ours to judge: %v", err)
+	}
+}
