@@ -170,6 +170,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.sortedPools = append([]*pool(nil), h.pools...)
 	sort.SliceStable(h.sortedPools, func(i, j int) bool { return h.sortedPools[i].priority < h.sortedPools[j].priority })
+	h.metrics = h.provisionInstrumentation(ctx)
 	return nil
 }
 

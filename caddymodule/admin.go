@@ -1,0 +1,356 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+)
+
+func init() {
+	caddy.RegisterModule(adminAPI{})
+}
+
+// adminAPI is the admin API module `admin.api.llm_gateway`. It adds these
+// routes to Caddy's admin endpoint (default localhost:2019):
+//
+//	GET  /llm_gateway/                  status page (HTML)
+//	GET  /llm_gateway/pools[?pool=]     every pool and key, live
+//	POST /llm_gateway/cooldowns/clear[?pool=&key=]
+//	POST /llm_gateway/keys/disable?pool=&key=
+//	POST /llm_gateway/keys/enable?pool=&key=
+//	POST /llm_gateway/diagnose[?pool=&key=&clear=1]
+//	GET  /llm_gateway/events            server-sent events of key state changes
+//
+// Keys appear by id (configured label or masked secret), never by secret.
+// The module has no configuration: admin modules are built before the
+// HTTP handlers, so it reads the process-wide pool registry lazily.
+type adminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (adminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.llm_gateway",
+		New: func() caddy.Module { return new(adminAPI) },
+	}
+}
+
+// Routes returns the routes of the llm_gateway admin API.
+func (a adminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{
+		{Pattern: "/llm_gateway/", Handler: caddy.AdminHandlerFunc(a.handleStatusPage)},
+		{Pattern: "/llm_gateway/pools", Handler: caddy.AdminHandlerFunc(a.handlePools)},
+		{Pattern: "/llm_gateway/cooldowns/clear", Handler: caddy.AdminHandlerFunc(a.handleClear)},
+		{Pattern: "/llm_gateway/keys/disable", Handler: caddy.AdminHandlerFunc(a.handleDisable)},
+		{Pattern: "/llm_gateway/keys/enable", Handler: caddy.AdminHandlerFunc(a.handleEnable)},
+		{Pattern: "/llm_gateway/diagnose", Handler: caddy.AdminHandlerFunc(a.handleDiagnose)},
+		{Pattern: "/llm_gateway/events", Handler: caddy.AdminHandlerFunc(a.handleEvents)},
+	}
+}
+
+// published maps a pool name to the provisioned pools of that name, most
+// recent last: the admin API reads key endpoints (and, for diagnose,
+// secrets) from them. A handler publishes its pools at Provision and they
+// are withdrawn when its config context ends, so during a reload the new
+// config's pools are already there when the old ones go.
+var published = struct {
+	sync.Mutex
+	byName map[string][]*pool
+}{byName: map[string][]*pool{}}
+
+// publishPools makes pools visible to the admin API until ctx is done.
+func publishPools(ctx caddy.Context, pools []*pool) {
+	if len(pools) == 0 {
+		return
+	}
+	published.Lock()
+	for _, p := range pools {
+		published.byName[p.name] = append(published.byName[p.name], p)
+	}
+	published.Unlock()
+	if ctx.Context == nil {
+		return
+	}
+	context.AfterFunc(ctx, func() {
+		published.Lock()
+		defer published.Unlock()
+		for _, p := range pools {
+			list := published.byName[p.name]
+			for i, q := range list {
+				if q == p {
+					list = append(list[:i:i], list[i+1:]...)
+					break
+				}
+			}
+			if len(list) == 0 {
+				delete(published.byName, p.name)
+			} else {
+				published.byName[p.name] = list
+			}
+		}
+	})
+}
+
+// publishedPool returns the most recently provisioned pool named name,
+// nil when none is published.
+func publishedPool(name string) *pool {
+	published.Lock()
+	defer published.Unlock()
+	list := published.byName[name]
+	if len(list) == 0 {
+		return nil
+	}
+	return list[len(list)-1]
+}
+
+// keyByID returns the provisioned key with the given id, nil when none.
+func (p *pool) keyByID(id string) *upstreamKey {
+	if p == nil {
+		return nil
+	}
+	for _, k := range p.keys {
+		if k.id == id {
+			return k
+		}
+	}
+	return nil
+}
+
+// findPools returns the live pools selected by name ("" = all), or a 404
+// APIError when a named pool does not exist.
+func findPools(name string) ([]*keypool.Pool, error) {
+	all := livePools()
+	if name == "" {
+		return all, nil
+	}
+	for _, p := range all {
+		if p.Name() == name {
+			return []*keypool.Pool{p}, nil
+		}
+	}
+	return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown pool %q", name)}
+}
+
+// poolView is one pool in GET /llm_gateway/pools.
+type poolView struct {
+	Name   string    `json:"name"`
+	Ready  bool      `json:"ready"`
+	Reason string    `json:"reason,omitempty"`
+	Keys   []keyView `json:"keys"`
+}
+
+// keyView is one key in GET /llm_gateway/pools.
+type keyView struct {
+	ID                  string      `json:"id"`
+	Host                string      `json:"host,omitempty"`
+	Dialect             string      `json:"dialect,omitempty"`
+	State               string      `json:"state"`
+	Reason              string      `json:"reason,omitempty"`
+	InFlight            int         `json:"in_flight"`
+	Cap                 int         `json:"cap"`
+	CooldownUntil       *time.Time  `json:"cooldown_until,omitempty"`
+	SecondsLeft         int         `json:"seconds_left,omitempty"`
+	CooldownSource      string      `json:"cooldown_source,omitempty"`
+	CooldownStatus      int         `json:"cooldown_status,omitempty"`
+	LastStatus          int         `json:"last_status,omitempty"`
+	LastMessage         string      `json:"last_message,omitempty"`
+	ConsecutiveFailures int         `json:"consecutive_failures"`
+	Breaker             string      `json:"breaker"`
+	Requests            int64       `json:"requests"`
+	Successes           int64       `json:"successes"`
+	Errors              int64       `json:"errors"`
+	Tokens              tokenCounts `json:"tokens"`
+	Latency             latencyView `json:"latency_ms"`
+	TTFBMillis          int64       `json:"ttfb_ema_ms,omitempty"`
+	LastUsed            *time.Time  `json:"last_used,omitempty"`
+}
+
+// tokenCounts are a key's upstream-reported tokens since process start.
+type tokenCounts struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+	Reasoning  int64 `json:"reasoning"`
+}
+
+// latencyView is the latency of a key's recent successful attempts, in
+// milliseconds.
+type latencyView struct {
+	EMA     float64 `json:"ema"`
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+	Samples int     `json:"samples"`
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// viewPool renders the live state of a pool.
+func viewPool(kp *keypool.Pool) poolView {
+	pv := poolView{Name: kp.Name(), Keys: []keyView{}}
+	pv.Ready, pv.Reason = kp.Ready()
+	prov := publishedPool(pv.Name)
+	for _, st := range kp.Snapshot() {
+		kv := keyView{
+			ID:                  st.ID,
+			State:               st.State,
+			Reason:              st.Reason,
+			InFlight:            st.InFlight,
+			Cap:                 st.Cap,
+			SecondsLeft:         st.SecondsLeft,
+			CooldownSource:      st.Source,
+			CooldownStatus:      st.CooldownStatus,
+			LastStatus:          st.LastStatus,
+			LastMessage:         st.LastMessage,
+			ConsecutiveFailures: st.ConsecutiveFailures,
+			Breaker:             st.Breaker,
+			Requests:            st.Requests,
+			Successes:           st.Successes,
+			Errors:              st.Failures,
+			TTFBMillis:          st.TTFBMillis,
+		}
+		if !st.Until.IsZero() {
+			u := st.Until.UTC()
+			kv.CooldownUntil = &u
+		}
+		if !st.LastUsed.IsZero() {
+			u := st.LastUsed.UTC()
+			kv.LastUsed = &u
+		}
+		if uk := prov.keyByID(st.ID); uk != nil {
+			kv.Host, kv.Dialect = uk.hostAndDialect()
+		}
+		f := peekKeyStats(pv.Name, st.ID)
+		kv.Tokens = tokenCounts{f.tokens[0], f.tokens[1], f.tokens[2], f.tokens[3], f.tokens[4]}
+		kv.Latency = latencyView{EMA: millis(f.ema), P50: millis(f.p50), P95: millis(f.p95), Samples: f.n}
+		pv.Keys = append(pv.Keys, kv)
+	}
+	return pv
+}
+
+// hostAndDialect returns the host of the key's upstream and its dialect
+// ("openai", "anthropic", or "openai+anthropic" for a key with both).
+func (k *upstreamKey) hostAndDialect() (host, dialect string) {
+	switch {
+	case k.chatURL != "" && k.messageURL != "":
+		dialect = "openai+anthropic"
+	case k.chatURL != "":
+		dialect = "openai"
+	default:
+		dialect = "anthropic"
+	}
+	raw := k.chatURL
+	if raw == "" {
+		raw = k.messageURL
+	}
+	if u, err := url.Parse(raw); err == nil {
+		host = u.Host
+	}
+	return host, dialect
+}
+
+func requireMethod(r *http.Request, method string) error {
+	if r.Method != method {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("method not allowed")}
+	}
+	return nil
+}
+
+func writeAdminJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+	}
+	return nil
+}
+
+// handlePools serves GET /llm_gateway/pools.
+func (adminAPI) handlePools(w http.ResponseWriter, r *http.Request) error {
+	if err := requireMethod(r, http.MethodGet); err != nil {
+		return err
+	}
+	pools, err := findPools(r.URL.Query().Get("pool"))
+	if err != nil {
+		return err
+	}
+	out := make([]poolView, 0, len(pools))
+	for _, p := range pools {
+		out = append(out, viewPool(p))
+	}
+	return writeAdminJSON(w, out)
+}
+
+// handleClear serves POST /llm_gateway/cooldowns/clear[?pool=&key=]: it
+// ends cooldowns, resets breakers and lifts model benches of the selected
+// keys (all keys of all pools by default).
+func (adminAPI) handleClear(w http.ResponseWriter, r *http.Request) error {
+	if err := requireMethod(r, http.MethodPost); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	pools, err := findPools(q.Get("pool"))
+	if err != nil {
+		return err
+	}
+	key := q.Get("key")
+	n := 0
+	for _, p := range pools {
+		n += p.ClearCooldown(key)
+	}
+	if key != "" && n == 0 {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown key %q", key)}
+	}
+	return writeAdminJSON(w, map[string]int{"cleared": n})
+}
+
+// handleDisable serves POST /llm_gateway/keys/disable?pool=&key=.
+func (a adminAPI) handleDisable(w http.ResponseWriter, r *http.Request) error {
+	return a.setDisabled(w, r, true)
+}
+
+// handleEnable serves POST /llm_gateway/keys/enable?pool=&key=.
+func (a adminAPI) handleEnable(w http.ResponseWriter, r *http.Request) error {
+	return a.setDisabled(w, r, false)
+}
+
+func (adminAPI) setDisabled(w http.ResponseWriter, r *http.Request, disabled bool) error {
+	if err := requireMethod(r, http.MethodPost); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	name, key := q.Get("pool"), q.Get("key")
+	if name == "" || key == "" {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: errors.New("pool and key are required")}
+	}
+	pools, err := findPools(name)
+	if err != nil {
+		return err
+	}
+	if !pools[0].SetDisabled(key, disabled) {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown key %q in pool %q", key, name)}
+	}
+	state := ""
+	for _, st := range pools[0].Snapshot() {
+		if st.ID == key {
+			state = st.State
+		}
+	}
+	return writeAdminJSON(w, map[string]any{"pool": name, "key": key, "disabled": disabled, "state": state})
+}
+
+// Interface guards.
+var (
+	_ caddy.Module      = (*adminAPI)(nil)
+	_ caddy.AdminRouter = (*adminAPI)(nil)
+)

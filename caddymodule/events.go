@@ -1,0 +1,204 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// eventInterval is how often an events subscriber's view of the pools is
+// compared with the live state.
+var eventInterval = 200 * time.Millisecond
+
+// eventKeepAlive is how often an idle events stream gets a comment line,
+// so that proxies keep it open and a client that left is noticed.
+var eventKeepAlive = 15 * time.Second
+
+// keyEvent is the data of an SSE `key` event: one key changed state.
+type keyEvent struct {
+	// Type is "cooldown_start", "cooldown_end", "breaker_open",
+	// "breaker_close", "disabled", "enabled", or "state" for other
+	// changes (busy, ready, limited, a cooldown extended).
+	Type        string    `json:"type"`
+	Pool        string    `json:"pool"`
+	Key         string    `json:"key"`
+	State       string    `json:"state"`
+	Prev        string    `json:"prev"`
+	Reason      string    `json:"reason,omitempty"`
+	Source      string    `json:"source,omitempty"`
+	Status      int       `json:"status,omitempty"`
+	Message     string    `json:"message,omitempty"`
+	Until       time.Time `json:"until,omitzero"`
+	SecondsLeft int       `json:"seconds_left,omitempty"`
+	InFlight    int       `json:"in_flight"`
+	Time        time.Time `json:"time"`
+}
+
+// keyMark is what the event diff compares per key.
+type keyMark struct {
+	state, reason string
+	until         time.Time
+}
+
+func eventType(prev, cur string) string {
+	switch {
+	case cur == "disabled":
+		return "disabled"
+	case prev == "disabled":
+		return "enabled"
+	case cur == "cooling" && prev != "cooling":
+		return "cooldown_start"
+	case cur == "breaker_open" && prev != "breaker_open":
+		return "breaker_open"
+	case prev == "cooling" && cur != "cooling":
+		return "cooldown_end"
+	case prev == "breaker_open" && cur != "breaker_open":
+		return "breaker_close"
+	}
+	return "state"
+}
+
+// handleEvents serves GET /llm_gateway/events: a server-sent events
+// stream. It opens with a `hello` event, then sends a `key` event (JSON
+// keyEvent) whenever a key's state, reason or cooldown end changes, and a
+// `pools` event when pools or keys appear or go (after a reload). It ends
+// when the client leaves.
+func (adminAPI) handleEvents(w http.ResponseWriter, r *http.Request) error {
+	if err := requireMethod(r, http.MethodGet); err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	// the admin server's read timeout would otherwise end the stream
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	send := func(event string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+
+	marks := snapshotMarks()
+	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
+		return nil
+	}
+	if err := send("hello", map[string]any{"pools": len(marks)}); err != nil {
+		return nil
+	}
+	tick := time.NewTicker(eventInterval)
+	defer tick.Stop()
+	lastWrite := time.Now()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case now := <-tick.C:
+			events, changedSet, next := diffMarks(marks, now)
+			marks = next
+			for _, ev := range events {
+				if err := send("key", ev); err != nil {
+					return nil
+				}
+				lastWrite = now
+			}
+			if changedSet {
+				if err := send("pools", map[string]any{"pools": len(marks)}); err != nil {
+					return nil
+				}
+				lastWrite = now
+			}
+			if now.Sub(lastWrite) >= eventKeepAlive {
+				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+					return nil
+				}
+				if rc.Flush() != nil {
+					return nil
+				}
+				lastWrite = now
+			}
+		}
+	}
+}
+
+// poolMarks maps pool name, then key id, to the key's mark.
+type poolMarks map[string]map[string]keyMark
+
+func snapshotMarks() poolMarks {
+	out := poolMarks{}
+	for _, p := range livePools() {
+		m := map[string]keyMark{}
+		for _, st := range p.Snapshot() {
+			m[st.ID] = keyMark{state: st.State, reason: st.Reason, until: st.Until}
+		}
+		out[p.Name()] = m
+	}
+	return out
+}
+
+// diffMarks compares the live pools with prev and returns the key events,
+// whether the set of pools or keys changed, and the new marks.
+func diffMarks(prev poolMarks, now time.Time) ([]keyEvent, bool, poolMarks) {
+	var events []keyEvent
+	next := poolMarks{}
+	changedSet := false
+	for _, p := range livePools() {
+		name := p.Name()
+		old, had := prev[name]
+		if !had {
+			changedSet = true
+		}
+		m := map[string]keyMark{}
+		for _, st := range p.Snapshot() {
+			cur := keyMark{state: st.State, reason: st.Reason, until: st.Until}
+			m[st.ID] = cur
+			o, ok := old[st.ID]
+			if !ok {
+				if had {
+					changedSet = true
+				}
+				continue
+			}
+			if o == cur {
+				continue
+			}
+			events = append(events, keyEvent{
+				Type:        eventType(o.state, cur.state),
+				Pool:        name,
+				Key:         st.ID,
+				State:       st.State,
+				Prev:        o.state,
+				Reason:      st.Reason,
+				Source:      st.Source,
+				Status:      st.CooldownStatus,
+				Message:     st.LastMessage,
+				Until:       st.Until,
+				SecondsLeft: st.SecondsLeft,
+				InFlight:    st.InFlight,
+				Time:        now.UTC(),
+			})
+		}
+		if had && len(old) != len(m) {
+			changedSet = true
+		}
+		next[name] = m
+	}
+	if len(prev) != len(next) {
+		changedSet = true
+	}
+	return events, changedSet, next
+}
+
+// Interface guard: the events handler is an admin handler.
+var _ caddy.AdminHandler = caddy.AdminHandlerFunc(adminAPI{}.handleEvents)
