@@ -187,14 +187,20 @@ func TestAdminClearDisableEnable(t *testing.T) {
 	if a, b := m.Stats("mk-1").OK, m.Stats("mk-2").OK; a != 0 || b != 4 {
 		t.Fatalf("with k1 disabled: mk-1 %d, mk-2 %d", a, b)
 	}
-	// enable: both serve again
+	// enable k1 and disable k2: everything goes to k1
 	code, b = adminDo(t, http.MethodPost, admin+"/llm_gateway/keys/enable?pool=adm-ops&key=k1")
 	if code != 200 || gjson.GetBytes(b, "state").String() != "ready" {
 		t.Fatalf("enable: %d %s", code, b)
 	}
-	send(4)
-	if a := m.Stats("mk-1").OK; a < 1 {
-		t.Fatalf("after enable k1 served %d", a)
+	if code, b := adminDo(t, http.MethodPost, admin+"/llm_gateway/keys/disable?pool=adm-ops&key=k2"); code != 200 {
+		t.Fatalf("disable k2: %d %s", code, b)
+	}
+	send(3)
+	if a, b := m.Stats("mk-1").OK, m.Stats("mk-2").OK; a != 3 || b != 4 {
+		t.Fatalf("with k2 disabled: mk-1 %d, mk-2 %d", a, b)
+	}
+	if code, b := adminDo(t, http.MethodPost, admin+"/llm_gateway/keys/enable?pool=adm-ops&key=k2"); code != 200 {
+		t.Fatalf("enable k2: %d %s", code, b)
 	}
 
 	// a long upstream cooldown, cleared by the admin API
