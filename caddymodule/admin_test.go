@@ -3,14 +3,18 @@ package caddymodule
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -340,13 +344,14 @@ func TestAdminDiagnose(t *testing.T) {
 		key("mk-refused", refused, "refused", "") +
 		key("mk-silent", silent, "silent", "") +
 		key("mk-nomodels", nomodels.URL+"/v1", "nomodels", "") +
+		key("mk-tls", strings.Replace(base, "http://", "https://", 1), "tls", "") +
 		"\t\t\tdefault_model probe-model\n\t\t}\n"
 	_, admin := adminGateway(t, gatewayBlock(pool), "")
 
 	start := time.Now()
 	rows := diagnoseRows(t, admin, "?pool=adm-diag")
 	elapsed := time.Since(start)
-	if len(rows) != 7 {
+	if len(rows) != 8 {
 		t.Fatalf("got %d rows: %+v", len(rows), rows)
 	}
 	check := func(id string, ok bool, status int, class, hint string) {
@@ -363,6 +368,7 @@ func TestAdminDiagnose(t *testing.T) {
 	check("refused", false, 0, "connection_refused", "connection refused")
 	check("silent", false, 0, "timeout", "no answer")
 	check("nomodels", true, 200, "", "")
+	check("tls", false, 0, "tls", "http:// instead of https://")
 	if p := rows["ok"].Probe; p != "GET /models" {
 		t.Errorf("ok probe %q", p)
 	}
@@ -609,5 +615,30 @@ func TestAdminStatusPageAndOrigins(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 403 {
 		t.Errorf("cross-site POST: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestNetworkHints(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		class string
+		hint  string
+	}{
+		{&net.DNSError{Err: "no such host", Name: "api.example.invalid", IsNotFound: true}, "dns", "DNS lookup of api.example.invalid failed"},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection_refused", "connection refused by api.example.invalid:443"},
+		{context.DeadlineExceeded, "timeout", "no answer from api.example.invalid:443"},
+		{&tls.CertificateVerificationError{Err: errors.New("x509: certificate signed by unknown authority")}, "tls", "certificate"},
+		{io.ErrUnexpectedEOF, "network", "closed the connection"},
+		{errors.New("something else"), "network", "could not reach"},
+	} {
+		class, hint := networkHint(c.err, "api.example.invalid:443")
+		if class != c.class || !strings.Contains(hint, c.hint) {
+			t.Errorf("%v: %s %q, want %s ~%q", c.err, class, hint, c.class, c.hint)
+		}
+	}
+	for status, want := range map[int]string{401: "rejected the key", 403: "not allowed", 404: "check base_url", 429: "rate limited", 502: "trouble", 301: "redirects"} {
+		if h := statusHint(status, http.Header{}); !strings.Contains(h, want) {
+			t.Errorf("%d: %q", status, h)
+		}
 	}
 }

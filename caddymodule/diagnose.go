@@ -173,8 +173,11 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult) {
 	if err != nil {
 		res.Error, res.Hint = networkHint(err, res.Host)
 		res.outcome = keypool.ClassifyError(err, nil)
-		if res.Error == "timeout" {
+		switch {
+		case res.Error == "timeout":
 			res.outcome = keypool.Outcome{Kind: keypool.Timeout, Message: "diagnose probe timed out"}
+		case res.outcome.Kind == keypool.Success || res.outcome.Kind == keypool.Canceled:
+			res.outcome = keypool.Outcome{Kind: keypool.NetworkError, Message: "diagnose probe: " + res.Error}
 		}
 		return
 	}
@@ -266,7 +269,7 @@ func networkHint(err error, host string) (class, hint string) {
 		return "connection_refused", fmt.Sprintf("connection refused by %s: nothing listens there; check the port in base_url and that the upstream is running", host)
 	case errors.As(err, &dnsErr):
 		return "dns", fmt.Sprintf("DNS lookup of %s failed: check the host name in base_url and the resolver", hostOnly(host))
-	case errors.As(err, &recErr):
+	case errors.As(err, &recErr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return "tls", fmt.Sprintf("%s did not answer TLS: use http:// instead of https:// in base_url, or the right port", host)
 	case errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr):
 		return "tls", fmt.Sprintf("the TLS certificate of %s was not accepted: check the host name, or install the issuing CA", host)
