@@ -642,3 +642,32 @@ func TestNetworkHints(t *testing.T) {
 		}
 	}
 }
+
+func TestAdminDiagnoseParallelism(t *testing.T) {
+	old := probeTimeout
+	probeTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { probeTimeout = old })
+	silent := silentServer(t)
+	var b strings.Builder
+	b.WriteString("\t\tpool adm-par {\n")
+	for i := range 2*probeParallelism + 1 {
+		fmt.Fprintf(&b, "\t\t\tkey mk-par-%d %s {\n\t\t\t\tid p%d\n\t\t\t}\n", i, silent, i)
+	}
+	b.WriteString("\t\t}\n")
+	_, admin := adminGateway(t, gatewayBlock(b.String()), "")
+	start := time.Now()
+	rows := diagnoseRows(t, admin, "?pool=adm-par")
+	elapsed := time.Since(start)
+	if len(rows) != 2*probeParallelism+1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for id, r := range rows {
+		if r.Error != "timeout" {
+			t.Errorf("%s: %+v", id, r)
+		}
+	}
+	// 9 probes, 4 at a time: three rounds of one timeout each
+	if elapsed < 3*probeTimeout || elapsed > 3*probeTimeout+time.Second {
+		t.Errorf("took %v, want about %v", elapsed, 3*probeTimeout)
+	}
+}
