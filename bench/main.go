@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"flag"
 	"fmt"
 	"os"
@@ -28,6 +29,11 @@ import (
 	"syscall"
 	"time"
 )
+
+// findings are the profile findings, appended to the report.
+//
+//go:embed findings.md
+var findings string
 
 // options are the command-line settings of a run.
 type options struct {
@@ -53,6 +59,9 @@ type options struct {
 	gatewayLog bool
 	keep       bool
 	rounds     int
+	profile    string
+	profSpecs  string
+	inproc     bool
 	mock       mockConfig
 }
 
@@ -85,6 +94,9 @@ func parseFlags() *options {
 	flag.DurationVar(&o.memWait, "mem-wait", 60*time.Second, "memory case: how long to wait for all streams to start")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "abort the whole run after this long")
 	flag.BoolVar(&o.gatewayLog, "gateway-log", false, "keep Caddy's INFO logs (the gateway's per-request log line) instead of WARN")
+	flag.StringVar(&o.profile, "profile", "", "directory for pprof CPU and allocation profiles of the proxy processes (first round; enables Caddy's admin endpoint on a free loopback port)")
+	flag.StringVar(&o.profSpecs, "profile-runs", "json/c=16,stream/c=16,paced/c=16", "with -profile: the measurements to profile, as workload/level")
+	flag.BoolVar(&o.inproc, "inproc", true, "also run the in-process handler benchmarks (go test -bench BenchmarkGateway ./caddymodule/) and add them to the report")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp directory (Caddyfiles, logs)")
 	flag.Parse()
 	if o.smoke {
@@ -108,6 +120,7 @@ func parseFlags() *options {
 		def("timeout", func() { o.timeout = 2 * time.Minute })
 		def("build", func() { o.build = "never" })
 		def("rounds", func() { o.rounds = 1 })
+		def("inproc", func() { o.inproc = false })
 	}
 	return o
 }
@@ -250,7 +263,7 @@ func run(o *options) error {
 			if round%2 == 1 {
 				t = targets[len(targets)-1-i]
 			}
-			if err := benchTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, specs); err != nil {
+			if err := benchTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, specs, round == 0); err != nil {
 				return err
 			}
 		}
@@ -265,6 +278,13 @@ func run(o *options) error {
 			}
 		}
 	}
+
+	if o.inproc {
+		if rep.Inproc, err = runInproc(ctx, "2000x"); err != nil {
+			return err
+		}
+	}
+	rep.Notes = findings
 
 	md := rep.Markdown()
 	fmt.Println(md)
@@ -292,10 +312,17 @@ func run(o *options) error {
 
 // benchTarget starts one target, runs every measurement on it, adding the
 // samples to those of earlier rounds, and stops it.
-func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, specs []runSpec) error {
+func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, specs []runSpec, first bool) error {
 	base, pid := "http://"+mockAddr, 0
+	adminPort := 0
+	if o.profile != "" && first && t.Proxy != proxyNone {
+		var err error
+		if adminPort, err = freePort(); err != nil {
+			return err
+		}
+	}
 	if t.Proxy != proxyNone {
-		p, b, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog)
+		p, b, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, adminPort)
 		if err != nil {
 			return fmt.Errorf("%s: %v", t.Name, err)
 		}
@@ -311,7 +338,14 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 		}
 	}
 	for _, s := range specs {
+		var prof *profiler
+		if adminPort > 0 && contains(o.profSpecs, s.W.Name+"/"+s.Level()) {
+			prof = startProfile(adminPort, s.Dur, filepath.Join(o.profile, t.Name+"-"+s.W.Name+"-"+strings.ReplaceAll(s.Level(), "/", "per")))
+		}
 		m, err := attack(ctx, t, base, s, o.reqSize, pid)
+		if prof != nil {
+			prof.finish()
+		}
 		if err != nil {
 			return err
 		}
@@ -332,7 +366,7 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 // memTarget starts a fresh process of the target and holds each number of
 // slow streams open through it in turn.
 func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, memN []int, limit uint64) error {
-	p, base, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog)
+	p, base, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, 0)
 	if err != nil {
 		return fmt.Errorf("%s: %v", t.Name, err)
 	}

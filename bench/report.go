@@ -25,6 +25,10 @@ type report struct {
 	Info runInfo
 	Runs []*measurement
 	Mem  []memResult
+	// Inproc are the in-process handler benchmarks, if run.
+	Inproc []inprocResult
+	// Notes is appended verbatim (profile findings).
+	Notes string
 }
 
 // find returns the measurement of target for the workload and load level,
@@ -168,6 +172,16 @@ func (r *report) Markdown() string {
 		b.WriteString("\n")
 	}
 
+	if len(r.Inproc) > 0 {
+		b.WriteString("## In-process: one request through the handler, no sockets\n\n")
+		b.WriteString("`go test -run '^$' -bench BenchmarkGateway -benchmem ./caddymodule/`: the handler's ServeHTTP with the upstream client's transport replaced by an in-memory mockupstream (2 KB request; 1 KB answer or 200-event stream). `upstream-only` is the in-memory upstream by itself, included in every other line.\n\n")
+		b.WriteString("| case | ns/op | B/op | allocs/op |\n|---|--:|--:|--:|\n")
+		for _, x := range r.Inproc {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.NsOp, x.BOp, x.Allocs)
+		}
+		b.WriteString("\n")
+	}
+
 	if checks := r.checks(); len(checks) > 0 {
 		b.WriteString("## Targets\n\n| target | measured | goal | met |\n|---|---|---|---|\n")
 		for _, c := range checks {
@@ -178,6 +192,9 @@ func (r *report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.what, c.measured, c.goal, met)
 		}
 		b.WriteString("\n")
+	}
+	if r.Notes != "" {
+		b.WriteString(r.Notes)
 	}
 	return b.String()
 }

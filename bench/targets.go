@@ -76,9 +76,15 @@ func (t target) request(base string, w workload, reqSize int) (string, http.Head
 
 // caddyfile renders the Caddy config of a proxied target listening on port
 // and forwarding to the mock at mockAddr.
-func (t target) caddyfile(port int, mockAddr string, gatewayLog bool) string {
+func (t target) caddyfile(port int, mockAddr string, gatewayLog bool, adminPort int) string {
 	var b strings.Builder
-	b.WriteString("{\n\tadmin off\n\tpersist_config off\n\tgrace_period 1s\n")
+	if adminPort > 0 {
+		// the admin endpoint serves /debug/pprof for -profile
+		fmt.Fprintf(&b, "{\n\tadmin 127.0.0.1:%d\n", adminPort)
+	} else {
+		b.WriteString("{\n\tadmin off\n")
+	}
+	b.WriteString("\tpersist_config off\n\tgrace_period 1s\n")
 	if !gatewayLog {
 		// no per-request log lines: reverse_proxy runs without an access log,
 		// and the gateway is measured likewise
@@ -213,13 +219,13 @@ func freePort() (int, error) {
 
 // startCaddy runs caddyBin with the target's generated Caddyfile and waits
 // until it answers. Caddy's config and data directories live in dir.
-func startCaddy(ctx context.Context, caddyBin, dir string, t target, mockAddr string, gatewayLog bool) (*proc, string, error) {
+func startCaddy(ctx context.Context, caddyBin, dir string, t target, mockAddr string, gatewayLog bool, adminPort int) (*proc, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
 	cfPath := filepath.Join(dir, t.Name+".Caddyfile")
-	if err := os.WriteFile(cfPath, []byte(t.caddyfile(port, mockAddr, gatewayLog)), 0o644); err != nil {
+	if err := os.WriteFile(cfPath, []byte(t.caddyfile(port, mockAddr, gatewayLog, adminPort)), 0o644); err != nil {
 		return nil, "", err
 	}
 	env := []string{
