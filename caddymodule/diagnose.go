@@ -109,7 +109,7 @@ func (adminAPI) handleDiagnose(w http.ResponseWriter, r *http.Request) error {
 	out := make([]probeResult, 0, len(jobs))
 	for _, j := range jobs {
 		if verify && (j.st.State == "cooling" || j.st.State == "breaker_open") && j.res.Error != "not_provisioned" {
-			j.res.Action = verifyKey(j.kp, j.st.ID, j.res)
+			j.res.Action = verifyKey(j.kp, j.st, j.res)
 		}
 		out = append(out, *j.res)
 	}
@@ -117,18 +117,27 @@ func (adminAPI) handleDiagnose(w http.ResponseWriter, r *http.Request) error {
 }
 
 // verifyKey applies a probe's result to a cooled key: a pass clears it, a
-// failure cools it again through the pool's normal outcome handling.
-func verifyKey(kp *keypool.Pool, id string, res *probeResult) string {
+// failure cools it again through the pool's normal outcome handling (the
+// cooldown is cleared and the failure released on a lease of that key
+// alone). A failing key with requests in flight is left as it is: those
+// requests will settle its state.
+func verifyKey(kp *keypool.Pool, st keypool.KeyStatus, res *probeResult) string {
+	id := st.ID
 	if res.OK {
 		kp.ClearCooldown(id)
 		return "cleared"
+	}
+	if st.InFlight > 0 {
+		return "kept"
 	}
 	kp.ClearCooldown(id)
 	lease, err := kp.Acquire(context.Background(), keypool.AcquireOptions{
 		Skip: func(k *keypool.Key) bool { return k.ID() != id },
 	})
 	if err != nil {
-		return "kept" // busy or limited: nothing to apply the failure to
+		// a request took the key in between; it settles the key's state
+		res.Hint += " (the key was cleared: a request took it before the failure could be applied)"
+		return "cleared"
 	}
 	o := res.outcome
 	if o.Kind == keypool.Success || o.Kind == keypool.ClientError || o.Kind == keypool.Canceled || o.Kind == keypool.ModelNotFound {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
 // eventInterval is how often an events subscriber's view of the pools is
@@ -199,6 +197,3 @@ func diffMarks(prev poolMarks, now time.Time) ([]keyEvent, bool, poolMarks) {
 	}
 	return events, changedSet, next
 }
-
-// Interface guard: the events handler is an admin handler.
-var _ caddy.AdminHandler = caddy.AdminHandlerFunc(adminAPI{}.handleEvents)
