@@ -141,39 +141,59 @@ func findPools(name string) ([]*keypool.Pool, error) {
 
 // poolView is one pool in GET /llm_gateway/pools.
 type poolView struct {
-	Name   string    `json:"name"`
-	Ready  bool      `json:"ready"`
-	Reason string    `json:"reason,omitempty"`
-	Keys   []keyView `json:"keys"`
+	// Name is the pool's name.
+	Name string `json:"name"`
+	// Ready is true when some key can take a request now; otherwise
+	// Reason summarises why none can.
+	Ready  bool   `json:"ready"`
+	Reason string `json:"reason,omitempty"`
+	// Keys are the pool's keys in configured order.
+	Keys []keyView `json:"keys"`
 }
 
-// keyView is one key in GET /llm_gateway/pools.
+// keyView is one key in GET /llm_gateway/pools (see docs/operations.md).
+// It never holds a secret.
 type keyView struct {
-	ID                  string      `json:"id"`
-	Host                string      `json:"host,omitempty"`
-	Dialect             string      `json:"dialect,omitempty"`
-	State               string      `json:"state"`
-	Reason              string      `json:"reason,omitempty"`
-	InFlight            int         `json:"in_flight"`
-	Cap                 int         `json:"cap"`
-	CooldownUntil       *time.Time  `json:"cooldown_until,omitempty"`
-	SecondsLeft         int         `json:"seconds_left,omitempty"`
-	CooldownSource      string      `json:"cooldown_source,omitempty"`
-	CooldownStatus      int         `json:"cooldown_status,omitempty"`
-	LastStatus          int         `json:"last_status,omitempty"`
-	LastMessage         string      `json:"last_message,omitempty"`
-	ConsecutiveFailures int         `json:"consecutive_failures"`
-	Breaker             string      `json:"breaker"`
-	Requests            int64       `json:"requests"`
-	Successes           int64       `json:"successes"`
-	Errors              int64       `json:"errors"`
-	Tokens              tokenCounts `json:"tokens"`
-	Latency             latencyView `json:"latency_ms"`
-	TTFBMillis          int64       `json:"ttfb_ema_ms,omitempty"`
-	LastUsed            *time.Time  `json:"last_used,omitempty"`
+	// ID is the configured id, or the masked secret.
+	ID string `json:"id"`
+	// Host is the host:port of the key's upstream; Dialect is "openai",
+	// "anthropic" or "openai+anthropic".
+	Host    string `json:"host,omitempty"`
+	Dialect string `json:"dialect,omitempty"`
+	// State and Reason are keypool's (KeyStatus.State, .Reason).
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// InFlight and Cap are the current and maximum concurrent requests.
+	InFlight int `json:"in_flight"`
+	Cap      int `json:"cap"`
+	// CooldownUntil is when the current time-bound state ends;
+	// CooldownSource and CooldownStatus say where a cooldown's length
+	// came from and which upstream status started it.
+	CooldownUntil  *time.Time `json:"cooldown_until,omitempty"`
+	SecondsLeft    int        `json:"seconds_left,omitempty"`
+	CooldownSource string     `json:"cooldown_source,omitempty"`
+	CooldownStatus int        `json:"cooldown_status,omitempty"`
+	// LastStatus and LastMessage describe the last upstream answer.
+	LastStatus          int    `json:"last_status,omitempty"`
+	LastMessage         string `json:"last_message,omitempty"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	// Breaker is "closed", "open" or "half_open".
+	Breaker string `json:"breaker"`
+	// Requests, Successes and Errors count attempts on the key.
+	Requests  int64 `json:"requests"`
+	Successes int64 `json:"successes"`
+	Errors    int64 `json:"errors"`
+	// Tokens and Latency are kept by this package from finished requests.
+	Tokens  tokenCounts `json:"tokens"`
+	Latency latencyView `json:"latency_ms"`
+	// TTFBMillis is keypool's time-to-first-byte moving average.
+	TTFBMillis int64 `json:"ttfb_ema_ms,omitempty"`
+	// LastUsed is when the key was last leased.
+	LastUsed *time.Time `json:"last_used,omitempty"`
 }
 
-// tokenCounts are a key's upstream-reported tokens since process start.
+// tokenCounts are a key's upstream-reported tokens since process start,
+// by kind.
 type tokenCounts struct {
 	Input      int64 `json:"input"`
 	Output     int64 `json:"output"`
@@ -183,7 +203,8 @@ type tokenCounts struct {
 }
 
 // latencyView is the latency of a key's recent successful attempts, in
-// milliseconds.
+// milliseconds: moving average, and p50/p95 over the last latencyWindow,
+// with the number of samples.
 type latencyView struct {
 	EMA     float64 `json:"ema"`
 	P50     float64 `json:"p50"`

@@ -30,17 +30,22 @@ const probeParallelism = 4
 
 // probeResult is one row of POST /llm_gateway/diagnose.
 type probeResult struct {
+	// Pool and Key name the key (by id, never by secret); Host is its
+	// upstream's host:port.
 	Pool string `json:"pool"`
 	Key  string `json:"key"`
 	Host string `json:"host,omitempty"`
 	// Probe is what was asked: "GET /models", "GET /v1/models", or the
 	// one-token completion used when the upstream has no models list.
-	Probe     string  `json:"probe,omitempty"`
+	Probe string `json:"probe,omitempty"`
+	// OK is true for a 2xx answer; Status is the answer's HTTP status (0:
+	// none) and LatencyMS the probe's duration.
 	OK        bool    `json:"ok"`
 	Status    int     `json:"status,omitempty"`
 	LatencyMS float64 `json:"latency_ms"`
 	// Error classifies a failure: "http_<status>", "connection_refused",
-	// "dns", "tls", "timeout", "network" or "not_provisioned".
+	// "dns", "tls", "timeout", "network" or "not_provisioned"; Hint says
+	// what to check, for a person.
 	Error string `json:"error,omitempty"`
 	Hint  string `json:"hint,omitempty"`
 	// State is the key's state before the probe; Action is what "clear

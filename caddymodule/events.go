@@ -20,19 +20,27 @@ type keyEvent struct {
 	// Type is "cooldown_start", "cooldown_end", "breaker_open",
 	// "breaker_close", "disabled", "enabled", or "state" for other
 	// changes (busy, ready, limited, a cooldown extended).
-	Type        string    `json:"type"`
-	Pool        string    `json:"pool"`
-	Key         string    `json:"key"`
-	State       string    `json:"state"`
-	Prev        string    `json:"prev"`
-	Reason      string    `json:"reason,omitempty"`
-	Source      string    `json:"source,omitempty"`
-	Status      int       `json:"status,omitempty"`
-	Message     string    `json:"message,omitempty"`
+	Type string `json:"type"`
+	// Pool and Key name the key (by id, never by secret).
+	Pool string `json:"pool"`
+	Key  string `json:"key"`
+	// State is the key's new state, Prev the one before.
+	State string `json:"state"`
+	Prev  string `json:"prev"`
+	// Reason, Source and Status are the new state's reason, where a
+	// cooldown's length came from, and the upstream status that started
+	// it; Message is the key's last failure note.
+	Reason  string `json:"reason,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Until is when a time-bound state ends (SecondsLeft from Time).
 	Until       time.Time `json:"until,omitzero"`
 	SecondsLeft int       `json:"seconds_left,omitempty"`
-	InFlight    int       `json:"in_flight"`
-	Time        time.Time `json:"time"`
+	// InFlight is the key's requests in flight.
+	InFlight int `json:"in_flight"`
+	// Time is when the change was seen.
+	Time time.Time `json:"time"`
 }
 
 // keyMark is what the event diff compares per key.
@@ -41,6 +49,7 @@ type keyMark struct {
 	until         time.Time
 }
 
+// eventType names the change of a key's state from prev to cur.
 func eventType(prev, cur string) string {
 	switch {
 	case cur == "disabled":
