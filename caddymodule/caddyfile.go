@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -43,10 +44,19 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            dialect openai|anthropic
 //	            anthropic_base_url <url>
 //	            prefer auto|openai|anthropic
+//	            priority <n>
+//	            rpm <n>
+//	            tpm <n>
+//	            quota <n> requests|tokens per <duration>
+//	            attempt_timeout <duration>
 //	            max_concurrency <n>
 //	            weight <n>
 //	        }
 //	        priority <n>
+//	        strategy round_robin|priority|weighted|least_used|lowest_latency|pace|random
+//	        least_used_by requests|tokens
+//	        affinity <ttl>|off
+//	        affinity_max_entries <n>
 //	        max_concurrency_per_key <n>
 //	        cooldown_after_success <duration>
 //	        rate_limit_cooldown <duration>
@@ -54,6 +64,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        max_cooldown <duration>
 //	        failure_threshold <n>
 //	        breaker_open <duration>
+//	        max_hint_cooldown <duration>
+//	        invalid_key_cooldown <duration>
+//	        no_credit_cooldown <duration>
+//	        forbidden_cooldown <duration>
+//	        probe_timeout <duration>
 //	        max_retries <n>
 //	        acquire_timeout <duration>
 //	        request_timeout <duration>
@@ -221,6 +236,42 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 			if err := durationArg(d, &pc.AttemptTimeout); err != nil {
 				return nil, err
 			}
+		case "strategy":
+			if !d.AllArgs(&pc.Strategy) {
+				return nil, d.ArgErr()
+			}
+		case "least_used_by":
+			if !d.AllArgs(&pc.LeastUsedBy) {
+				return nil, d.ArgErr()
+			}
+		case "affinity":
+			if !d.AllArgs(&pc.Affinity) {
+				return nil, d.ArgErr()
+			}
+		case "affinity_max_entries":
+			if err := intArg(d, &pc.AffinityMaxEntries, 1); err != nil {
+				return nil, err
+			}
+		case "max_hint_cooldown":
+			if err := durationArg(d, &pc.MaxHintCooldown); err != nil {
+				return nil, err
+			}
+		case "invalid_key_cooldown":
+			if err := durationArg(d, &pc.InvalidKeyCooldown); err != nil {
+				return nil, err
+			}
+		case "no_credit_cooldown":
+			if err := durationArg(d, &pc.NoCreditCooldown); err != nil {
+				return nil, err
+			}
+		case "forbidden_cooldown":
+			if err := durationArg(d, &pc.ForbiddenCooldown); err != nil {
+				return nil, err
+			}
+		case "probe_timeout":
+			if err := durationArg(d, &pc.ProbeTimeout); err != nil {
+				return nil, err
+			}
 		case "connect_timeout":
 			if err := durationArg(d, &pc.ConnectTimeout); err != nil {
 				return nil, err
@@ -322,6 +373,32 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 			if err := durationArg(d, &kc.AttemptTimeout); err != nil {
 				return nil, err
 			}
+		case "priority":
+			var v string
+			if !d.AllArgs(&v) {
+				return nil, d.ArgErr()
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, d.Errf("priority: want an integer, got '%s'", v)
+			}
+			kc.Priority = n
+		case "rpm":
+			if err := intArg(d, &kc.RPM, 1); err != nil {
+				return nil, err
+			}
+		case "tpm":
+			var n int
+			if err := intArg(d, &n, 1); err != nil {
+				return nil, err
+			}
+			kc.TPM = int64(n)
+		case "quota":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return nil, d.Err("quota needs a budget, e.g. quota 1000 requests per 24h")
+			}
+			kc.Quota = strings.Join(args, " ")
 		default:
 			return nil, d.Errf("unrecognized key subdirective '%s'", d.Val())
 		}

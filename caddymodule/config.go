@@ -96,6 +96,51 @@ type PoolConfig struct {
 	// Default: 10s.
 	ConnectTimeout caddy.Duration `json:"connect_timeout,omitempty"`
 
+	// Strategy chooses among eligible keys: "round_robin" (fewest in
+	// flight, ties in turn), "priority" (lowest key priority first, the
+	// next only while better ones are not eligible), "weighted" (shares by
+	// key weight, smooth), "least_used" (fewest requests or tokens in the
+	// current window), "lowest_latency" (fastest time to first byte, with
+	// exploration), "pace" (spread each key's quota over its period) or
+	// "random". Default: "round_robin".
+	Strategy string `json:"strategy,omitempty"`
+
+	// LeastUsedBy is what least_used counts: "requests" or "tokens".
+	// Default: "requests".
+	LeastUsedBy string `json:"least_used_by,omitempty"`
+
+	// Affinity keeps a conversation on the key that served it last, for
+	// this long after its last request, while that key is eligible (prompt
+	// caches live per key, so this saves money and latency). A session is
+	// the x-session-id header, else Claude Code's x-claude-code-session-id
+	// or Codex's session-id, else a hash of the first system text and the
+	// first user message. "off" disables it. Default: "30m".
+	Affinity string `json:"affinity,omitempty"`
+
+	// AffinityMaxEntries bounds the affinity table (least recently used
+	// sessions are dropped). Default: 100000.
+	AffinityMaxEntries int `json:"affinity_max_entries,omitempty"`
+
+	// MaxHintCooldown caps a cooldown taken from an upstream hint
+	// (Retry-After, a reset header, "try again in ..." in the body), so a
+	// bogus hint cannot freeze a key for a week. Default: 24h.
+	MaxHintCooldown caddy.Duration `json:"max_hint_cooldown,omitempty"`
+
+	// InvalidKeyCooldown is how long a key that got 401 stays out of
+	// rotation before one probe request. Default: 5m.
+	InvalidKeyCooldown caddy.Duration `json:"invalid_key_cooldown,omitempty"`
+
+	// NoCreditCooldown is how long a key that got 402 (out of credit)
+	// stays out of rotation. Default: 24h.
+	NoCreditCooldown caddy.Duration `json:"no_credit_cooldown,omitempty"`
+
+	// ForbiddenCooldown is how long a key that got 403 stays out of
+	// rotation. Default: 24h.
+	ForbiddenCooldown caddy.Duration `json:"forbidden_cooldown,omitempty"`
+
+	// ProbeTimeout bounds a half-open probe attempt. Default: 5s.
+	ProbeTimeout caddy.Duration `json:"probe_timeout,omitempty"`
+
 	// TotalTimeout bounds the whole search for an answer: waiting for keys
 	// and every attempt until one starts answering, across retries and
 	// fallback pools. It does not cut an answer that is already streaming.
@@ -160,6 +205,24 @@ type KeyConfig struct {
 
 	// AttemptTimeout overrides the pool's AttemptTimeout for this key.
 	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
+
+	// Priority ranks the key for the priority strategy: lower numbers are
+	// used first. Default: 0.
+	Priority int `json:"priority,omitempty"`
+
+	// RPM caps the requests the key is sent per minute (a sliding 60 s
+	// window). Default: 0, no cap.
+	RPM int `json:"rpm,omitempty"`
+
+	// TPM caps the tokens (input + output, as the upstream reports them)
+	// the key spends per minute (a token bucket). Default: 0, no cap.
+	TPM int64 `json:"tpm,omitempty"`
+
+	// Quota is the key's budget per period, e.g. "1000 requests per 24h"
+	// or "5000000 tokens per 30d" (both may be given, joined by "and").
+	// The key is not used past it until the period ends; the pace strategy
+	// spreads use over the period. Default: none.
+	Quota string `json:"quota,omitempty"`
 }
 
 // GatewayKeyConfig is a gateway key with a scope and limits of its own.

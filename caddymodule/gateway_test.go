@@ -19,7 +19,7 @@ import (
 func poolBlock(name, base string, n int, extra string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\t\tpool %s {\n", name)
-	for i := 1; i <= n; i++ {
+	for i := 1; i <= n; i++ { // n may be 0
 		fmt.Fprintf(&b, "\t\t\tkey mk-%d %s {\n\t\t\t\tid k%d\n\t\t\t}\n", i, base, i)
 	}
 	b.WriteString(extra)

@@ -28,6 +28,7 @@ type requestLog struct {
 	errMsg          string
 	streamError     string
 	fallbackFrom    string
+	affinityHit     bool
 	gatewayKey      string
 	ttfb            time.Duration
 	acquireWait     time.Duration
@@ -122,6 +123,9 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	}
 	if rl.fallbackFrom != "" {
 		fields = append(fields, zap.String("fallback_from", rl.fallbackFrom))
+	}
+	if rl.affinityHit {
+		fields = append(fields, zap.Bool("affinity_hit", true))
 	}
 	if rl.gatewayKey != "" {
 		fields = append(fields, zap.String("gateway_key", rl.gatewayKey))

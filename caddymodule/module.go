@@ -128,6 +128,8 @@ type upstreamKey struct {
 	secret     string
 	// attemptTimeout overrides the pool's for streamed first bytes (0: none)
 	attemptTimeout time.Duration
+	// host is the upstream's host:port, to skip keys of a host that is down
+	host string
 }
 
 // target picks the upstream dialect and URL of the key for a client
@@ -257,7 +259,19 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 			return nil, fmt.Errorf("key %s: the same secret and base_url are configured twice", uk.id)
 		}
 		p.keys[uk.fp] = uk
-		kcs = append(kcs, keypool.KeyConfig{Fingerprint: uk.fp, ID: uk.id, MaxConcurrency: kc.MaxConcurrency, Weight: kc.Weight})
+		kcfg := keypool.KeyConfig{Fingerprint: uk.fp, ID: uk.id, MaxConcurrency: kc.MaxConcurrency, Weight: kc.Weight,
+			Priority: kc.Priority, Host: uk.host, RPM: kc.RPM, TPM: kc.TPM}
+		if kc.RPM < 0 || kc.TPM < 0 {
+			return nil, fmt.Errorf("key %s: rpm and tpm must not be negative", uk.id)
+		}
+		if kc.Quota != "" {
+			q, err := keypool.ParseQuota(kc.Quota)
+			if err != nil {
+				return nil, fmt.Errorf("key %s: quota: %v", uk.id, err)
+			}
+			kcfg.Quota = q
+		}
+		kcs = append(kcs, kcfg)
 	}
 	settings := keypool.Settings{
 		MaxConcurrencyPerKey: pc.MaxConcurrencyPerKey,
@@ -267,6 +281,28 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		MaxCooldown:          time.Duration(pc.MaxCooldown),
 		FailureThreshold:     pc.FailureThreshold,
 		BreakerOpen:          time.Duration(pc.BreakerOpen),
+		Strategy:             pc.Strategy,
+		LeastUsedBy:          pc.LeastUsedBy,
+		AffinityMaxEntries:   pc.AffinityMaxEntries,
+		MaxHintCooldown:      time.Duration(pc.MaxHintCooldown),
+		InvalidKeyCooldown:   time.Duration(pc.InvalidKeyCooldown),
+		NoCreditCooldown:     time.Duration(pc.NoCreditCooldown),
+		ForbiddenCooldown:    time.Duration(pc.ForbiddenCooldown),
+		ProbeTimeout:         time.Duration(pc.ProbeTimeout),
+	}
+	switch pc.Affinity {
+	case "":
+	case "off":
+		settings.AffinityTTL = -1
+	default:
+		d, err := caddy.ParseDuration(pc.Affinity)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("affinity %q: want a duration or off", pc.Affinity)
+		}
+		settings.AffinityTTL = d
+	}
+	if err := settings.Validate(); err != nil {
+		return nil, err
 	}
 	kp, regKey, err := attachPool(pc.Name, settings, kcs, loadID)
 	if err != nil {
@@ -294,6 +330,10 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if err != nil {
 		return nil, err
 	}
+	var host string
+	if u, err := url.Parse(base); err == nil {
+		host = u.Host
+	}
 	sum := sha256.Sum256([]byte(base + "\n" + secret))
 	uk := &upstreamKey{
 		id:             kc.ID,
@@ -302,6 +342,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		authHeader:     "Bearer " + secret,
 		secret:         secret,
 		attemptTimeout: time.Duration(kc.AttemptTimeout),
+		host:           host,
 	}
 	if uk.prefer == "" {
 		uk.prefer = "auto"

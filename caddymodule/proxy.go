@@ -80,6 +80,7 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 	}
 	defer release()
 
+	session := sessionID(r, d, body)
 	// one deadline for the whole search, across retries and fallback pools
 	deadline := time.Now().Add(pools[0].totalTimeout)
 	var last *loopFailure
@@ -90,7 +91,8 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		}
 		rl.pool = p.name
 		rl.upstreamModel = p.upstreamModel(routed)
-		c := &call{dialect: d, raw: body, stream: stream, clientModel: model, upstreamModel: rl.upstreamModel}
+		c := &call{dialect: d, raw: body, stream: stream, clientModel: model, upstreamModel: rl.upstreamModel,
+			session: session, tokens: int64(len(body) / 4)}
 		last = h.attemptLoop(w, r, p, c, rl, i == len(pools)-1, deadline)
 		if last == nil {
 			return // answered, or the client is gone
@@ -168,6 +170,9 @@ type call struct {
 	upstreamModel string
 	bodies        [4]*[]byte // translated bodies by upstream dialect, built on first use
 	hideUsage     bool       // the usage chunk was added for accounting only
+	session       string     // affinity session id
+	tokens        int64      // rough token estimate of the request, for tpm gates
+	model404      int        // upstream "model not found" answers so far
 }
 
 // body returns the request body for an upstream dialect: the client's
@@ -229,13 +234,20 @@ type attemptResult struct {
 func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c *call, rl *requestLog, lastPool bool, deadline time.Time) *loopFailure {
 	ctx := r.Context()
 	var failed []*keypool.Key
+	var hostsDown []string
 	skip := func(k *keypool.Key) bool {
-		if _, ok := p.keys[k.Fingerprint()]; !ok {
+		uk, ok := p.keys[k.Fingerprint()]
+		if !ok {
 			return true // a key of a newer config this instance cannot route
 		}
 		for _, f := range failed {
 			if f == k {
 				return true
+			}
+		}
+		for _, h := range hostsDown {
+			if h == uk.host {
+				return true // refused, DNS or TLS failure: the host is down
 			}
 		}
 		return false
@@ -249,7 +261,8 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			wait = 0
 		}
 		waitStart := time.Now()
-		lease, err := p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Timeout: max(wait, 0)})
+		lease, err := p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Timeout: max(wait, 0),
+			Model: c.upstreamModel, Session: c.session, Tokens: c.tokens})
 		rl.acquireWait += time.Since(waitStart)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -264,7 +277,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return nil
 		}
 		last = &res
-		if res.outcome.Kind.Transient() {
+		if res.outcome.Kind.SpendsRetry() {
 			transientLeft--
 			if transientLeft < 0 {
 				break
@@ -272,6 +285,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 		}
 		if res.outcome.Kind != keypool.RateLimited {
 			failed = append(failed, lease.Key())
+		}
+		if res.outcome.HostDown {
+			hostsDown = append(hostsDown, uk.host)
 		}
 		if !time.Now().Before(deadline) {
 			f := exhausted(last, rl)
@@ -298,6 +314,9 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			firstWait = p.attemptTimeout
 		}
 	}
+	if lease.Probe() {
+		firstWait = min(firstWait, lease.ProbeTimeout())
+	}
 	firstWait = max(min(firstWait, time.Until(deadline)), time.Millisecond)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(firstWait, func() { timedOut.Store(true); cancel() })
@@ -305,7 +324,14 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 
 	t0 := time.Now()
 	al := attemptLog{key: uk.id}
+	if lease.AffinityHit() {
+		rl.affinityHit = true
+	}
+	var upTTFB time.Duration // the upstream's time to first byte in this attempt
 	finish := func(o keypool.Outcome) {
+		if o.Kind == keypool.Success {
+			o.Tokens, o.TTFB = usageTokens(rl.usage), upTTFB
+		}
 		lease.Release(o)
 		al.outcome, al.status, al.dur = o.Kind.String(), o.Status, time.Since(t0)
 		rl.attempts = append(rl.attempts, al)
@@ -375,29 +401,41 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		return attemptResult{outcome: o}
 	}
 	defer resp.Body.Close()
+	upTTFB = time.Since(t0)
 	body := &idleReader{r: resp.Body, timer: timer, d: p.requestTimeout}
 
-	o := keypool.Classify(resp.StatusCode, resp.Header, nil, nil, time.Now())
+	var errBody []byte
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
+		errBody = bytes.ReplaceAll(errBody, []byte(uk.secret), []byte("[redacted]"))
+	}
+	o := keypool.ClassifyResponse(resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
+	if o.Kind == keypool.ModelNotFound {
+		c.model404++
+		if c.model404 >= 2 {
+			// two keys agree that the model does not exist: tell the client
+			lease.Release(o)
+			al.outcome, al.status, al.dur = o.Kind.String(), o.Status, time.Since(t0)
+			rl.attempts = append(rl.attempts, al)
+			rl.key, rl.status = uk.id, translate.ClientStatus(c.dialect, resp.StatusCode)
+			w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
+			writeJSON(w, rl.status, scrubbedError(up, c.dialect, resp.StatusCode, errBody, uk.secret))
+			return attemptResult{done: true}
+		}
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// redirects are not followed (the key would travel with them): a
 		// base_url that needs one is misconfigured
 		o = keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream redirected (" + strconv.Itoa(resp.StatusCode) + "); check base_url"}
 	}
 	if o.Kind != keypool.Success {
-		errBody, _ := io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
-		errBody = bytes.ReplaceAll(errBody, []byte(uk.secret), []byte("[redacted]"))
 		finish(o)
 		if o.Kind == keypool.ClientError {
 			// the request itself is wrong: no retry, relay the upstream's answer
 			w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
 			rl.key = uk.id
 			rl.status = translate.ClientStatus(c.dialect, resp.StatusCode)
-			out := translate.TranslateError(up, c.dialect, resp.StatusCode, errBody)
-			if mentionsSecret(out, uk.secret) {
-				out = translate.ErrorBody(c.dialect, translate.ClassForStatus(resp.StatusCode),
-					"upstream rejected the request ("+strconv.Itoa(resp.StatusCode)+"); its message was withheld because it contained credentials")
-			}
-			writeJSON(w, rl.status, out)
+			writeJSON(w, rl.status, scrubbedError(up, c.dialect, resp.StatusCode, errBody, uk.secret))
 			return attemptResult{done: true}
 		}
 		return attemptResult{outcome: o, status: resp.StatusCode, errBody: errBody}
@@ -457,6 +495,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	for n == 0 && err == nil {
 		n, err = body.Read(first)
 	}
+	upTTFB = time.Since(t0)
 	if n == 0 {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -507,6 +546,29 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
 	}
 	return attemptResult{done: true}
+}
+
+// scrubbedError renders an upstream error body in the client's dialect,
+// withholding the upstream's message when it mentions the key.
+func scrubbedError(up, client translate.Dialect, status int, errBody []byte, secret string) []byte {
+	out := translate.TranslateError(up, client, status, errBody)
+	if mentionsSecret(out, secret) {
+		out = translate.ErrorBody(client, translate.ClassForStatus(status),
+			"upstream rejected the request ("+strconv.Itoa(status)+"); its message was withheld because it contained credentials")
+	}
+	return out
+}
+
+// usageTokens is the input plus output tokens of a usage, 0 when unknown.
+func usageTokens(u translate.Usage) int64 {
+	var n int64
+	if u.InputTokens != nil {
+		n += *u.InputTokens
+	}
+	if u.OutputTokens != nil {
+		n += *u.OutputTokens
+	}
+	return n
 }
 
 // mentionsSecret reports whether any JSON string in body, once unescaped,
@@ -587,7 +649,9 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 	if !errors.As(err, &ue) {
 		return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: "no upstream key available"}
 	}
-	if last != nil && ue.NoKeys {
+	if last != nil && ue.NoKeys && last.outcome.Kind.Transient() {
+		// every key failed this request with a 5xx, network error or
+		// timeout: a gateway error naming the last failure
 		return exhausted(last, rl)
 	}
 	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ue.RetryAfter}
