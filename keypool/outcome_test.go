@@ -78,3 +78,25 @@ func TestClassify(t *testing.T) {
 		t.Fatalf("message = %q", o.Message)
 	}
 }
+
+func TestRetryAfterBogusValues(t *testing.T) {
+	now := time.Now()
+	cases := []struct {
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{http.Header{"Retry-After": {"99999999999999999999"}}, maxHint, true},
+		{http.Header{"Retry-After": {"1e400"}}, maxHint, true},
+		{http.Header{"Retry-After": {"-5"}}, 0, false},
+		{http.Header{"Retry-After": {"NaN"}}, 0, false},
+		{http.Header{"Retry-After": {"+Inf"}}, maxHint, true},
+		{http.Header{"Retry-After-Ms": {"-1"}, "Retry-After": {"2"}}, 2 * time.Second, true},
+		{http.Header{"Retry-After-Ms": {"1e30"}}, maxHint, true},
+	}
+	for i, c := range cases {
+		if got, ok := RetryAfter(c.h, now); got != c.want || ok != c.ok {
+			t.Errorf("case %d %v: got %v %v, want %v %v", i, c.h, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package keypool
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,33 +16,47 @@ import (
 //     its official SDKs);
 //   - Retry-After: delay-seconds or an HTTP-date, per RFC 9110 section 10.2.3.
 //
-// A date in the past or a negative value yields (0, true): the upstream
-// asked for no wait. Unparseable values are ignored.
+// A date in the past yields (0, true): the upstream asked for no wait.
+// Negative, NaN and unparseable values are ignored (not a hint); values
+// beyond a year (including +Inf and numbers that would overflow a
+// Duration) are clamped to a year, and callers cap hints further with
+// Settings.MaxHintCooldown.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms == ms { // ms == ms rejects NaN
-			if ms < 0 {
-				return 0, true
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			if d, ok := hintDuration(ms, time.Millisecond); ok {
+				return d, true
 			}
-			return time.Duration(ms * float64(time.Millisecond)), true
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs == secs {
-		if secs < 0 {
-			return 0, true
-		}
-		return time.Duration(secs * float64(time.Second)), true
+	if secs, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return hintDuration(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		d := t.Sub(now)
 		if d < 0 {
 			d = 0
 		}
-		return d, true
+		return min(d, maxHint), true
 	}
 	return 0, false
+}
+
+// maxHint bounds any wait read from an upstream hint.
+const maxHint = 365 * 24 * time.Hour
+
+// hintDuration converts a hint in units of unit, rejecting NaN and
+// negative values and clamping huge ones to maxHint.
+func hintDuration(v float64, unit time.Duration) (time.Duration, bool) {
+	if v != v || v < 0 {
+		return 0, false
+	}
+	if v*float64(unit) >= float64(maxHint) {
+		return maxHint, true
+	}
+	return time.Duration(v * float64(unit)), true
 }
