@@ -33,7 +33,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        max_concurrency <n>
 //	    }]
 //	    auth off
-//	    max_request_body <size>          # e.g. 8MB
+//	    max_request_body <size>          # e.g. 8MiB
+//	    usage_file <path>|off
+//	    log_payloads
 //	    pool <name> {
 //	        models <pattern...>
 //	        model_map <pattern> <upstream-model>
@@ -111,6 +113,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			if v == "off" {
 				h.Auth = v
+			}
+		case "log_payloads":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.LogPayloads = true
+		case "usage_file":
+			if !d.AllArgs(&h.UsageFile) {
+				return d.ArgErr()
 			}
 		case "max_request_body":
 			var v string

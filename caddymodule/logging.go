@@ -29,6 +29,8 @@ type requestLog struct {
 	streamError     string
 	fallbackFrom    string
 	affinityHit     bool
+	reqBody         []byte // only with log_payloads
+	respBody        []byte // only with log_payloads (non-streamed answers)
 	gatewayKey      string
 	ttfb            time.Duration
 	acquireWait     time.Duration
@@ -40,6 +42,7 @@ type attemptLog struct {
 	key     string
 	outcome string
 	status  int
+	connect time.Duration // new connection set-up (0: reused)
 	dur     time.Duration
 }
 
@@ -49,6 +52,9 @@ func (a attemptLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddString("outcome", a.outcome)
 	if a.status != 0 {
 		enc.AddInt("status", a.status)
+	}
+	if a.connect > 0 {
+		enc.AddDuration("connect", a.connect)
 	}
 	enc.AddDuration("duration", a.dur)
 	return nil
@@ -124,6 +130,19 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	if rl.fallbackFrom != "" {
 		fields = append(fields, zap.String("fallback_from", rl.fallbackFrom))
 	}
+	var connect time.Duration
+	for _, a := range rl.attempts {
+		connect += a.connect
+	}
+	if connect > 0 {
+		fields = append(fields, zap.Duration("connect", connect))
+	}
+	if rl.reqBody != nil {
+		fields = append(fields, zap.ByteString("request_body", truncate(rl.reqBody, payloadLogLimit)))
+	}
+	if rl.respBody != nil {
+		fields = append(fields, zap.ByteString("response_body", truncate(rl.respBody, payloadLogLimit)))
+	}
 	if rl.affinityHit {
 		fields = append(fields, zap.Bool("affinity_hit", true))
 	}
@@ -141,4 +160,14 @@ func upstreamDialectName(d translate.Dialect) string {
 		return ""
 	}
 	return d.String()
+}
+
+// payloadLogLimit bounds each body logged with log_payloads.
+const payloadLogLimit = 16 << 10
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }

@@ -64,6 +64,18 @@ type Handler struct {
 	// Models patterns match its model. At least one is required.
 	Pools []*PoolConfig `json:"pools,omitempty"`
 
+	// UsageFile is where key usage (lifetime counters, quota windows,
+	// token counts) is saved so that it survives a restart; "off" keeps it
+	// in memory only. The first handler provisioned in a process decides.
+	// Default: "<Caddy data dir>/llm_gateway/usage.json".
+	UsageFile string `json:"usage_file,omitempty"`
+
+	// LogPayloads adds the request body and the non-streamed response body
+	// (each cut at 16 KiB) to the per-request log entry. Prompts and
+	// answers are often confidential: a warning is logged when it is on.
+	// Default: false.
+	LogPayloads bool `json:"log_payloads,omitempty"`
+
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
@@ -153,6 +165,10 @@ func (k *upstreamKey) target(client translate.Dialect) (translate.Dialect, strin
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	protectServerLogs(ctx, h.logger)
+	initUsagePersistence(h.UsageFile, h.logger)
+	if h.LogPayloads {
+		h.logger.Warn("log_payloads is on: request and response bodies (prompts and answers) are written to the log")
+	}
 	repl := caddy.NewReplacer()
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = DefaultMaxRequestBody
@@ -443,6 +459,7 @@ func (h *Handler) Validate() error {
 // Cleanup releases this instance's references to pool state. In-flight
 // requests keep their leases and release them normally.
 func (h *Handler) Cleanup() error {
+	saveUsage() // before letting go of the pools: at exit they disappear
 	for _, k := range h.stored {
 		_, _ = registry.Delete(k)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -61,6 +62,9 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		return
 	}
 	rl.clientModel, rl.stream = model, stream
+	if h.LogPayloads {
+		rl.reqBody = body
+	}
 	if d == translate.OpenAIResponses {
 		if msg := statelessCheck(body); msg != "" {
 			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, msg)
@@ -390,7 +394,19 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	}
 	req.Header.Set("X-Request-Id", rl.id)
 
+	// connection set-up time, for the log; the trace hooks may run on the
+	// transport's dialing goroutine
+	var connStart, connDur atomic.Int64
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { connStart.CompareAndSwap(0, time.Now().UnixNano()) },
+		ConnectDone: func(_, _ string, err error) {
+			if st := connStart.Load(); err == nil && st != 0 {
+				connDur.CompareAndSwap(0, time.Now().UnixNano()-st)
+			}
+		},
+	}))
 	resp, err := upstreamClient.Do(req)
+	al.connect = time.Duration(connDur.Load())
 	if err != nil {
 		o := classifyErr(err, 0)
 		finish(o)
@@ -471,6 +487,9 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		}
 		data = out
 		rl.usage = usage
+		if h.LogPayloads {
+			rl.respBody = data
+		}
 		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
 		rl.key, rl.status = uk.id, resp.StatusCode
 		rl.ttfb = time.Since(rl.start)

@@ -44,6 +44,7 @@ func attachPool(name string, s keypool.Settings, keys []keypool.KeyConfig, loadI
 		if err != nil {
 			return nil, err
 		}
+		restoreUsage(name, p) // counters saved by an earlier process
 		return &poolState{pool: p}, nil
 	})
 	if err != nil {
