@@ -74,8 +74,12 @@ func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// probeBody timestamps reads: the first byte, and each SSE event boundary
-// (a blank line) as it arrives.
+// probeBody timestamps reads: the first byte, and the end of each SSE
+// event (a blank line) that carries generated text. The canned streams'
+// text deltas are "tok<n> " and every dialect relays each of them in an
+// event of its own, so the gaps between those events compare across
+// targets, translating or not (other events, such as a block start that
+// one dialect has and the other has not, do not count).
 type probeBody struct {
 	rc        io.ReadCloser
 	p         *probe
@@ -85,6 +89,8 @@ type probeBody struct {
 	gaps      []time.Duration
 	events    int
 	prevNL    bool
+	match     int  // bytes of "tok" matched so far
+	content   bool // the current event carries a text delta
 	flushed   bool
 }
 
@@ -97,12 +103,26 @@ func (b *probeBody) Read(buf []byte) (int, error) {
 			b.ttfb = now.Sub(b.start)
 		}
 		for _, c := range buf[:n] {
+			switch {
+			case b.match == 3 && c >= '0' && c <= '9':
+				b.content = true
+				b.match = 0
+			case c == "tok"[min(b.match, 2)] && b.match < 3:
+				b.match++
+			case c == 't':
+				b.match = 1
+			default:
+				b.match = 0
+			}
 			if c == '\n' && b.prevNL {
-				if b.events > 0 {
-					b.gaps = append(b.gaps, now.Sub(b.lastEvent))
+				if b.content {
+					if b.events > 0 {
+						b.gaps = append(b.gaps, now.Sub(b.lastEvent))
+					}
+					b.lastEvent = now
+					b.events++
 				}
-				b.lastEvent = now
-				b.events++
+				b.content = false
 			}
 			b.prevNL = c == '\n'
 		}
@@ -286,7 +306,8 @@ func (r memResult) PerStream() float64 {
 
 // holdStreams opens n slow streams through the target, waits until each
 // has delivered its first byte, samples the proxy process and closes them.
-func holdStreams(ctx context.Context, t target, base string, n, reqSize, pid int, wait time.Duration) (memResult, error) {
+// during, if not nil, runs while the streams are open, after the sample.
+func holdStreams(ctx context.Context, t target, base string, n, reqSize, pid int, wait time.Duration, during func()) (memResult, error) {
 	res := memResult{Target: t.Name, Requested: n, N: n}
 	url, hdr, body := t.request(base, wlSlow, reqSize)
 	tr := &http.Transport{
@@ -374,6 +395,9 @@ wait:
 	mu.Unlock()
 	time.Sleep(500 * time.Millisecond)
 	res.During, err = sampleProc(pid)
+	if during != nil {
+		during()
+	}
 	cancel()
 	wg.Wait()
 	return res, err

@@ -10,7 +10,7 @@
 // repository root:
 //
 //	go run ./bench              # full run (a few minutes), writes BENCHMARKS.md
-//	go run ./bench -smoke       # ~15 s check, writes to a temp file
+//	go run ./bench -smoke       # 10-20 s check, writes to a temp file
 //	go run ./bench -h           # durations, levels, targets
 package main
 
@@ -69,7 +69,7 @@ func parseFlags() *options {
 	o := &options{}
 	flag.StringVar(&o.mode, "mode", "run", "run: the benchmark; mock: serve the mock upstream only (used by the harness)")
 	flag.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:0", "mock mode: listen address")
-	flag.BoolVar(&o.smoke, "smoke", false, "short check of the whole harness (~15 s); writes to a temp file unless -out is given")
+	flag.BoolVar(&o.smoke, "smoke", false, "short check of the whole harness (10-20 s); writes to a temp file unless -out is given")
 	flag.StringVar(&o.out, "out", "", "results file (default BENCHMARKS.md; with -smoke a temp file)")
 	flag.StringVar(&o.caddy, "caddy", "./caddy", "Caddy binary with llm_gateway (built by ./xcaddy.sh)")
 	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
@@ -88,6 +88,7 @@ func parseFlags() *options {
 	flag.Float64Var(&o.mock.PacedRate, "paced-rate", 50, "events/s of a paced stream")
 	flag.IntVar(&o.mock.SlowEvents, "slow-events", 1000, "events of a slow (memory case) stream")
 	flag.Float64Var(&o.mock.SlowRate, "slow-rate", 0.25, "events/s of a slow (memory case) stream")
+	flag.IntVar(&o.mock.Spread, "mock-spread", 64, "the mock spreads each client key over this many of its per-key states (0: off)")
 	flag.IntVar(&o.keys, "keys", 1000, "keys per pool of the many-keys target")
 	flag.StringVar(&o.memStreams, "mem-streams", "1000,10000", "memory case: numbers of slow streams held open (empty: skip)")
 	flag.StringVar(&o.memTargets, "mem-targets", "reverse_proxy,gw-pass,gw-o2a", "memory case: targets")
@@ -107,14 +108,14 @@ func parseFlags() *options {
 				apply()
 			}
 		}
-		def("duration", func() { o.duration = 300 * time.Millisecond })
-		def("warmup", func() { o.warmup = 100 * time.Millisecond })
+		def("duration", func() { o.duration = 200 * time.Millisecond })
+		def("warmup", func() { o.warmup = 50 * time.Millisecond })
 		def("conc", func() { o.conc = "1,16" })
 		def("rate", func() { o.rate = 200 })
 		def("stream-rate", func() { o.streamRate = 0 })
 		def("paced-events", func() { o.mock.PacedEvents = 10 })
-		def("slow-rate", func() { o.mock.SlowRate = 1 })
-		def("mem-streams", func() { o.memStreams = "100" })
+		def("slow-rate", func() { o.mock.SlowRate = 4 })
+		def("mem-streams", func() { o.memStreams = "50" })
 		def("mem-targets", func() { o.memTargets = "gw-pass" })
 		def("mem-wait", func() { o.memWait = 10 * time.Second })
 		def("timeout", func() { o.timeout = 2 * time.Minute })
@@ -365,8 +366,14 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 
 // memTarget starts a fresh process of the target and holds each number of
 // slow streams open through it in turn.
-func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, memN []int, limit uint64) error {
-	p, base, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, 0)
+func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, memN []int, limit uint64) (err error) {
+	adminPort := 0
+	if o.profile != "" {
+		if adminPort, err = freePort(); err != nil {
+			return err
+		}
+	}
+	p, base, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, adminPort)
 	if err != nil {
 		return fmt.Errorf("%s: %v", t.Name, err)
 	}
@@ -385,7 +392,12 @@ func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin,
 			note = fmt.Sprintf("%d asked; RLIMIT_NOFILE %d (hard limit) allows %d", n, limit, maxN)
 			n = maxN
 		}
-		mr, err := holdStreams(ctx, t, base, n, o.reqSize, p.Pid(), o.memWait)
+		var during func()
+		if adminPort > 0 {
+			prefix := filepath.Join(o.profile, fmt.Sprintf("%s-mem-%d", t.Name, n))
+			during = func() { heapProfile(adminPort, prefix) }
+		}
+		mr, err := holdStreams(ctx, t, base, n, o.reqSize, p.Pid(), o.memWait, during)
 		if err != nil {
 			return err
 		}

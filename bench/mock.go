@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgateway/llm_gateway/mockupstream"
@@ -20,6 +22,7 @@ type mockConfig struct {
 	PacedRate   float64 // events/s of a paced stream
 	SlowEvents  int     // events of a slow (memory case) stream
 	SlowRate    float64 // events/s of a slow stream
+	Spread      int     // upstream keys each client key is spread over (0: none)
 }
 
 // args renders the configuration as command-line flags of -mode=mock.
@@ -31,15 +34,24 @@ func (c mockConfig) args() []string {
 		"-paced-rate", fmt.Sprint(c.PacedRate),
 		"-slow-events", fmt.Sprint(c.SlowEvents),
 		"-slow-rate", fmt.Sprint(c.SlowRate),
+		"-mock-spread", fmt.Sprint(c.Spread),
 	}
 }
 
 // mockMux sends each request to the mockupstream.Server programmed for its
 // workload (the upstream key's prefix, up to the first '-') and dialect
 // (path ending in /messages: Anthropic, else OpenAI).
-type mockMux map[string]*mockupstream.Server
+//
+// The mock keeps per-key state under a per-key mutex; so that one busy key
+// does not make the mock the bottleneck, requests are spread round robin
+// over Spread keys of the same workload.
+type mockMux struct {
+	servers map[string]*mockupstream.Server
+	spread  uint64
+	next    atomic.Uint64
+}
 
-func newMockMux(c mockConfig) mockMux {
+func newMockMux(c mockConfig) *mockMux {
 	replay := func(body []byte, ctype string, rate float64) *mockupstream.Server {
 		return mockupstream.New(mockupstream.Config{
 			Seed: 1,
@@ -51,7 +63,7 @@ func newMockMux(c mockConfig) mockMux {
 		})
 	}
 	const sse, js = "text/event-stream; charset=utf-8", "application/json"
-	return mockMux{
+	return &mockMux{spread: uint64(max(c.Spread, 0)), servers: map[string]*mockupstream.Server{
 		"json/openai":     replay(chatResponse(c.RespSize), js, 0),
 		"json/anthropic":  replay(messagesResponse(c.RespSize), js, 0),
 		"sse/openai":      replay(chatStream(c.Events), sse, 0),
@@ -60,24 +72,32 @@ func newMockMux(c mockConfig) mockMux {
 		"paced/anthropic": replay(messagesStream(c.PacedEvents), sse, c.PacedRate),
 		"slow/openai":     replay(chatStream(c.SlowEvents), sse, c.SlowRate),
 		"slow/anthropic":  replay(messagesStream(c.SlowEvents), sse, c.SlowRate),
-	}
+	}}
 }
 
 // ServeHTTP implements http.Handler.
-func (m mockMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("X-Api-Key")
+func (m *mockMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key, bearer := r.Header.Get("X-Api-Key"), false
 	if a := r.Header.Get("Authorization"); len(a) > 7 {
-		key = a[7:]
+		key, bearer = a[7:], true
 	}
 	workload, _, _ := strings.Cut(key, "-")
 	dialect := "openai"
 	if strings.HasSuffix(r.URL.Path, "/messages") {
 		dialect = "anthropic"
 	}
-	s := m[workload+"/"+dialect]
+	s := m.servers[workload+"/"+dialect]
 	if s == nil {
 		http.Error(w, "bench mock: unknown workload key "+key, http.StatusNotFound)
 		return
+	}
+	if m.spread > 0 {
+		key = workload + "-s" + strconv.FormatUint(m.next.Add(1)%m.spread, 10)
+		if bearer {
+			r.Header.Set("Authorization", "Bearer "+key)
+		} else {
+			r.Header.Set("X-Api-Key", key)
+		}
 	}
 	s.ServeHTTP(w, r)
 }

@@ -71,3 +71,15 @@ func dirOf(prefix string) string {
 	}
 	return "."
 }
+
+// heapProfile saves the live heap and the goroutine counts of a Caddy
+// process with its admin endpoint on adminPort.
+func heapProfile(adminPort int, prefix string) {
+	p := &profiler{admin: fmt.Sprintf("http://127.0.0.1:%d", adminPort), prefix: prefix}
+	if err := os.MkdirAll(dirOf(prefix), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profile:", err)
+	}
+	p.fetch("/debug/pprof/heap", prefix+".heap.pb.gz")
+	p.fetch("/debug/pprof/goroutine", prefix+".goroutine.pb.gz")
+	p.fetch("/debug/vars", prefix+".vars.json")
+}
