@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
@@ -39,6 +40,10 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
 	if err != nil {
+		if r.Context().Err() != nil {
+			rl.status = 499 // the client gave up while uploading
+			return
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge,
@@ -673,7 +678,13 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 		// timeout: a gateway error naming the last failure
 		return exhausted(last, rl)
 	}
-	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ue.RetryAfter}
+	ra := ue.RetryAfter
+	if ra > 0 && ra <= time.Second {
+		// keys merely busy: spread the retries of many waiting clients
+		// over a few seconds instead of sending them all back at once
+		ra = time.Second + rand.N(2*time.Second)
+	}
+	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra}
 }
 
 // exhausted is the failure when attempts ran out: a gateway error naming
