@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -55,6 +57,9 @@ type probe struct {
 	ttfb   []time.Duration
 	gaps   []time.Duration
 	events int
+	// arrivals of text delta n of request id (unix ns), for requests
+	// that carry an X-Request-Id
+	arrivals map[string][]int64
 }
 
 // probeTransport wraps the client transport and times every response body.
@@ -70,7 +75,7 @@ func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &probeBody{rc: resp.Body, start: start, p: t.p, gaps: make([]time.Duration, 0, 256)}
+	resp.Body = &probeBody{rc: resp.Body, start: start, p: t.p, gaps: make([]time.Duration, 0, 256), id: req.Header.Get("X-Request-Id")}
 	return resp, nil
 }
 
@@ -91,7 +96,11 @@ type probeBody struct {
 	prevNL    bool
 	match     int  // bytes of "tok" matched so far
 	content   bool // the current event carries a text delta
+	tok       int  // its index n ("tok<n>")
+	inNum     bool
 	flushed   bool
+	id        string
+	arrivals  []int64 // by text delta index, when id is set
 }
 
 // Read implements io.Reader.
@@ -103,8 +112,18 @@ func (b *probeBody) Read(buf []byte) (int, error) {
 			b.ttfb = now.Sub(b.start)
 		}
 		for _, c := range buf[:n] {
+			if b.inNum {
+				if c >= '0' && c <= '9' {
+					b.tok = b.tok*10 + int(c-'0')
+				} else {
+					b.inNum = false
+				}
+			}
 			switch {
 			case b.match == 3 && c >= '0' && c <= '9':
+				if !b.content {
+					b.tok, b.inNum = int(c-'0'), true
+				}
 				b.content = true
 				b.match = 0
 			case c == "tok"[min(b.match, 2)] && b.match < 3:
@@ -118,6 +137,12 @@ func (b *probeBody) Read(buf []byte) (int, error) {
 				if b.content {
 					if b.events > 0 {
 						b.gaps = append(b.gaps, now.Sub(b.lastEvent))
+					}
+					if b.id != "" && b.tok < 1<<16 {
+						for len(b.arrivals) <= b.tok {
+							b.arrivals = append(b.arrivals, 0)
+						}
+						b.arrivals[b.tok] = now.UnixNano()
 					}
 					b.lastEvent = now
 					b.events++
@@ -150,6 +175,12 @@ func (b *probeBody) flush() {
 	}
 	b.p.gaps = append(b.p.gaps, b.gaps...)
 	b.p.events += b.events
+	if b.id != "" {
+		if b.p.arrivals == nil {
+			b.p.arrivals = map[string][]int64{}
+		}
+		b.p.arrivals[b.id] = b.arrivals
+	}
 	b.p.mu.Unlock()
 }
 
@@ -164,6 +195,7 @@ type measurement struct {
 	Lat      []time.Duration // successful requests, sorted
 	TTFB     []time.Duration // sorted
 	Gaps     []time.Duration // sorted
+	EvLat    []time.Duration // per text delta: client arrival - mock send (paced streams), sorted
 	Events   int
 	CPU      time.Duration // proxy process CPU during the run (0: no proxy)
 	HWM      int64         // proxy process peak RSS after the run
@@ -192,8 +224,13 @@ func newClientTransport() *http.Transport {
 
 // attack drives one runSpec against base with vegeta and samples the proxy
 // process (pid 0: none) before and after.
-func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, pid int) (*measurement, error) {
+//
+// For paced streams each request carries its own X-Request-Id (which every
+// target forwards upstream) and the mock at mockURL reports when it sent
+// each text delta, giving each event's latency through the target.
+func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, pid int, mockURL string) (*measurement, error) {
 	url, hdr, body := t.request(base, spec.W, reqSize)
+	stamped := spec.W == wlPaced && mockURL != ""
 	pr := &probe{}
 	tr := newClientTransport()
 	defer tr.CloseIdleConnections()
@@ -214,6 +251,16 @@ func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, p
 	}
 	atk := vegeta.NewAttacker(opts...)
 	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodPost, URL: url, Body: body, Header: hdr})
+	if stamped {
+		_, _ = takeSent(mockURL) // forget earlier runs
+		var seq atomic.Uint64
+		run := time.Now().UnixNano()
+		targeter = func(tgt *vegeta.Target) error {
+			*tgt = vegeta.Target{Method: http.MethodPost, URL: url, Body: body, Header: hdr.Clone()}
+			tgt.Header.Set("X-Request-Id", fmt.Sprintf("bench-%x-%d", run, seq.Add(1)))
+			return nil
+		}
+	}
 
 	m := &measurement{Target: t.Name, Spec: spec, HasProc: pid > 0}
 	var before procSample
@@ -253,14 +300,29 @@ func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, p
 	m.Elapsed = last.Sub(first)
 	pr.mu.Lock()
 	m.TTFB, m.Gaps, m.Events = pr.ttfb, pr.gaps, pr.events
+	arrivals := pr.arrivals
 	pr.mu.Unlock()
+	if stamped {
+		sent, err := takeSent(mockURL)
+		if err != nil {
+			return nil, fmt.Errorf("mock send times: %v", err)
+		}
+		for id, arr := range arrivals {
+			s := sent[id]
+			for n, at := range arr {
+				if at > 0 && n < len(s) && s[n] > 0 {
+					m.EvLat = append(m.EvLat, time.Duration(at-s[n]))
+				}
+			}
+		}
+	}
 	m.sortSamples()
 	return m, ctx.Err()
 }
 
 // sortSamples sorts the sample slices for percentiles.
 func (m *measurement) sortSamples() {
-	for _, s := range [][]time.Duration{m.Lat, m.TTFB, m.Gaps} {
+	for _, s := range [][]time.Duration{m.Lat, m.TTFB, m.Gaps, m.EvLat} {
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	}
 }
@@ -277,11 +339,24 @@ func (m *measurement) merge(o *measurement) {
 	m.Lat = append(m.Lat, o.Lat...)
 	m.TTFB = append(m.TTFB, o.TTFB...)
 	m.Gaps = append(m.Gaps, o.Gaps...)
+	m.EvLat = append(m.EvLat, o.EvLat...)
 	m.Events += o.Events
 	m.CPU += o.CPU
 	if o.HWM > m.HWM {
 		m.HWM = o.HWM
 	}
+}
+
+// takeSent fetches (and clears) the mock's send times of text deltas.
+func takeSent(mockURL string) (map[string][]int64, error) {
+	resp, err := http.Get(mockURL + sentPath)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var m map[string][]int64
+	err = json.NewDecoder(resp.Body).Decode(&m)
+	return m, err
 }
 
 // memResult is one memory case: N slow streams held open through a proxy.

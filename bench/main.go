@@ -333,7 +333,7 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 	fmt.Fprintf(os.Stderr, "bench: %s (%s) at %s\n", t.Name, t.Desc, base)
 	if o.warmup > 0 {
 		for _, w := range []workload{wlJSON, wlStream} {
-			if _, err := attack(ctx, t, base, runSpec{W: w, Conc: 16, Dur: o.warmup}, o.reqSize, 0); err != nil {
+			if _, err := attack(ctx, t, base, runSpec{W: w, Conc: 16, Dur: o.warmup}, o.reqSize, 0, ""); err != nil {
 				return err
 			}
 		}
@@ -343,7 +343,7 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 		if adminPort > 0 && contains(o.profSpecs, s.W.Name+"/"+s.Level()) {
 			prof = startProfile(adminPort, s.Dur, filepath.Join(o.profile, t.Name+"-"+s.W.Name+"-"+strings.ReplaceAll(s.Level(), "/", "per")))
 		}
-		m, err := attack(ctx, t, base, s, o.reqSize, pid)
+		m, err := attack(ctx, t, base, s, o.reqSize, pid, "http://"+mockAddr)
 		if prof != nil {
 			prof.finish()
 		}
@@ -380,7 +380,7 @@ func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin,
 	defer p.stop()
 	fmt.Fprintf(os.Stderr, "bench: memory case, %s at %s\n", t.Name, base)
 	if o.warmup > 0 {
-		if _, err := attack(ctx, t, base, runSpec{W: wlStream, Conc: 16, Dur: o.warmup}, o.reqSize, 0); err != nil {
+		if _, err := attack(ctx, t, base, runSpec{W: wlStream, Conc: 16, Dur: o.warmup}, o.reqSize, 0, ""); err != nil {
 			return err
 		}
 	}

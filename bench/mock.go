@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +51,7 @@ type mockMux struct {
 	servers map[string]*mockupstream.Server
 	spread  uint64
 	next    atomic.Uint64
+	sent    sentLog
 }
 
 func newMockMux(c mockConfig) *mockMux {
@@ -77,6 +80,10 @@ func newMockMux(c mockConfig) *mockMux {
 
 // ServeHTTP implements http.Handler.
 func (m *mockMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == sentPath {
+		m.sent.serve(w)
+		return
+	}
 	key, bearer := r.Header.Get("X-Api-Key"), false
 	if a := r.Header.Get("Authorization"); len(a) > 7 {
 		key, bearer = a[7:], true
@@ -99,7 +106,93 @@ func (m *mockMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Header.Set("X-Api-Key", key)
 		}
 	}
+	if id := r.Header.Get("X-Request-Id"); workload == "paced" && id != "" {
+		// paced streams: note when each text delta leaves, so that the
+		// client can tell each event's latency through the target
+		w = &stampWriter{ResponseWriter: w, log: &m.sent, id: id}
+	}
 	s.ServeHTTP(w, r)
+}
+
+// sentPath answers (and forgets) the send times noted so far, as JSON
+// {"<X-Request-Id>": [unix ns of text delta 0, 1, ...]}.
+const sentPath = "/_bench/sent"
+
+// sentLog holds the send time of each text delta per request id.
+type sentLog struct {
+	mu sync.Mutex
+	m  map[string][]int64
+}
+
+func (l *sentLog) note(id string, n int, t int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string][]int64{}
+	}
+	s := l.m[id]
+	for len(s) <= n {
+		s = append(s, 0)
+	}
+	s[n] = t
+	l.m[id] = s
+}
+
+func (l *sentLog) serve(w http.ResponseWriter) {
+	l.mu.Lock()
+	m := l.m
+	l.m = nil
+	l.mu.Unlock()
+	b, _ := json.Marshal(m)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// stampWriter notes the time at which each event carrying a text delta
+// ("tok<n> ") is flushed.
+type stampWriter struct {
+	http.ResponseWriter
+	log     *sentLog
+	id      string
+	pending int // text delta index written but not flushed, or -1
+	set     bool
+}
+
+// Write implements http.ResponseWriter.
+func (s *stampWriter) Write(p []byte) (int, error) {
+	if n, ok := tokIndex(p); ok {
+		s.pending, s.set = n, true
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher.
+func (s *stampWriter) Flush() {
+	if s.set {
+		s.log.note(s.id, s.pending, time.Now().UnixNano())
+		s.set = false
+	}
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *stampWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// tokIndex finds the first "tok<digits>" in p and returns the number.
+func tokIndex(p []byte) (int, bool) {
+	for i := 0; i+3 < len(p); i++ {
+		if p[i] != 't' || p[i+1] != 'o' || p[i+2] != 'k' || p[i+3] < '0' || p[i+3] > '9' {
+			continue
+		}
+		n := 0
+		for j := i + 3; j < len(p) && p[j] >= '0' && p[j] <= '9'; j++ {
+			n = n*10 + int(p[j]-'0')
+		}
+		return n, true
+	}
+	return 0, false
 }
 
 // runMock serves the mock upstream on addr (127.0.0.1:0 picks a port),
