@@ -10,6 +10,14 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// AppendJSONString appends s to dst as a JSON string literal (quotes
+// included), escaped the way encoding/json does it without HTML escaping:
+// quotes, backslashes and control characters are escaped, invalid UTF-8
+// becomes U+FFFD, and U+2028 / U+2029 are escaped so the output is also
+// valid JavaScript and safe inside an SSE data line. It allocates only when
+// dst must grow. The mock upstream shares it.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendString appends s as a JSON string literal, escaped the way
 // encoding/json does it (without HTML escaping): quotes, backslashes and
 // control characters are escaped, invalid UTF-8 becomes U+FFFD, and U+2028 /
