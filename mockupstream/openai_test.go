@@ -354,6 +354,8 @@ func TestLatencyAndCancel(t *testing.T) {
 		t.Fatalf("want deadline error, got %v", err)
 	}
 	eventually(t, "cancel during latency counted", func() bool { return s.Stats("slower").Canceled == 1 })
+	// Canceled is counted before the handler returns and frees the slot
+	eventually(t, "slot freed", func() bool { return s.Stats("slower").InFlight == 0 })
 	if ks := s.Stats("slower"); ks.OK != 0 || ks.InFlight != 0 {
 		t.Errorf("stats %+v", ks)
 	}
@@ -377,6 +379,7 @@ func TestLatencyAndCancel(t *testing.T) {
 	cancel2()
 	resp.Body.Close()
 	eventually(t, "mid-stream cancel counted", func() bool { return s.Stats("paced").Canceled == 1 })
+	eventually(t, "slot freed", func() bool { return s.Stats("paced").InFlight == 0 })
 	if ks := s.Stats("paced"); ks.OK != 0 || ks.InFlight != 0 {
 		t.Errorf("stats %+v", ks)
 	}
