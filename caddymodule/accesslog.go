@@ -51,25 +51,15 @@ func protectServerLogs(ctx caddy.Context, logger *zap.Logger) {
 }
 
 // redactingCore replaces caddyhttp.LoggableHTTPRequest fields with a
-// marshaler that hides credentialHeaders.
+// marshaler that hides credentialHeaders. Caddy's access log adds the
+// request field with WithLazy, which ends in With, so With is the only
+// method that needs to act; Check and Write are the wrapped core's own, so
+// Caddy's log routing (include/exclude per log) is untouched.
 type redactingCore struct{ zapcore.Core }
 
 // With implements zapcore.Core.
 func (c redactingCore) With(fields []zapcore.Field) zapcore.Core {
 	return redactingCore{c.Core.With(redactFields(fields))}
-}
-
-// Check implements zapcore.Core.
-func (c redactingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) {
-		return ce.AddCore(e, c)
-	}
-	return ce
-}
-
-// Write implements zapcore.Core.
-func (c redactingCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	return c.Core.Write(e, redactFields(fields))
 }
 
 func redactFields(fields []zapcore.Field) []zapcore.Field {

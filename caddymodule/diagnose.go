@@ -106,7 +106,11 @@ func (adminAPI) handleDiagnose(w http.ResponseWriter, r *http.Request) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			probeKey(r.Context(), j.p, uk, j.res)
+			// a key cooled for its credentials is verified with a real
+			// (one-token) request: many relays list models without
+			// checking the key
+			generate := verify && credentialReason(j.st.Reason)
+			probeKey(r.Context(), j.p, uk, j.res, generate)
 		}()
 	}
 	wg.Wait()
@@ -158,7 +162,7 @@ func verifyKey(kp *keypool.Pool, st keypool.KeyStatus, res *probeResult) string 
 // for OpenAI-compatible keys, GET <root>/v1/models with x-api-key for
 // Anthropic ones), and when that answers 404 or 405, a one-token
 // completion.
-func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult) {
+func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, generate bool) {
 	res.Host, _ = uk.hostAndDialect()
 	anthropic := uk.chatURL == "" || (uk.messageURL != "" && uk.prefer == "anthropic")
 	var listURL, genURL string
@@ -172,7 +176,10 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult) {
 		res.Probe = "GET /models"
 	}
 	start := time.Now()
-	status, hdr, err := probeOnce(ctx, uk, anthropic, http.MethodGet, listURL, nil)
+	status, hdr, err := http.StatusNotFound, http.Header(nil), error(nil)
+	if !generate {
+		status, hdr, err = probeOnce(ctx, uk, anthropic, http.MethodGet, listURL, nil)
+	}
 	if err == nil && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
 		body := probeBody(p, anthropic)
 		if anthropic {
@@ -326,4 +333,14 @@ func statusHint(status int, h http.Header) string {
 		return strconv.Itoa(status) + ": the upstream redirects; base_url is probably not the API root"
 	}
 	return strconv.Itoa(status) + ": unexpected answer"
+}
+
+// credentialReason reports whether a cooldown reason is about the key's
+// credentials or account (401, 402, 403, spent quota).
+func credentialReason(reason string) bool {
+	switch reason {
+	case keypool.InvalidKey.String(), keypool.NoCredit.String(), keypool.Forbidden.String(), keypool.QuotaExhausted.String():
+		return true
+	}
+	return false
 }

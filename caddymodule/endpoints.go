@@ -143,7 +143,7 @@ func estimateTokens(body []byte) int {
 // (per Anthropic Models API: data[] of {type, id, display_name,
 // created_at}, has_more, first_id, last_id), used when the request carries
 // anthropic-version.
-func (h *Handler) serveModelsAnthropic(w http.ResponseWriter) {
+func (h *Handler) serveModelsAnthropic(w http.ResponseWriter, gk *gwKey) {
 	type model struct {
 		Type        string `json:"type"`
 		ID          string `json:"id"`
@@ -156,7 +156,7 @@ func (h *Handler) serveModelsAnthropic(w http.ResponseWriter) {
 		FirstID *string `json:"first_id"`
 		LastID  *string `json:"last_id"`
 	}{Data: []model{}}
-	for _, n := range h.modelNames() {
+	for _, n := range h.modelNames(gk) {
 		list.Data = append(list.Data, model{Type: "model", ID: n, DisplayName: n, CreatedAt: "1970-01-01T00:00:00Z"})
 	}
 	if len(list.Data) > 0 {

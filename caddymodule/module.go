@@ -84,6 +84,7 @@ type Handler struct {
 	pools       []*pool
 	sortedPools []*pool  // by priority, then configuration order
 	stored      []string // registry keys this instance holds a reference to
+	loadID      any      // the config load that provisioned this instance
 	logger      *zap.Logger
 	metrics     *metrics // nil until metrics are provisioned
 }
@@ -180,7 +181,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if pc == nil {
 			return fmt.Errorf("pool %d: empty", i)
 		}
-		p, err := h.provisionPool(pc, repl, ctx.GetMetricsRegistry())
+		h.loadID = ctx.GetMetricsRegistry()
+		p, err := h.provisionPool(pc, repl, h.loadID)
 		if err != nil {
 			return fmt.Errorf("pool %q: %v", pc.Name, err)
 		}
@@ -461,7 +463,7 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	saveUsage() // before letting go of the pools: at exit they disappear
 	for _, k := range h.stored {
-		_, _ = registry.Delete(k)
+		detachPool(k, h.loadID)
 	}
 	h.stored = nil
 	return nil

@@ -116,10 +116,6 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 // priority. The gateway key's scope filters them. The failure is the
 // client's answer when there is nothing to try.
 func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFailure) {
-	if !gk.allowsModel(model) {
-		return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
-			msg: "gateway key " + gk.id + " may not use model " + strconv.Quote(model)}
-	}
 	routed := model
 	var out []*pool
 	if name, rest, ok := strings.Cut(model, "/"); ok {
@@ -128,6 +124,10 @@ func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFai
 				out, routed = []*pool{p}, rest
 			}
 		}
+	}
+	if !gk.allowsModel(model) && !gk.allowsModel(routed) && model != "auto" {
+		return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
+			msg: "gateway key " + gk.id + " may not use model " + strconv.Quote(model)}
 	}
 	if out == nil {
 		for _, p := range h.sortedPools {
@@ -142,7 +142,7 @@ func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFai
 	}
 	allowed := out[:0:0]
 	for _, p := range out {
-		if gk.allowsPool(p.name) {
+		if gk.allowsPool(p.name) && (model != "auto" || gk.allowsModel(p.upstreamModel(model))) {
 			allowed = append(allowed, p)
 		}
 	}
@@ -242,8 +242,9 @@ type attemptResult struct {
 // tried.
 func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c *call, rl *requestLog, lastPool bool, deadline time.Time) *loopFailure {
 	ctx := r.Context()
-	var failed []*keypool.Key
+	var failed, limited []*keypool.Key
 	var hostsDown []string
+	avoidLimited := false
 	skip := func(k *keypool.Key) bool {
 		uk, ok := p.keys[k.Fingerprint()]
 		if !ok {
@@ -252,6 +253,13 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 		for _, f := range failed {
 			if f == k {
 				return true
+			}
+		}
+		if avoidLimited {
+			for _, f := range limited {
+				if f == k {
+					return true
+				}
 			}
 		}
 		for _, h := range hostsDown {
@@ -270,8 +278,20 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			wait = 0
 		}
 		waitStart := time.Now()
-		lease, err := p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Timeout: max(wait, 0),
-			Model: c.upstreamModel, Session: c.session, Tokens: c.tokens})
+		opts := keypool.AcquireOptions{Skip: skip, Timeout: max(wait, 0),
+			Model: c.upstreamModel, Session: c.session, Tokens: c.tokens}
+		var lease *keypool.Lease
+		var err error
+		if len(limited) > 0 {
+			// prefer a key that has not refused this request yet; go back
+			// to one that answered 429 only when no other can serve
+			avoidLimited = true
+			lease, err = p.kp.Acquire(ctx, keypool.AcquireOptions{Skip: skip, Model: c.upstreamModel, Tokens: c.tokens})
+			avoidLimited = false
+		}
+		if lease == nil && ctx.Err() == nil {
+			lease, err = p.kp.Acquire(ctx, opts)
+		}
 		rl.acquireWait += time.Since(waitStart)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -294,6 +314,8 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 		}
 		if res.outcome.Kind != keypool.RateLimited {
 			failed = append(failed, lease.Key())
+		} else {
+			limited = append(limited, lease.Key())
 		}
 		if res.outcome.HostDown {
 			hostsDown = append(hostsDown, uk.host)
@@ -431,6 +453,11 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		errBody = bytes.ReplaceAll(errBody, []byte(uk.secret), []byte("[redacted]"))
 	}
 	o := keypool.ClassifyResponse(resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
+	if o.Kind == keypool.RateLimited && o.HasRetryAfter && o.RetryAfter <= 0 {
+		// "retry now" (0 or a past date) from a key that just refused:
+		// use the backoff ladder instead of hammering it
+		o.HasRetryAfter = false
+	}
 	if o.Kind == keypool.ModelNotFound {
 		c.model404++
 		if c.model404 >= 2 {
@@ -679,6 +706,14 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 		return exhausted(last, rl)
 	}
 	ra := ue.RetryAfter
+	if ra == 0 {
+		// every key skipped in this request: the soonest end of a cooldown
+		for _, k := range ue.Keys {
+			if d := time.Duration(k.SecondsLeft) * time.Second; d > 0 && (ra == 0 || d < ra) {
+				ra = d
+			}
+		}
+	}
 	if ra > 0 && ra <= time.Second {
 		// keys merely busy: spread the retries of many waiting clients
 		// over a few seconds instead of sending them all back at once

@@ -23,6 +23,19 @@ type poolState struct {
 	mu        sync.Mutex
 	loadID    any    // identifies the config load that last attached it
 	signature string // settings and key fingerprints of that attachment
+	settings  keypool.Settings
+	keys      []keypool.KeyConfig
+	// prev is the attachment that loadID's reconcile replaced, kept until
+	// that load is either committed (a newer load attaches) or rejected
+	// (its Cleanup runs while it is still the last one attached).
+	prev *attachment
+}
+
+type attachment struct {
+	loadID    any
+	signature string
+	settings  keypool.Settings
+	keys      []keypool.KeyConfig
 }
 
 // Destruct implements caddy.Destructor. Nothing to free: outstanding leases
@@ -59,13 +72,51 @@ func attachPool(name string, s keypool.Settings, keys []keypool.KeyConfig, loadI
 		return nil, "", fmt.Errorf("pool name %q is defined twice with different settings or keys; pool names must be unique in the process (their live state is shared by name)", name)
 	}
 	if loaded {
+		if ps.loadID != loadID {
+			ps.prev = &attachment{loadID: ps.loadID, signature: ps.signature, settings: ps.settings, keys: ps.keys}
+		}
 		if err := ps.pool.Reconcile(s, keys); err != nil {
 			_, _ = registry.Delete(regKey)
 			return nil, "", err
 		}
 	}
-	ps.loadID, ps.signature = loadID, sig
+	ps.loadID, ps.signature, ps.settings, ps.keys = loadID, sig, s, keys
 	return ps.pool, regKey, nil
+}
+
+// detachPool drops one reference of the config load loadID to the pool.
+// When that load is still the last one attached while another load holds
+// the pool too, Caddy rejected it (Provision, Validate or Start failed
+// after the pool was reconciled): the previous attachment is restored so
+// the running config keeps its keys and settings.
+func detachPool(regKey string, loadID any) {
+	if v, ok := registryValue(regKey); ok {
+		ps := v.(*poolState)
+		ps.mu.Lock()
+		if refs, _ := registry.References(regKey); refs > 1 && ps.loadID == loadID && ps.prev != nil {
+			p := ps.prev
+			if err := ps.pool.Reconcile(p.settings, p.keys); err == nil {
+				ps.loadID, ps.signature, ps.settings, ps.keys = p.loadID, p.signature, p.settings, p.keys
+			}
+			ps.prev = nil
+		}
+		ps.mu.Unlock()
+	}
+	_, _ = registry.Delete(regKey)
+}
+
+// registryValue returns the registry value at key without taking a
+// reference (Range holds the pool's read lock: collect, then use).
+func registryValue(key string) (any, bool) {
+	var val any
+	registry.Range(func(k, v any) bool {
+		if k == key {
+			val = v
+			return false
+		}
+		return true
+	})
+	return val, val != nil
 }
 
 // poolSignature summarises a pool definition for conflict detection.

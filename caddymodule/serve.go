@@ -86,9 +86,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		rl.status = http.StatusOK
 		if r.Header.Get("Anthropic-Version") != "" {
 			rl.dialect = translate.AnthropicMessages
-			h.serveModelsAnthropic(w)
+			h.serveModelsAnthropic(w, gk)
 		} else {
-			h.serveModels(w)
+			h.serveModels(w, gk)
 		}
 	default:
 		d := translate.OpenAIChat
@@ -138,7 +138,7 @@ func requestID(r *http.Request) string {
 // serveModels answers GET /v1/models with the OpenAI list of model names
 // that clients may use: exact names from the pools' models and model_map
 // patterns (wildcards cannot be listed).
-func (h *Handler) serveModels(w http.ResponseWriter) {
+func (h *Handler) serveModels(w http.ResponseWriter, gk *gwKey) {
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -149,7 +149,7 @@ func (h *Handler) serveModels(w http.ResponseWriter) {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
-	for _, n := range h.modelNames() {
+	for _, n := range h.modelNames(gk) {
 		list.Data = append(list.Data, model{ID: n, Object: "model", OwnedBy: "llm_gateway"})
 	}
 	b, _ := json.Marshal(list)
@@ -158,13 +158,16 @@ func (h *Handler) serveModels(w http.ResponseWriter) {
 
 // modelNames lists, once each and in config order, the exact model names
 // of every pool's models and model_map patterns (wildcards cannot be
-// listed).
-func (h *Handler) modelNames() []string {
+// listed) that the gateway key may use.
+func (h *Handler) modelNames(gk *gwKey) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range h.pools {
+		if !gk.allowsPool(p.name) {
+			continue
+		}
 		for _, n := range p.rawModelNames {
-			if !seen[n] {
+			if !seen[n] && gk.allowsModel(n) && p.serves(n) {
 				seen[n] = true
 				out = append(out, n)
 			}
