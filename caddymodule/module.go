@@ -352,7 +352,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	sum := sha256.Sum256([]byte(base + "\n" + secret))
+	sum := sha256.Sum256([]byte(fingerprintSalt() + base + "\n" + secret))
 	uk := &upstreamKey{
 		id:             kc.ID,
 		fp:             hex.EncodeToString(sum[:8]),
