@@ -27,6 +27,8 @@ type report struct {
 	Mem  []memResult
 	// Inproc are the in-process handler benchmarks, if run.
 	Inproc []inprocResult
+	// InprocErr says why the in-process benchmarks are missing.
+	InprocErr string
 	// Notes is appended verbatim (profile findings).
 	Notes string
 }
@@ -193,6 +195,10 @@ func (r *report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.NsOp, x.BOp, x.Allocs)
 		}
 		b.WriteString("\n")
+	}
+
+	if r.InprocErr != "" {
+		fmt.Fprintf(&b, "## In-process: one request through the handler, no sockets\n\nNot run: %s\n\n", r.InprocErr)
 	}
 
 	if checks := r.checks(); len(checks) > 0 {
