@@ -575,7 +575,8 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	if c.hideUsage && up == c.dialect {
 		st.HideUsageChunk()
 	}
-	runErr := st.Run(io.MultiReader(bytes.NewReader(first[:n]), body))
+	runErr := st.Run(&flushBeforeRead{r: io.MultiReader(bytes.NewReader(first[:n]), body), fw: fw})
+	fw.flush()
 	rl.usage = st.Usage()
 	switch {
 	case ctx.Err() != nil:
@@ -586,7 +587,11 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		// was done: count it against the key and say so in the log
 		finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
 		rl.streamError = "truncated"
-	case runErr != nil && fw.err == nil:
+	case fw.err != nil:
+		// the client stopped reading (its context may not show it yet)
+		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
+		rl.status = 499
+	case runErr != nil:
 		// the upstream broke off mid-stream; the client got a properly
 		// terminated stream, the key gets the blame
 		o := classifyErr(runErr, resp.StatusCode)
@@ -666,12 +671,18 @@ func (i *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// flushWriter writes one client event at a time and flushes it at once.
+// flushWriter writes client events as the stream translator produces
+// them; flushBeforeRead flushes them to the client whenever the translator
+// is about to wait for more upstream bytes. Every event therefore leaves as
+// soon as the upstream bytes that carry it have been read, with no timer
+// and no added delay, but the events of one upstream read share one flush
+// (one chunk, one syscall) instead of one each.
 type flushWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	rl  *requestLog
-	err error
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	rl      *requestLog
+	pending bool
+	err     error
 }
 
 // WriteEvent implements translate.EventWriter.
@@ -679,17 +690,41 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	if f.err != nil {
 		return f.err
 	}
-	if f.rl.ttfb == 0 {
-		f.rl.ttfb = time.Since(f.rl.start)
-	}
 	if _, err := f.w.Write(p); err != nil {
 		f.err = err
 		return err
 	}
+	f.pending = true
+	return nil
+}
+
+// flush sends the written events to the client.
+func (f *flushWriter) flush() {
+	if !f.pending || f.err != nil {
+		return
+	}
+	f.pending = false
+	if f.rl.ttfb == 0 {
+		f.rl.ttfb = time.Since(f.rl.start)
+	}
 	if err := f.rc.Flush(); err != nil {
 		f.err = err
 	}
-	return f.err
+}
+
+// flushBeforeRead flushes pending client events before each read of the
+// upstream body (a read may block until the upstream sends more).
+type flushBeforeRead struct {
+	r  io.Reader
+	fw *flushWriter
+}
+
+func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	f.fw.flush()
+	if f.fw.err != nil {
+		return 0, f.fw.err // the client is gone: stop reading the upstream
+	}
+	return f.r.Read(p)
 }
 
 // unavailable is the failure when no key could be leased: 503 with
