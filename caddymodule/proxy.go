@@ -541,7 +541,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	// Streaming. Nothing is committed to the client until the upstream has
 	// produced its first bytes, so an upstream that fails before that (or
 	// sends an empty stream) can still be retried on another key.
-	first := make([]byte, 32<<10)
+	first := make([]byte, 4<<10) // small: it lives as long as the stream
 	var n int
 	for n == 0 && err == nil {
 		n, err = body.Read(first)
