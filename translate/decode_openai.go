@@ -177,30 +177,8 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := root.get("tool_choice")
-	switch {
-	case tc.Type == gjson.String:
-		switch tc.Str {
-		case "auto", "none":
-			r.toolChoice = tc.Str
-		case "required":
-			r.toolChoice = "any"
-		default:
-			return nil, unsupported("tool_choice", "tool_choice: unknown value %q", tc.Str)
-		}
-	case tc.IsObject():
-		switch tc.Get("type").String() {
-		case "function":
-			r.toolChoice, r.toolChoiceName = "tool", tc.Get("function.name").String()
-			if r.toolChoiceName == "" {
-				return nil, invalid("tool_choice", "tool_choice.function.name: required")
-			}
-		case "allowed_tools":
-			r.toolChoice = "auto"
-			if tc.Get("allowed_tools.mode").String() == "required" {
-				r.toolChoice = "any"
-			}
-		}
+	if r.toolChoice, r.toolChoiceName, err = openAIToolChoice(root.get("tool_choice"), "function.name", "allowed_tools.mode"); err != nil {
+		return nil, err
 	}
 	if p := root.get("parallel_tool_calls"); p.IsBool() {
 		b := p.Bool()
@@ -458,4 +436,35 @@ func chatFinish(stop string) string {
 		return "content_filter"
 	}
 	return "stop"
+}
+
+// openAIToolChoice decodes an OpenAI tool_choice (Chat Completions and
+// Responses differ only in where the named tool and the allowed_tools mode
+// sit: namePath and modePath) into the canonical choice ("", "auto",
+// "none", "any" or "tool") and the named tool.
+func openAIToolChoice(tc gjson.Result, namePath, modePath string) (choice, name string, err *Error) {
+	switch {
+	case tc.Type == gjson.String:
+		switch tc.Str {
+		case "auto", "none":
+			return tc.Str, "", nil
+		case "required":
+			return "any", "", nil
+		}
+		return "", "", unsupported("tool_choice", "tool_choice: unknown value %q", tc.Str)
+	case tc.IsObject():
+		switch tc.Get("type").String() {
+		case "function":
+			if name = tc.Get(namePath).String(); name == "" {
+				return "", "", invalid("tool_choice."+namePath, "tool_choice.%s: required", namePath)
+			}
+			return "tool", name, nil
+		case "allowed_tools":
+			if tc.Get(modePath).String() == "required" {
+				return "any", "", nil
+			}
+			return "auto", "", nil
+		}
+	}
+	return "", "", nil
 }

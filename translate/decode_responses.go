@@ -183,30 +183,8 @@ func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := root.get("tool_choice")
-	switch {
-	case tc.Type == gjson.String:
-		switch tc.Str {
-		case "auto", "none":
-			r.toolChoice = tc.Str
-		case "required":
-			r.toolChoice = "any"
-		default:
-			return nil, unsupported("tool_choice", "tool_choice: unknown value %q", tc.Str)
-		}
-	case tc.IsObject():
-		switch tc.Get("type").String() {
-		case "function":
-			r.toolChoice, r.toolChoiceName = "tool", tc.Get("name").String()
-			if r.toolChoiceName == "" {
-				return nil, invalid("tool_choice.name", "tool_choice.name: required")
-			}
-		case "allowed_tools":
-			r.toolChoice = "auto"
-			if tc.Get("mode").String() == "required" {
-				r.toolChoice = "any"
-			}
-		}
+	if r.toolChoice, r.toolChoiceName, err = openAIToolChoice(root.get("tool_choice"), "name", "mode"); err != nil {
+		return nil, err
 	}
 	if p := root.get("parallel_tool_calls"); p.IsBool() {
 		b := p.Bool()
