@@ -106,11 +106,14 @@ func TestAnthropicSDKThroughGateway(t *testing.T) {
 		t.Fatalf("estimated count: %v %s", err, n.RawJSON())
 	}
 	// models in Anthropic's shape when anthropic-version is sent
+	// (the pools here list no exact model names, only wildcards)
 	ms, err := c.Models.List(ctx, anthropic.ModelListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = ms
+	if len(ms.Data) != 0 || ms.HasMore {
+		t.Fatalf("models list %s", ms.RawJSON())
+	}
 }
 
 func streamAnthropic(t *testing.T, c anthropic.Client, p anthropic.MessageNewParams) anthropic.Message {
@@ -235,7 +238,10 @@ func TestOpenAIResponsesSDK(t *testing.T) {
 			if err != nil || res.OutputText() != mockupstream.ToolText("sunny") {
 				t.Fatalf("final %v %q", err, res.OutputText())
 			}
-			_ = m
+			// instructions reached the upstream as its system prompt
+			if !strings.Contains(string(m.Stats(up.key).LastBody), `"be brief"`) {
+				t.Fatalf("instructions lost: %s", m.Stats(up.key).LastBody)
+			}
 		})
 	}
 	// stateful requests are refused clearly, in OpenAI's error shape

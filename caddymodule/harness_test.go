@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -156,18 +155,6 @@ func post(t testing.TB, url string, body []byte, hdr ...string) (*http.Response,
 		t.Fatal(err)
 	}
 	return resp, b
-}
-
-// sseData returns the data payloads of an SSE body, in order.
-func sseData(body []byte) []string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // eventually polls cond every 2 ms until it holds or within elapses.

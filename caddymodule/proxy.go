@@ -195,7 +195,16 @@ func (c *call) body(up translate.Dialect) ([]byte, error) {
 	if up == c.dialect && model == c.clientModel {
 		model = "" // pass through untouched
 	}
-	b, err := translate.TranslateRequest(c.dialect, up, c.raw, model)
+	var b []byte
+	var err error
+	switch {
+	case up != c.dialect:
+		b, err = translate.TranslateRequest(c.dialect, up, c.raw, model)
+	case model == "":
+		b = c.raw // validated once already (ValidateRequest): no second scan
+	default:
+		b, err = translate.SetModel(c.raw, model)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -43,13 +43,3 @@ func (p *pool) upstreamModel(model string) string {
 	}
 	return model
 }
-
-// route returns the first pool (by priority) that serves model, or nil.
-func (h *Handler) route(model string) *pool {
-	for _, p := range h.sortedPools {
-		if p.serves(model) {
-			return p
-		}
-	}
-	return nil
-}

@@ -46,26 +46,6 @@ func (b bitset) next(i int) int {
 	}
 }
 
-// scan calls f on members in cyclic order starting at from (from, from+1,
-// ..., wrapping past n to 0 ... from-1) until f returns true; it returns
-// that member or -1.
-func (b bitset) scan(from, n int, f func(i int) bool) int {
-	if from >= n {
-		from = 0
-	}
-	for i := b.next(from); i >= 0 && i < n; i = b.next(i + 1) {
-		if f(i) {
-			return i
-		}
-	}
-	for i := b.next(0); i >= 0 && i < from; i = b.next(i + 1) {
-		if f(i) {
-			return i
-		}
-	}
-	return -1
-}
-
 // prio is a heap entry's sort key, compared lexicographically (a, then
 // b, then c, then the key's index). It is stored in the entry so that
 // sifting compares entries in one contiguous slice without touching the
@@ -122,8 +102,6 @@ func (h *keyHeap) top() *Key {
 	}
 	return h.es[0].k
 }
-
-func (h *keyHeap) contains(k *Key) bool { return h.pos[k.idx] >= 0 }
 
 func (h *keyHeap) push(k *Key) {
 	h.pos[k.idx] = int32(len(h.es))

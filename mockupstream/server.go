@@ -51,7 +51,6 @@ package mockupstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -595,13 +594,4 @@ func (c *call) requestID() string { return "req_mock" + itoa(int64(c.id)) }
 func itoa(n int64) string {
 	var b [20]byte
 	return string(appendInt(b[:0], n))
-}
-
-// peekModel extracts the "model" field of a JSON body, if any.
-func peekModel(body []byte) string {
-	var v struct {
-		Model string `json:"model"`
-	}
-	_ = json.Unmarshal(body, &v)
-	return v.Model
 }

@@ -99,7 +99,7 @@ func TestAddStreamUsageAndHide(t *testing.T) {
 	if asked || string(out) != `{"model":"m","stream":true,"messages":[],"stream_options":{"include_usage":true}}` {
 		t.Errorf("%v %s", asked, out)
 	}
-	if out, asked = AddStreamUsage([]byte(`{"stream":true,"stream_options":{"include_usage":true}}`)); !asked {
+	if _, asked = AddStreamUsage([]byte(`{"stream":true,"stream_options":{"include_usage":true}}`)); !asked {
 		t.Error("client ask not seen")
 	}
 	if out, _ = AddStreamUsage([]byte(`{"messages":[]}`)); string(out) != `{"messages":[]}` {

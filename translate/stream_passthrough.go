@@ -15,18 +15,17 @@ import (
 // passState is what a passthrough needs to know to close a stream the
 // upstream left open.
 type passState struct {
-	started   bool
-	finished  bool // finish_reason / message_delta seen
-	done      bool // terminator seen
-	sawTool   bool
-	open      []int // Anthropic open block indexes
-	id        string
-	created   int64
-	upModel   string
-	errored   bool
-	lastSeq   int64
-	respID    string
-	respModel string
+	started  bool
+	finished bool // finish_reason / message_delta seen
+	done     bool // terminator seen
+	sawTool  bool
+	open     []int // Anthropic open block indexes
+	id       string
+	created  int64
+	upModel  string
+	errored  bool
+	lastSeq  int64
+	respID   string
 }
 
 func (t *StreamTranslator) passEvent(ev *SSEEvent) {
