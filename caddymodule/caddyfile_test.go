@@ -110,24 +110,24 @@ func TestCaddyfileFullGrammar(t *testing.T) {
 }
 
 func TestCaddyfileErrors(t *testing.T) {
-	cases := map[string]string{
-		"unknown subdirective":  "llm_gateway {\n bogus 1\n}",
-		"pool without name":     "llm_gateway {\n pool {\n }\n}",
-		"key without base_url":  "llm_gateway {\n pool p {\n key sk-x\n }\n}",
-		"bad duration":          "llm_gateway {\n pool p {\n cooldown_after_success soon\n }\n}",
-		"negative retries":      "llm_gateway {\n pool p {\n max_retries -1\n }\n}",
-		"zero concurrency":      "llm_gateway {\n pool p {\n max_concurrency_per_key 0\n }\n}",
-		"model_map one arg":     "llm_gateway {\n pool p {\n model_map gpt-4o\n }\n}",
-		"duplicate pool":        "llm_gateway {\n pool p {\n }\n pool p {\n }\n}",
-		"auth bogus":            "llm_gateway {\n auth maybe\n}",
-		"unknown key option":    "llm_gateway {\n pool p {\n key sk-x http://a {\n colour red\n }\n }\n}",
-		"argument on directive": "llm_gateway extra {\n}",
+	cases := []struct{ name, input, want string }{
+		{"unknown subdirective", "llm_gateway {\n bogus 1\n}", "unrecognized llm_gateway subdirective 'bogus'"},
+		{"pool without name", "llm_gateway {\n pool {\n }\n}", "pool needs a name"},
+		{"key without base_url", "llm_gateway {\n pool p {\n key sk-x\n }\n}", "base_url is required"},
+		{"bad duration", "llm_gateway {\n pool p {\n cooldown_after_success soon\n }\n}", "cooldown_after_success: bad duration 'soon'"},
+		{"negative retries", "llm_gateway {\n pool p {\n max_retries -1\n }\n}", "max_retries: want an integer >= 0"},
+		{"zero concurrency", "llm_gateway {\n pool p {\n max_concurrency_per_key 0\n }\n}", "max_concurrency_per_key: want an integer >= 1"},
+		{"model_map one arg", "llm_gateway {\n pool p {\n model_map gpt-4o\n }\n}", "model_map needs <pattern> <upstream-model>"},
+		{"duplicate pool", "llm_gateway {\n pool p {\n }\n pool p {\n }\n}", "pool 'p' is defined twice"},
+		{"auth bogus", "llm_gateway {\n auth maybe\n}", "auth: want 'off' or 'on'"},
+		{"unknown key option", "llm_gateway {\n pool p {\n key sk-x http://a {\n colour red\n }\n }\n}", "unrecognized key subdirective 'colour'"},
+		{"argument on directive", "llm_gateway extra {\n}", "wrong argument count"},
 	}
-	for name, input := range cases {
+	for _, c := range cases {
 		var h Handler
-		err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input))
-		if err == nil {
-			t.Errorf("%s: accepted", name)
+		err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(c.input))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", c.name, err, c.want)
 		}
 	}
 }
