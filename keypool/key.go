@@ -73,6 +73,14 @@ type Key struct {
 	ema    float64 // TTFB moving average in ns; 0: never measured
 	emaN   int64
 
+	// cluster mode (see shared.go): a gate the Backend reported shut,
+	// mirrored until it opens or an event says the key changed
+	shUntil  time.Time
+	shReason string
+	shEpoch  uint64 // bumped by every event, so a stale refusal is not mirrored
+	degReq   int64  // quota requests and tokens counted while the Backend was unreachable
+	degTok   int64
+
 	requests  int64
 	failures  int64
 	lastUsed  time.Time
@@ -119,6 +127,9 @@ const (
 func (k *Key) gate(now time.Time, s *Settings, pace bool) (ok bool, reason string, until time.Time) {
 	if k.disabled {
 		return false, reasonDisabled, time.Time{}
+	}
+	if now.Before(k.shUntil) {
+		return false, k.shReason, k.shUntil
 	}
 	if now.Before(k.cooldownUntil) {
 		return false, k.cooldownReason, k.cooldownUntil

@@ -1,6 +1,9 @@
 package keypool
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Lease is a reserved slot on one key. Release it exactly once with the
 // attempt's outcome; further calls are ignored.
@@ -15,6 +18,8 @@ type Lease struct {
 	early       bool // an early probe of a cooling key
 	affinityHit bool
 	released    bool // guarded by pool.mu
+	id          string // cluster mode: the backend's lease id
+	shared      bool   // cluster mode: registered with the backend
 }
 
 // Key returns the leased key.
@@ -117,10 +122,27 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 func (l *Lease) Release(o Outcome) {
 	p := l.pool
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if l.released {
+		p.mu.Unlock()
 		return
 	}
+	b := p.backend
+	var before keyView
+	if b != nil {
+		before = l.key.view()
+	}
+	l.releaseLocked(o)
+	if b == nil {
+		p.mu.Unlock()
+		return
+	}
+	rel := p.sharedReleaseLocked(l, &o, before, p.clock.Now())
+	p.mu.Unlock()
+	_ = b.Release(context.Background(), rel) // the backend logs and meters its own failures
+}
+
+func (l *Lease) releaseLocked(o Outcome) {
+	p := l.pool
 	l.released = true
 	k := l.key
 	k.inFlight--

@@ -42,6 +42,9 @@ type Pool struct {
 	changed  chan struct{} // closed and replaced whenever a key may have become eligible
 	waiting  int           // requests blocked in Acquire
 	ctx      pickCtx       // reused by pickLocked
+	candBuf  [3]*Key       // pickLocked's result
+
+	shared // cluster state (backend.go, shared.go); zero: memory only
 }
 
 // New returns a pool named name (used in errors) with the given settings
@@ -261,25 +264,36 @@ func (p *Pool) Acquire(ctx context.Context, opts AcquireOptions) (*Lease, error)
 		if deadline.IsZero() {
 			deadline = now.Add(opts.Timeout)
 		}
-		if l := p.tryLocked(now, &opts); l != nil {
-			p.mu.Unlock()
-			return l, nil
-		}
-		wake, anyBusy, retry := p.blockedLocked(now, &opts)
-		if retry {
-			// a gate opened a hair before its timed-heap entry fell due;
-			// the key is indexed now
-			if l := p.tryLocked(now, &opts); l != nil {
-				p.mu.Unlock()
-				return l, nil
+		cands, early, pinned := p.pickLocked(now, &opts)
+		var wake time.Time
+		anyBusy := false
+		if len(cands) == 0 {
+			var retry bool
+			wake, anyBusy, retry = p.blockedLocked(now, &opts)
+			if retry {
+				// a gate opened a hair before its timed-heap entry fell
+				// due; the key is indexed now
+				cands, early, pinned = p.pickLocked(now, &opts)
 			}
 		}
-		if !anyBusy {
+		if len(cands) == 0 && !anyBusy {
 			if k := p.earlyProbeLocked(now, &opts); k != nil {
-				l := p.leaseLocked(k, now, &opts, true)
+				cands, early = append(p.candBuf[:0], k), true
+			}
+		}
+		if len(cands) > 0 {
+			if p.backend == nil {
+				l := p.leaseLocked(cands[0], now, &opts, early)
+				l.affinityHit = pinned
 				p.mu.Unlock()
 				return l, nil
 			}
+			l, err := p.acquireSharedLocked(ctx, now, cands, early, pinned, &opts)
+			p.mu.Unlock()
+			if l != nil || err != nil {
+				return l, err
+			}
+			continue // every candidate was refused: pick again
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 || (!anyBusy && (wake.IsZero() || wake.After(deadline))) {
@@ -314,28 +328,41 @@ func (p *Pool) Acquire(ctx context.Context, opts AcquireOptions) (*Lease, error)
 	}
 }
 
-// tryLocked picks a key for opts at now (affinity first, then the
-// strategy) and leases it; nil when no key is eligible.
-func (p *Pool) tryLocked(now time.Time, opts *AcquireOptions) *Lease {
+// pickLocked picks the keys to lease for opts at now: the session's
+// pinned key when it is eligible (pinned is then true), else the
+// strategy's choice. Without a Backend it returns one key; with one, up
+// to len(p.candBuf) in order of preference, so a key another instance
+// holds costs no extra round trip. The slice is p.candBuf's; nil when no
+// key is eligible.
+func (p *Pool) pickLocked(now time.Time, opts *AcquireOptions) (cands []*Key, early, pinned bool) {
 	p.drainTimedLocked(now)
 	c := &p.ctx
 	c.p, c.now, c.skip, c.model = p, now, opts.Skip, opts.Model
-	defer func() { c.skip = nil }()
-	affinity := opts.Session != "" && p.settings.AffinityTTL > 0
-	if affinity {
+	defer func() { c.skip, c.exclude = nil, nil }()
+	n := 1
+	if p.backend != nil {
+		n = len(p.candBuf)
+	}
+	cands = p.candBuf[:0]
+	if opts.Session != "" && p.settings.AffinityTTL > 0 {
 		if fp := p.aff.get(opts.Session, now, p.settings.AffinityTTL); fp != "" {
 			if k := p.byFP[fp]; k != nil && k.ready && c.accept(k) && p.strat.allowAffinity(k, c) {
-				l := p.leaseLocked(k, now, opts, false)
-				l.affinityHit = true
-				return l
+				cands, pinned = append(cands, k), true
 			}
 		}
 	}
-	k := p.strat.pick(c)
-	if k == nil {
-		return nil
+	for len(cands) < n {
+		c.exclude = cands
+		k := p.strat.pick(c)
+		if k == nil {
+			break
+		}
+		cands = append(cands, k)
 	}
-	return p.leaseLocked(k, now, opts, false)
+	if len(cands) == 0 {
+		return nil, false, false
+	}
+	return cands, false, pinned
 }
 
 // blockedLocked is the slow path after a failed pick: it looks at every
@@ -361,8 +388,9 @@ func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Tim
 		case ok:
 			anyBusy = true // eligible yet not picked: try again at once
 		case reason == reasonBusy || reason == reasonProbe:
-			anyBusy = true
-		case !until.IsZero() && (wake.IsZero() || until.Before(wake)):
+			anyBusy = true // a release may help (a shared one is also re-checked at until)
+		}
+		if !ok && !until.IsZero() && (wake.IsZero() || until.Before(wake)) {
 			wake = until
 		}
 	}
@@ -379,7 +407,7 @@ func (p *Pool) earlyProbeLocked(now time.Time, opts *AcquireOptions) *Key {
 	var best *Key
 	bestFrac := 0.0
 	for _, k := range p.keys {
-		if k.disabled || k.probeInFlight || k.inFlight >= k.capacity(&p.settings) || now.Before(k.nextProbe) {
+		if k.disabled || k.probeInFlight || k.inFlight >= k.capacity(&p.settings) || now.Before(k.nextProbe) || now.Before(k.shUntil) {
 			continue
 		}
 		if opts.Skip != nil && opts.Skip(k) {

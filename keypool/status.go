@@ -251,11 +251,12 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 // ClearCooldown ends the cooldown, resets the breaker and lifts the
 // per-model benches of the key with the given id or fingerprint ("" clears
 // all keys). It returns how many keys were cleared. Rate and quota usage
-// are kept.
+// are kept. In cluster mode (SetBackend) the shared state of those keys is
+// cleared too and every instance is told.
 func (p *Pool) ClearCooldown(key string) int {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	n := 0
+	var fps []string
 	for _, k := range p.keys {
 		if key != "" && key != k.id && key != k.fingerprint {
 			continue
@@ -264,10 +265,16 @@ func (p *Pool) ClearCooldown(key string) int {
 		k.breaker, k.breakerTrips, k.consecFailures, k.consec429 = BreakerClosed, 0, 0, 0
 		k.probePending = false
 		k.models = nil
+		k.shUntil, k.shReason = time.Time{}, ""
 		p.refreshLocked(k, p.clock.Now())
 		n++
+		if p.backend != nil {
+			fps = append(fps, k.fingerprint)
+		}
 	}
 	p.broadcastLocked()
+	p.mu.Unlock()
+	p.clearShared(fps)
 	return n
 }
 

@@ -32,6 +32,7 @@ type pickCtx struct {
 	now     time.Time
 	skip    func(*Key) bool
 	model   string
+	exclude []*Key // already chosen for this request
 	scratch []int
 }
 
@@ -40,6 +41,11 @@ type pickCtx struct {
 func (c *pickCtx) accept(k *Key) bool {
 	if c.skip != nil && c.skip(k) {
 		return false
+	}
+	for _, x := range c.exclude {
+		if x == k {
+			return false
+		}
 	}
 	if c.model != "" && k.models != nil {
 		if b, _ := k.benched(c.model, c.now); b {

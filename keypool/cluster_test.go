@@ -1,0 +1,253 @@
+package keypool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// cluster returns n pools named "main" over the same keys, sharing one
+// MemoryBackend on one fake clock: n gateway instances in one process.
+func cluster(t *testing.T, n int, s Settings, kc []KeyConfig, lease time.Duration) ([]*Pool, *MemoryBackend, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock()
+	b := NewMemoryBackend(clk)
+	ps := make([]*Pool, n)
+	for i := range ps {
+		p, err := New("main", s, kc, clk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.SetBackend(b, SharedOptions{Instance: fmt.Sprintf("inst%d", i), LeaseTTL: lease, Poll: time.Second})
+		b.Attach(p)
+		ps[i] = p
+	}
+	return ps, b, clk
+}
+
+func tryAcquire(p *Pool) (*Lease, error) {
+	return p.Acquire(context.Background(), AcquireOptions{})
+}
+
+func TestClusterCapSharedAndReleaseWakes(t *testing.T) {
+	ps, b, clk := cluster(t, 2, Settings{MaxConcurrencyPerKey: 1}, keys(1), time.Minute)
+	a := mustAcquire(t, ps[0])
+	if _, err := tryAcquire(ps[1]); err == nil {
+		t.Fatal("instance B leased a key capped at 1 that A holds")
+	}
+	if s := status(ps[1], "k0"); s.State != "busy" {
+		t.Fatalf("B's view of the key: %+v", s)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := ps[1].Acquire(context.Background(), AcquireOptions{Timeout: time.Minute})
+		if err == nil {
+			l.Release(Outcome{Kind: Success})
+		}
+		got <- err
+	}()
+	waitFor(t, func() bool { return clk.pending() == 1 }) // B waits, without polling
+	calls := b.Calls()
+	a.Release(Outcome{Kind: Success})
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// A's release, B's acquire and B's release: one round trip each
+	if d := b.Calls() - calls; d != 3 {
+		t.Fatalf("round trips for release+acquire+release = %d, want 3", d)
+	}
+}
+
+func TestClusterCooldownSeenByOthers(t *testing.T) {
+	ps, _, clk := cluster(t, 2, Settings{MaxConcurrencyPerKey: 5}, keys(2), time.Minute)
+	var l *Lease
+	for l == nil || l.Key().ID() != "k0" {
+		if l != nil {
+			l.Release(Outcome{Kind: Success})
+		}
+		l = mustAcquire(t, ps[0])
+	}
+	l.Release(Outcome{Kind: RateLimited, Status: 429, RetryAfter: 30 * time.Second, HasRetryAfter: true})
+	s := status(ps[1], "k0")
+	if s.State != "cooling" || s.Reason != "rate_limited" || s.SecondsLeft != 30 {
+		t.Fatalf("B's view after A's 429: %+v", s)
+	}
+	for i := 0; i < 10; i++ {
+		l := mustAcquire(t, ps[1])
+		if l.Key().ID() == "k0" {
+			t.Fatal("B used the key A saw cooling")
+		}
+		l.Release(Outcome{Kind: Success})
+	}
+	clk.Advance(30 * time.Second)
+	seen := false
+	for i := 0; i < 4 && !seen; i++ {
+		l := mustAcquire(t, ps[1])
+		seen = l.Key().ID() == "k0"
+		l.Release(Outcome{Kind: Success})
+	}
+	if !seen {
+		t.Fatal("the key was not used again after the cooldown")
+	}
+}
+
+func TestClusterQuotaCountedOnce(t *testing.T) {
+	kc := keys(1)
+	kc[0].Quota = Quota{Requests: 7, Period: time.Hour}
+	ps, _, _ := cluster(t, 3, Settings{MaxConcurrencyPerKey: 100}, kc, time.Minute)
+	granted := 0
+	for i := 0; i < 30; i++ {
+		l, err := tryAcquire(ps[i%3])
+		if err != nil {
+			continue
+		}
+		granted++
+		l.Release(Outcome{Kind: Success})
+	}
+	if granted != 7 {
+		t.Fatalf("granted %d requests cluster-wide on a quota of 7", granted)
+	}
+}
+
+func TestClusterSingleHalfOpenProbe(t *testing.T) {
+	s := Settings{MaxConcurrencyPerKey: 5, ErrorCooldown: time.Second, BreakerOpen: 30 * time.Second, FailureThreshold: 3}
+	ps, _, clk := cluster(t, 3, s, keys(1), time.Minute)
+	for i := 0; i < 3; i++ {
+		mustAcquire(t, ps[0]).Release(Outcome{Kind: ServerError, Status: 500})
+		clk.Advance(2 * time.Second)
+	}
+	if st := status(ps[2], "k0"); st.State != "breaker_open" {
+		t.Fatalf("C's view after A opened the breaker: %+v", st)
+	}
+	clk.Advance(30 * time.Second)
+	var probes []*Lease
+	for i := 0; i < 9; i++ {
+		if l, err := tryAcquire(ps[i%3]); err == nil {
+			probes = append(probes, l)
+		}
+	}
+	if len(probes) != 1 || !probes[0].Probe() {
+		t.Fatalf("%d leases after the open period, want exactly one probe", len(probes))
+	}
+	probes[0].Release(Outcome{Kind: Success})
+	for i := 0; i < 3; i++ {
+		l, err := tryAcquire(ps[i])
+		if err != nil || l.Probe() {
+			t.Fatalf("instance %d after a good probe: %v probe=%v", i, err, l != nil && l.Probe())
+		}
+		l.Release(Outcome{Kind: Success})
+	}
+}
+
+func TestClusterCrashedInstanceLeaseExpires(t *testing.T) {
+	ps, _, clk := cluster(t, 2, Settings{MaxConcurrencyPerKey: 1}, keys(1), 10*time.Second)
+	mustAcquire(t, ps[0]) // A crashes holding it: never released
+	if _, err := tryAcquire(ps[1]); err == nil {
+		t.Fatal("B leased a held key")
+	}
+	clk.Advance(9 * time.Second)
+	if _, err := tryAcquire(ps[1]); err == nil {
+		t.Fatal("B leased the key before the lease expired")
+	}
+	clk.Advance(2 * time.Second) // past the lease (and B's poll)
+	l, err := tryAcquire(ps[1])
+	if err != nil {
+		t.Fatalf("slot did not come back after the lease: %v", err)
+	}
+	l.Release(Outcome{Kind: Success})
+}
+
+func TestClusterDegradedThenResync(t *testing.T) {
+	ps, b, clk := cluster(t, 2, Settings{MaxConcurrencyPerKey: 1}, keys(1), time.Minute)
+	b.SetFailing(true)
+	la := mustAcquire(t, ps[0]) // each serves on local state
+	lb := mustAcquire(t, ps[1])
+	if _, err := tryAcquire(ps[0]); err == nil {
+		t.Fatal("local cap not enforced while degraded")
+	}
+	lb.Release(Outcome{Kind: Success})
+	b.SetFailing(false)
+	if err := ps[0].Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second) // past B's mirrored busy gate, if any
+	if _, err := tryAcquire(ps[1]); err == nil {
+		t.Fatal("after resync, B leased the key A still holds")
+	}
+	la.Release(Outcome{Kind: Success})
+	l, err := tryAcquire(ps[1])
+	if err != nil {
+		t.Fatalf("after A's release: %v", err)
+	}
+	l.Release(Outcome{Kind: Success})
+}
+
+func TestClusterRoundRobinSpreads(t *testing.T) {
+	ps, _, _ := cluster(t, 2, Settings{MaxConcurrencyPerKey: 100}, keys(4), time.Minute)
+	counts := map[string]int{}
+	var held []*Lease
+	for i := 0; i < 40; i++ {
+		l := mustAcquire(t, ps[i%2])
+		counts[l.Key().ID()]++
+		held = append(held, l)
+	}
+	for id, n := range counts {
+		if n != 10 {
+			t.Fatalf("key %s got %d of 40 concurrent leases (want 10 each): %v", id, n, counts)
+		}
+	}
+	for _, l := range held {
+		l.Release(Outcome{Kind: Success})
+	}
+}
+
+func TestClusterClearReachesOthers(t *testing.T) {
+	ps, _, _ := cluster(t, 2, Settings{MaxConcurrencyPerKey: 1}, keys(1), time.Minute)
+	mustAcquire(t, ps[0]).Release(Outcome{Kind: InvalidKey, Status: 401})
+	if _, err := tryAcquire(ps[1]); err == nil {
+		t.Fatal("B leased a key A found invalid")
+	}
+	if n := ps[0].ClearCooldown("k0"); n != 1 {
+		t.Fatalf("cleared %d", n)
+	}
+	l, err := tryAcquire(ps[1])
+	if err != nil {
+		t.Fatalf("B after A's clear: %v", err)
+	}
+	l.Release(Outcome{Kind: Success})
+}
+
+func TestClusterAffinityFollowsSession(t *testing.T) {
+	ps, _, _ := cluster(t, 2, Settings{MaxConcurrencyPerKey: 10, AffinityTTL: time.Hour}, keys(4), time.Minute)
+	first, err := ps[0].Acquire(context.Background(), AcquireOptions{Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release(Outcome{Kind: Success})
+	// B has never seen the session: its first request learns the pin,
+	// the next ones follow it
+	l, _ := ps[1].Acquire(context.Background(), AcquireOptions{Session: "s1"})
+	l.Release(Outcome{Kind: Success})
+	for i := 0; i < 5; i++ {
+		l, err := ps[1].Acquire(context.Background(), AcquireOptions{Session: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Key() != nil && l.Key().Fingerprint() != first.Key().Fingerprint() {
+			t.Fatalf("request %d went to %s, the session is pinned to %s", i, l.Key().ID(), first.Key().ID())
+		}
+		l.Release(Outcome{Kind: Success})
+	}
+}
+
+func TestClusterUnavailableSummaryNamesSharedReason(t *testing.T) {
+	ps, _, _ := cluster(t, 2, Settings{MaxConcurrencyPerKey: 1}, keys(1), time.Minute)
+	mustAcquire(t, ps[0]).Release(Outcome{Kind: RateLimited, Status: 429, RetryAfter: 20 * time.Second, HasRetryAfter: true})
+	_, err := tryAcquire(ps[1])
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.RetryAfter != 20*time.Second {
+		t.Fatalf("B's error: %v", err)
+	}
+}
