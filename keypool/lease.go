@@ -17,7 +17,7 @@ type Lease struct {
 	probe       bool
 	early       bool // an early probe of a cooling key
 	affinityHit bool
-	released    bool // guarded by pool.mu
+	released    bool   // guarded by pool.mu
 	id          string // cluster mode: the backend's lease id
 	shared      bool   // cluster mode: registered with the backend
 }
