@@ -36,6 +36,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_request_body <size>          # e.g. 8MiB
 //	    usage_file <path>|off
 //	    log_payloads
+//	    state memory|redis [{ ... }]     # see StateConfig
 //	    pool <name> {
 //	        models <pattern...>
 //	        model_map <pattern> <upstream-model>
@@ -133,6 +134,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_request_body: bad size '%s'", v)
 			}
 			h.MaxRequestBody = int64(size)
+		case "state":
+			sc, err := unmarshalState(d)
+			if err != nil {
+				return err
+			}
+			h.State = sc
 		case "pool":
 			pc, err := unmarshalPool(d)
 			if err != nil {

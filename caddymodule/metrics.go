@@ -107,6 +107,9 @@ func registerMetrics(reg *prometheus.Registry) error {
 		gatewayMetrics.acquireWait,
 		gatewayMetrics.tokens,
 		gatewayMetrics.keys,
+		stateMetrics().up,
+		stateMetrics().requests,
+		stateMetrics().duration,
 	} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

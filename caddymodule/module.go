@@ -80,11 +80,17 @@ type Handler struct {
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
+	// State chooses where pool runtime state lives: in this instance's
+	// memory (default) or in Redis, shared by several instances. See
+	// StateConfig.
+	State *StateConfig `json:"state,omitempty"`
+
 	gatewayKeys []*gwKey
 	pools       []*pool
 	sortedPools []*pool  // by priority, then configuration order
 	stored      []string // registry keys this instance holds a reference to
 	loadID      any      // the config load that provisioned this instance
+	stateKey    string   // stateRegistry key held, "" for memory
 	logger      *zap.Logger
 	metrics     *metrics // nil until metrics are provisioned
 }
@@ -190,6 +196,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.sortedPools = append([]*pool(nil), h.pools...)
 	sort.SliceStable(h.sortedPools, func(i, j int) bool { return h.sortedPools[i].priority < h.sortedPools[j].priority })
+	if err := h.provisionState(repl); err != nil {
+		return err
+	}
 	h.metrics = h.provisionInstrumentation(ctx)
 	return nil
 }
@@ -466,6 +475,7 @@ func (h *Handler) Cleanup() error {
 		detachPool(k, h.loadID)
 	}
 	h.stored = nil
+	h.cleanupState()
 	return nil
 }
 

@@ -1,0 +1,415 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+)
+
+// redisBackend is the keypool.Backend of `state redis`: pool runtime state
+// shared by every gateway instance that uses the same Redis and prefix.
+// One lives per distinct Redis configuration in the process and is shared
+// across config reloads (see stateRegistry). See state_lua.go for the
+// data layout.
+//
+// While Redis is unreachable every call fails at once (no round trip), the
+// pools serve on their local state, llm_gateway_state_backend_up reads 0,
+// and a probe pings Redis every second; when it answers, each pool's
+// local state is pushed back (keypool.Pool.Resync) and sharing resumes.
+type redisBackend struct {
+	client   *redis.Client
+	prefix   string
+	channel  string
+	lease    time.Duration
+	timeout  time.Duration
+	instance string
+	desc     string // address for logs (never the password)
+	logger   *zap.Logger
+
+	up      atomic.Bool
+	probing atomic.Bool
+
+	mu    sync.Mutex
+	pools map[string]*keypool.Pool
+	live  map[string]liveLease // by lease id, renewed every lease/3
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// liveLease is a lease the backend renews until it is released.
+type liveLease struct{ pool, fp string }
+
+// errStateDown is returned without a round trip while Redis is known to be
+// unreachable.
+var errStateDown = errors.New("shared state (redis) unreachable: serving on local state")
+
+func newRedisBackend(opts *redis.Options, prefix, desc string, lease, timeout time.Duration, logger *zap.Logger) *redisBackend {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &redisBackend{
+		client: redis.NewClient(opts), prefix: prefix, channel: prefix + "events",
+		lease: lease, timeout: timeout, instance: instanceID, desc: desc, logger: logger,
+		pools: map[string]*keypool.Pool{}, live: map[string]liveLease{},
+		ctx: ctx, cancel: cancel,
+	}
+	b.up.Store(true)
+	stateMetrics().up.Set(1)
+	if err := b.ping(ctx); err != nil {
+		b.down(err)
+	}
+	b.wg.Add(2)
+	go b.subscribe()
+	go b.renew()
+	return b
+}
+
+// Destruct implements caddy.Destructor: the last config using this Redis
+// configuration is gone.
+func (b *redisBackend) Destruct() error {
+	b.cancel()
+	err := b.client.Close()
+	b.wg.Wait()
+	return err
+}
+
+// attach makes p share its state here and receive events.
+func (b *redisBackend) attach(p *keypool.Pool, poll time.Duration) {
+	b.mu.Lock()
+	b.pools[p.Name()] = p
+	b.mu.Unlock()
+	p.SetBackend(b, keypool.SharedOptions{Instance: b.instance, LeaseTTL: b.lease, Poll: poll})
+}
+
+// ping reports whether Redis answers within the timeout.
+func (b *redisBackend) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.client.Ping(ctx).Err()
+}
+
+// keyNames returns the hash, lease set and rpm log of one key.
+func (b *redisBackend) keyNames(pool, fp string) (h, l, r string) {
+	base := b.prefix + "{" + pool + "}:"
+	return base + "k:" + fp, base + "l:" + fp, base + "r:" + fp
+}
+
+// call runs one round trip, metering it and noticing an outage.
+func (b *redisBackend) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	if !b.up.Load() || b.ctx.Err() != nil {
+		stateMetrics().requests.WithLabelValues(op, "skipped").Inc()
+		return errStateDown
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	err := f(cctx)
+	cancel()
+	m := stateMetrics()
+	m.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil && !errors.Is(err, redis.Nil) {
+		m.requests.WithLabelValues(op, "error").Inc()
+		if ctx.Err() == nil {
+			var rerr redis.Error
+			if errors.As(err, &rerr) && !strings.HasPrefix(rerr.Error(), "LOADING") {
+				b.logger.Error("shared state: redis refused a script", zap.String("op", op), zap.Error(err))
+			} else {
+				b.down(err)
+			}
+		}
+		return err
+	}
+	m.requests.WithLabelValues(op, "ok").Inc()
+	return nil
+}
+
+// down switches to local state and starts probing Redis.
+func (b *redisBackend) down(err error) {
+	if b.ctx.Err() != nil {
+		return // closed
+	}
+	if b.up.Swap(false) {
+		stateMetrics().up.Set(0)
+		b.logger.Warn("shared state unreachable: serving on local state, limits are per instance until it returns",
+			zap.String("redis", b.desc), zap.Error(err))
+	}
+	if b.probing.Swap(true) {
+		return
+	}
+	b.wg.Add(1)
+	go b.probe()
+}
+
+// probe pings Redis every second until it answers, then re-syncs the pools.
+func (b *redisBackend) probe() {
+	defer b.wg.Done()
+	defer b.probing.Store(false)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := b.ping(b.ctx); err != nil {
+			continue
+		}
+		b.up.Store(true)
+		stateMetrics().up.Set(1)
+		b.logger.Info("shared state reachable again: re-syncing pools", zap.String("redis", b.desc))
+		b.mu.Lock()
+		pools := make([]*keypool.Pool, 0, len(b.pools))
+		for _, p := range b.pools {
+			pools = append(pools, p)
+		}
+		b.mu.Unlock()
+		for _, p := range pools {
+			if err := p.Resync(b.ctx); err != nil {
+				b.logger.Warn("shared state: re-sync failed", zap.String("pool", p.Name()), zap.Error(err))
+			}
+		}
+		return
+	}
+}
+
+// Acquire implements keypool.Backend.
+func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) (keypool.SharedGrant, error) {
+	g := keypool.SharedGrant{Index: -1}
+	base := b.prefix + "{" + req.Pool + "}:"
+	keys := make([]string, 2, 2+3*len(req.Candidates))
+	keys[0], keys[1] = base+"rr", base+"a:"+req.Session
+	args := make([]any, 5, 5+11*len(req.Candidates))
+	args[0], args[1] = req.LeaseID, req.LeaseTTL.Milliseconds()
+	args[2], args[3], args[4] = boolArg(req.RoundRobin), int64(0), len(req.Candidates)
+	if req.Session != "" && req.AffinityTTL > 0 {
+		args[3] = req.AffinityTTL.Milliseconds()
+	}
+	for i := range req.Candidates {
+		c := &req.Candidates[i]
+		h, l, r := b.keyNames(req.Pool, c.Fingerprint)
+		keys = append(keys, h, l, r)
+		args = append(args, c.Fingerprint, c.MaxConcurrency, c.RPM, c.TPM, c.Tokens, c.QuotaRequests, c.QuotaTokens,
+			strconv.FormatInt(c.QuotaPeriod, 10), c.QuotaLeft.Milliseconds(), boolArg(c.Probe), boolArg(c.Early))
+	}
+	var res []any
+	err := b.call(ctx, "acquire", func(ctx context.Context) error {
+		var err error
+		res, err = acquireScript.Run(ctx, b.client, keys, args...).Slice()
+		return err
+	})
+	if err != nil {
+		return g, err
+	}
+	if len(res) < 5 || (len(res)-5)%3 != 0 {
+		return g, errors.New("shared state: malformed acquire reply")
+	}
+	g.Index = int(toInt(res[0]))
+	g.Probe, g.HalfOpen, g.BreakerTrips = toInt(res[1]) == 1, toInt(res[2]) == 1, int(toInt(res[3]))
+	g.Pinned, _ = res[4].(string)
+	for i := 5; i+2 < len(res); i += 3 {
+		reason, _ := res[i+1].(string)
+		g.Refused = append(g.Refused, keypool.SharedRefusal{Index: int(toInt(res[i])), Reason: reason,
+			Wait: time.Duration(toInt(res[i+2])) * time.Millisecond})
+	}
+	if g.Index >= 0 && g.Index < len(req.Candidates) {
+		b.mu.Lock()
+		b.live[req.LeaseID] = liveLease{pool: req.Pool, fp: req.Candidates[g.Index].Fingerprint}
+		b.mu.Unlock()
+	}
+	return g, nil
+}
+
+// Release implements keypool.Backend.
+func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) error {
+	b.mu.Lock()
+	delete(b.live, rel.LeaseID)
+	b.mu.Unlock()
+	h, l, _ := b.keyNames(rel.Pool, rel.Fingerprint)
+	return b.call(ctx, "release", func(ctx context.Context) error {
+		return releaseScript.Run(ctx, b.client, []string{h, l},
+			rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
+			boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
+			boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
+			b.channel, rel.Pool, rel.Instance, rel.Fingerprint).Err()
+	})
+}
+
+// Sync implements keypool.Backend: one pipelined round trip for all keys.
+func (b *redisBackend) Sync(ctx context.Context, pool string, keys []keypool.SharedSync) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return b.call(ctx, "sync", func(ctx context.Context) error {
+		_, err := b.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, k := range keys {
+				h, l, _ := b.keyNames(pool, k.Fingerprint)
+				args := []any{k.LeaseTTL.Milliseconds(), k.Cooldown.Milliseconds(), k.Reason, k.BreakerOpen.Milliseconds(),
+					k.BreakerTrips, boolArg(k.ProbePending), strconv.FormatInt(k.QuotaPeriod, 10), k.QuotaRequests, k.QuotaTokens}
+				for _, id := range k.Leases {
+					args = append(args, id)
+					b.mu.Lock()
+					b.live[id] = liveLease{pool: pool, fp: k.Fingerprint}
+					b.mu.Unlock()
+				}
+				syncScript.Eval(ctx, pipe, []string{h, l}, args...)
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// Clear implements keypool.Backend.
+func (b *redisBackend) Clear(ctx context.Context, pool, fp, instance string) error {
+	h, _, _ := b.keyNames(pool, fp)
+	return b.call(ctx, "clear", func(ctx context.Context) error {
+		return clearScript.Run(ctx, b.client, []string{h}, b.channel, pool, instance, fp).Err()
+	})
+}
+
+// Snapshot implements keypool.Backend: one pipelined round trip.
+func (b *redisBackend) Snapshot(ctx context.Context, pool string, fps []string) ([]keypool.SharedKeyState, error) {
+	out := make([]keypool.SharedKeyState, len(fps))
+	if len(fps) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.Cmd, len(fps))
+	err := b.call(ctx, "snapshot", func(ctx context.Context) error {
+		_, err := b.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, fp := range fps {
+				h, l, r := b.keyNames(pool, fp)
+				cmds[i] = snapshotScript.Eval(ctx, pipe, []string{h, l, r})
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cmds {
+		v, err := c.Slice()
+		if err != nil || len(v) < 12 {
+			return nil, errors.New("shared state: malformed snapshot reply")
+		}
+		st := keypool.SharedKeyState{Fingerprint: fps[i], InFlight: int(toInt(v[0])),
+			CooldownLeft: time.Duration(toInt(v[1])) * time.Millisecond,
+			BreakerLeft:  time.Duration(toInt(v[4])) * time.Millisecond, ProbeInFlight: toInt(v[5]) == 1,
+			RPMUsed: int(toInt(v[6])), TPMLevel: toInt(v[7]), QuotaRequests: toInt(v[9]), QuotaTokens: toInt(v[10]),
+			LatencyEMA: time.Duration(toInt(v[11]))}
+		st.CooldownReason, _ = v[2].(string)
+		st.Breaker = keypool.BreakerState(toInt(v[3])).String()
+		if s, _ := v[8].(string); s != "" {
+			st.QuotaPeriod, _ = strconv.ParseInt(s, 10, 64)
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+// subscribe delivers other instances' events to the pools until Destruct.
+// go-redis re-subscribes by itself after a reconnect; events missed
+// meanwhile are covered by the pools' poll bound and the next refusal.
+func (b *redisBackend) subscribe() {
+	defer b.wg.Done()
+	ps := b.client.Subscribe(b.ctx, b.channel)
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			pool, ev, ok := parseStateEvent(msg.Payload)
+			if !ok {
+				continue
+			}
+			b.mu.Lock()
+			p := b.pools[pool]
+			b.mu.Unlock()
+			if p != nil {
+				p.Notify(ev)
+			}
+		}
+	}
+}
+
+// parseStateEvent reads "pool|instance|fp|flags|wait_ms|reason|ema_ns".
+func parseStateEvent(s string) (string, keypool.SharedEvent, bool) {
+	f := strings.Split(s, "|")
+	if len(f) != 7 {
+		return "", keypool.SharedEvent{}, false
+	}
+	wait, _ := strconv.ParseInt(f[4], 10, 64)
+	ema, _ := strconv.ParseInt(f[6], 10, 64)
+	return f[0], keypool.SharedEvent{Instance: f[1], Fingerprint: f[2], Clear: f[3] == "c", Reset: f[3] == "r",
+		Wait: time.Duration(wait) * time.Millisecond, Reason: f[5], EMA: time.Duration(ema)}, true
+}
+
+// renew extends the live leases every lease/3, in one pipelined round trip.
+func (b *redisBackend) renew() {
+	defer b.wg.Done()
+	t := time.NewTicker(max(b.lease/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		ids := make([]string, 0, len(b.live))
+		ls := make([]liveLease, 0, len(b.live))
+		for id, l := range b.live {
+			ids, ls = append(ids, id), append(ls, l)
+		}
+		b.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		_ = b.call(b.ctx, "renew", func(ctx context.Context) error {
+			_, err := b.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for i, id := range ids {
+					h, l, _ := b.keyNames(ls[i].pool, ls[i].fp)
+					renewScript.Eval(ctx, pipe, []string{h, l}, id, b.lease.Milliseconds())
+				}
+				return nil
+			})
+			return err
+		})
+	}
+}
+
+func boolArg(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// toInt reads an integer reply field.
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// Interface guard.
+var _ keypool.Backend = (*redisBackend)(nil)
