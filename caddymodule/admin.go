@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sync"
@@ -147,9 +148,71 @@ type poolView struct {
 	// Reason summarises why none can.
 	Ready  bool   `json:"ready"`
 	Reason string `json:"reason,omitempty"`
+	// State says where the pool's runtime state lives; with Redis, each
+	// key also carries its cluster-wide state (keyView.Cluster).
+	State stateView `json:"state"`
 	// Keys are the pool's keys in configured order.
 	Keys []keyView `json:"keys"`
 }
+
+// stateView is a pool's state backend in GET /llm_gateway/pools.
+type stateView struct {
+	// Backend is "memory" or "redis".
+	Backend string `json:"backend"`
+	// Redis is the server's host:port/db (never the password).
+	Redis string `json:"redis,omitempty"`
+	// Up is false while Redis is unreachable: limits are then per
+	// instance and the keys' cluster views are missing.
+	Up bool `json:"up"`
+	// Error says why the cluster view could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// clusterView is one key's cluster-wide state (state redis): what every
+// instance together holds and has learned.
+type clusterView struct {
+	// InFlight counts the live leases of all instances.
+	InFlight int `json:"in_flight"`
+	// CooldownReason and CooldownSecondsLeft describe the shared cooldown.
+	CooldownReason      string `json:"cooldown_reason,omitempty"`
+	CooldownSecondsLeft int    `json:"cooldown_seconds_left,omitempty"`
+	// Breaker is "closed", "open" or "half_open"; BreakerSecondsLeft is
+	// the open period left.
+	Breaker            string `json:"breaker"`
+	BreakerSecondsLeft int    `json:"breaker_seconds_left,omitempty"`
+	// ProbeInFlight: one instance holds the key's single probe.
+	ProbeInFlight bool `json:"probe_in_flight,omitempty"`
+	// RPMUsed counts requests in the last 60 s; TPMLevel is the tpm
+	// bucket's level in tokens.
+	RPMUsed  int   `json:"rpm_used,omitempty"`
+	TPMLevel int64 `json:"tpm_level,omitempty"`
+	// QuotaRequests and QuotaTokens are spent in the current quota period.
+	QuotaRequests int64 `json:"quota_requests,omitempty"`
+	QuotaTokens   int64 `json:"quota_tokens,omitempty"`
+	// TTFBMillis is the shared time-to-first-byte average.
+	TTFBMillis float64 `json:"ttfb_ema_ms,omitempty"`
+}
+
+// viewState fills pv.State and returns the keys' cluster state (nil in
+// memory mode or when Redis cannot be read).
+func viewState(kp *keypool.Pool, pv *poolView) []keypool.SharedKeyState {
+	pv.State = stateView{Backend: "memory", Up: true}
+	b, ok := kp.Backend().(*redisBackend)
+	if !ok {
+		return nil
+	}
+	pv.State = stateView{Backend: "redis", Redis: b.desc, Up: b.up.Load()}
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	shared, err := kp.SharedSnapshot(ctx)
+	if err != nil {
+		pv.State.Error = "cluster state unavailable: " + err.Error()
+		return nil
+	}
+	return shared
+}
+
+func secondsLeft(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 // keyView is one key in GET /llm_gateway/pools (see docs/operations.md).
 // It never holds a secret.
@@ -190,6 +253,10 @@ type keyView struct {
 	TTFBMillis int64 `json:"ttfb_ema_ms,omitempty"`
 	// LastUsed is when the key was last leased.
 	LastUsed *time.Time `json:"last_used,omitempty"`
+
+	// Cluster is the key's cluster-wide state with `state redis`; the
+	// fields above are this instance's view.
+	Cluster *clusterView `json:"cluster,omitempty"`
 }
 
 // tokenCounts are a key's upstream-reported tokens since process start,
@@ -219,7 +286,8 @@ func viewPool(kp *keypool.Pool) poolView {
 	pv := poolView{Name: kp.Name(), Keys: []keyView{}}
 	pv.Ready, pv.Reason = kp.Ready()
 	prov := publishedPool(pv.Name)
-	for _, st := range kp.Snapshot() {
+	shared := viewState(kp, &pv)
+	for i, st := range kp.Snapshot() {
 		kv := keyView{
 			ID:                  st.ID,
 			State:               st.State,
@@ -252,6 +320,13 @@ func viewPool(kp *keypool.Pool) poolView {
 		f := peekKeyStats(pv.Name, st.ID)
 		kv.Tokens = tokenCounts{f.tokens[0], f.tokens[1], f.tokens[2], f.tokens[3], f.tokens[4]}
 		kv.Latency = latencyView{EMA: millis(f.ema), P50: millis(f.p50), P95: millis(f.p95), Samples: f.n}
+		if i < len(shared) {
+			c := shared[i]
+			kv.Cluster = &clusterView{InFlight: c.InFlight, CooldownReason: c.CooldownReason, CooldownSecondsLeft: secondsLeft(c.CooldownLeft),
+				Breaker: c.Breaker, BreakerSecondsLeft: secondsLeft(c.BreakerLeft), ProbeInFlight: c.ProbeInFlight,
+				RPMUsed: c.RPMUsed, TPMLevel: c.TPMLevel, QuotaRequests: c.QuotaRequests, QuotaTokens: c.QuotaTokens,
+				TTFBMillis: millis(c.LatencyEMA)}
+		}
 		pv.Keys = append(pv.Keys, kv)
 	}
 	return pv

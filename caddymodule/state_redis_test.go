@@ -4,17 +4,23 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
 // stateRedisAddr returns the Redis the state tests use: LLMGW_TEST_REDIS
@@ -233,5 +239,78 @@ func TestParseStateEvent(t *testing.T) {
 	}
 	if _, _, ok := parseStateEvent("a|b|c"); ok {
 		t.Fatal("short event accepted")
+	}
+}
+
+func TestAdminShowsClusterState(t *testing.T) {
+	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"mk-1": {Latency: 700 * time.Millisecond}}})
+	state := "\t\tstate redis {\n\t\t\taddress " + addr + "\n\t\t\tprefix " + prefix + "\n\t\t\tlease 30s\n\t\t}\n"
+	block := "\tllm_gateway {\n\t\tapi_key " + gatewayKey + "\n" + state + poolBlock("adm-cluster", base, 1, "") + "\t}\n"
+	gw, admin := adminGateway(t, block, "")
+
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "slow one", false))
+		done <- resp.StatusCode
+	}()
+	eventually(t, 3*time.Second, "the request to be in flight upstream", func() bool { return m.Stats("mk-1").InFlight == 1 })
+	pools := adminPools(t, admin)
+	var pv *poolView
+	for i := range pools {
+		if pools[i].Name == "adm-cluster" {
+			pv = &pools[i]
+		}
+	}
+	if pv == nil || pv.State.Backend != "redis" || !pv.State.Up || pv.State.Redis != addr+"/0" {
+		t.Fatalf("pool state view: %+v", pv)
+	}
+	k := findKeyView(t, pools, "adm-cluster", "k1")
+	if k.Cluster == nil || k.Cluster.InFlight != 1 || k.Cluster.Breaker != "closed" || k.InFlight != 1 {
+		t.Fatalf("key view while a request runs: %+v cluster %+v", k, k.Cluster)
+	}
+	if code := <-done; code != 200 {
+		t.Fatalf("request: %d", code)
+	}
+	k = findKeyView(t, adminPools(t, admin), "adm-cluster", "k1")
+	if k.Cluster == nil || k.Cluster.InFlight != 0 || k.Cluster.TTFBMillis <= 0 {
+		t.Fatalf("key view after: %+v", k.Cluster)
+	}
+	if s := fmt.Sprint(pools); strings.Contains(s, "mk-1") {
+		t.Fatal("admin output holds a secret")
+	}
+}
+
+func TestStateCaddyfile(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"state redis {\n address 10.0.0.1:6380\n prefix gw1:\n lease 90s\n poll 500ms\n timeout 2s\n db 2\n tls\n password {env.REDIS_PW}\n}",
+			`{"backend":"redis","address":"10.0.0.1:6380","password":"{env.REDIS_PW}","db":2,"tls":true,"prefix":"gw1:","lease":90000000000,"poll":500000000,"timeout":2000000000}`},
+		{"state memory", `{"backend":"memory"}`},
+		{"state redis {\n url rediss://u:p@h:6379/1\n}", `{"backend":"redis","url":"rediss://u:p@h:6379/1"}`},
+	} {
+		d := caddyfile.NewTestDispenser("llm_gateway {\n" + c.in + "\n}")
+		var h Handler
+		if err := h.UnmarshalCaddyfile(d); err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		got, _ := json.Marshal(h.State)
+		if string(got) != c.want {
+			t.Fatalf("%q:\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"state etcd", "want 'memory' or 'redis'"},
+		{"state", "wrong argument count"},
+		{"state memory {\n prefix x\n}", "takes no options"},
+		{"state redis {\n adress x\n}", "unknown option 'adress'"},
+		{"state redis {\n lease soon\n}", "bad duration"},
+		{"state redis {\n db -1\n}", "database number"},
+	} {
+		d := caddyfile.NewTestDispenser("llm_gateway {\n" + c.in + "\n}")
+		var h Handler
+		err := h.UnmarshalCaddyfile(d)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%q: error %v, want it to say %q", c.in, err, c.want)
+		}
 	}
 }
