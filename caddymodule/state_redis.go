@@ -171,7 +171,25 @@ func (b *redisBackend) probe() {
 		for _, p := range b.pools {
 			pools = append(pools, p)
 		}
+		// leases taken before the outage: Redis may have restarted empty
+		byPool := map[string]map[string][]string{}
+		for id, l := range b.live {
+			if byPool[l.pool] == nil {
+				byPool[l.pool] = map[string][]string{}
+			}
+			byPool[l.pool][l.fp] = append(byPool[l.pool][l.fp], id)
+		}
 		b.mu.Unlock()
+		for pool, fps := range byPool {
+			keys := make([]keypool.SharedSync, 0, len(fps))
+			for fp, ids := range fps {
+				keys = append(keys, keypool.SharedSync{Fingerprint: fp, Leases: ids, LeaseTTL: b.lease})
+			}
+			if err := b.Sync(b.ctx, pool, keys); err != nil {
+				b.logger.Warn("shared state: re-registering live leases failed", zap.String("pool", pool), zap.Error(err))
+			}
+		}
+		b.dropReleased(byPool)
 		for _, p := range pools {
 			if err := p.Resync(b.ctx); err != nil {
 				b.logger.Warn("shared state: re-sync failed", zap.String("pool", p.Name()), zap.Error(err))
@@ -179,6 +197,37 @@ func (b *redisBackend) probe() {
 		}
 		return
 	}
+}
+
+// dropReleased removes from Redis the re-registered leases that were
+// released meanwhile (their release may have run before the re-register).
+func (b *redisBackend) dropReleased(byPool map[string]map[string][]string) {
+	type gone struct{ key, id string }
+	var drop []gone
+	b.mu.Lock()
+	for pool, fps := range byPool {
+		for fp, ids := range fps {
+			for _, id := range ids {
+				if _, live := b.live[id]; !live {
+					_, l, _ := b.keyNames(pool, fp)
+					drop = append(drop, gone{l, id})
+				}
+			}
+		}
+	}
+	b.mu.Unlock()
+	if len(drop) == 0 {
+		return
+	}
+	_ = b.call(b.ctx, "sync", func(ctx context.Context) error {
+		_, err := b.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, g := range drop {
+				pipe.ZRem(ctx, g.key, g.id)
+			}
+			return nil
+		})
+		return err
+	})
 }
 
 // Acquire implements keypool.Backend.

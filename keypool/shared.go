@@ -336,6 +336,19 @@ func (p *Pool) Resync(ctx context.Context) error {
 			k.degReq, k.degTok = max(k.degReq-s.QuotaRequests, 0), max(k.degTok-s.QuotaTokens, 0)
 		}
 	}
+	// a lease released while the sync was on its way may have been
+	// registered after its release: free it again (no other effect)
+	var again []*SharedRelease
+	for l := range pushed {
+		if l.released {
+			again = append(again, &SharedRelease{Pool: p.name, Instance: p.instance, Fingerprint: l.key.fingerprint, LeaseID: l.id})
+		}
+	}
+	p.mu.Unlock()
+	for _, rel := range again {
+		_ = b.Release(ctx, rel)
+	}
+	p.mu.Lock()
 	return nil
 }
 
