@@ -314,3 +314,44 @@ func TestStateCaddyfile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStateAcquireRelease measures one Acquire+Release of a pool of
+// 10 keys with memory state and with Redis state, 16 goroutines at once,
+// and reports the Redis round trips per operation.
+func BenchmarkStateAcquireRelease(b *testing.B) {
+	addr := os.Getenv("LLMGW_TEST_REDIS")
+	for _, mode := range []string{"memory", "redis"} {
+		b.Run(mode, func(b *testing.B) {
+			p, err := keypool.New("bench", keypool.Settings{MaxConcurrencyPerKey: 100}, testKeys(10), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if mode == "redis" {
+				if addr == "" {
+					b.Skip("LLMGW_TEST_REDIS not set")
+				}
+				rb := newRedisBackend(&redis.Options{Addr: addr}, "llmgwbench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":", addr, time.Minute, time.Second, zap.NewNop())
+				defer rb.Destruct()
+				rb.attach(p, time.Second)
+			}
+			ok := func() float64 {
+				return testutil.ToFloat64(stateMetrics().requests.WithLabelValues("acquire", "ok")) +
+					testutil.ToFloat64(stateMetrics().requests.WithLabelValues("release", "ok"))
+			}
+			before := ok()
+			b.SetParallelism(8) // x GOMAXPROCS(2) = 16 goroutines
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l, err := p.Acquire(context.Background(), keypool.AcquireOptions{Timeout: time.Second})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					l.Release(keypool.Outcome{Kind: keypool.Success})
+				}
+			})
+			b.ReportMetric((ok()-before)/float64(b.N), "roundtrips/op")
+		})
+	}
+}
