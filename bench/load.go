@@ -200,6 +200,16 @@ type measurement struct {
 	CPU      time.Duration // proxy process CPU during the run (0: no proxy)
 	HWM      int64         // proxy process peak RSS after the run
 	HasProc  bool
+	// state redis targets, during the run: the gateway's state round
+	// trips by "op/result", their summed time (seconds) and number by op,
+	// Redis's script and PUBLISH calls, and the redis-server's CPU
+	HasState  bool
+	State     map[string]float64
+	StateDur  map[string]float64
+	StateDurN map[string]float64
+	Scripts   int64
+	Publishes int64
+	RedisCPU  time.Duration
 }
 
 // RPS is the rate of successful requests.
@@ -342,9 +352,29 @@ func (m *measurement) merge(o *measurement) {
 	m.EvLat = append(m.EvLat, o.EvLat...)
 	m.Events += o.Events
 	m.CPU += o.CPU
+	if o.HasState {
+		m.State = addTo(m.State, o.State)
+		m.StateDur = addTo(m.StateDur, o.StateDur)
+		m.StateDurN = addTo(m.StateDurN, o.StateDurN)
+		m.Scripts += o.Scripts
+		m.Publishes += o.Publishes
+		m.RedisCPU += o.RedisCPU
+	}
+	m.HasState = m.HasState && o.HasState
 	if o.HWM > m.HWM {
 		m.HWM = o.HWM
 	}
+}
+
+// addTo adds the values of src to dst (allocated when nil) and returns it.
+func addTo(dst, src map[string]float64) map[string]float64 {
+	if dst == nil {
+		dst = map[string]float64{}
+	}
+	for k, v := range src {
+		dst[k] += v
+	}
+	return dst
 }
 
 // takeSent fetches (and clears) the mock's send times of text deltas.

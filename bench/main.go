@@ -1,7 +1,8 @@
 // Command bench measures what llm_gateway costs: it runs a mock LLM upstream
 // in its own process, puts each target in front of it in turn (no proxy,
 // Caddy's reverse_proxy, llm_gateway passthrough with one and with many
-// keys, llm_gateway translating in both directions), drives each with vegeta
+// keys, passthrough with its pool state in Redis on a redis-server of its
+// own, llm_gateway translating in both directions), drives each with vegeta
 // at fixed concurrency levels and at a fixed rate, for non-streaming and
 // streaming requests, holds thousands of slow streams open to measure memory
 // per stream, and writes the results to BENCHMARKS.md.
@@ -73,7 +74,7 @@ func parseFlags() *options {
 	flag.StringVar(&o.out, "out", "", "results file (default BENCHMARKS.md; with -smoke a temp file)")
 	flag.StringVar(&o.caddy, "caddy", "./caddy", "Caddy binary with llm_gateway (built by ./xcaddy.sh)")
 	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
-	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-keys,gw-a2o,gw-o2a")
+	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-redis,gw-keys,gw-a2o,gw-o2a (all: gw-redis only when redis-server is in PATH)")
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "duration of each measurement (per round)")
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds over all targets (samples are pooled; the order alternates)")
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "warm-up per target and workload, not measured")
@@ -207,6 +208,25 @@ func run(o *options) error {
 			targets = append(targets, t)
 		}
 	}
+	// gw-redis needs a redis-server: without one it is left out of "all"
+	// with a line in the report, and an error when asked for by name
+	stateNote := ""
+	if hasRedisTarget(targets) {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			if o.targets != "all" {
+				return fmt.Errorf("gw-redis needs redis-server in PATH: %v", err)
+			}
+			stateNote = fmt.Sprintf("`gw-redis` skipped: redis-server is not in PATH (%v). Install it (e.g. `apt-get install redis-server`) to compare `state redis` with memory state.", err)
+			fmt.Fprintln(os.Stderr, "bench: gw-redis skipped: redis-server is not in PATH")
+			kept := targets[:0]
+			for _, t := range targets {
+				if t.State != stateRedis {
+					kept = append(kept, t)
+				}
+			}
+			targets = kept
+		}
+	}
 	if len(targets) == 0 {
 		return fmt.Errorf("no target matches %q", o.targets)
 	}
@@ -241,6 +261,22 @@ func run(o *options) error {
 	}
 	defer mock.stop()
 
+	var rs *redisServer
+	redisInfo := ""
+	if hasRedisTarget(targets) {
+		if rs, err = startRedis(ctx, dir); err != nil {
+			return fmt.Errorf("gw-redis: %v", err)
+		}
+		defer rs.stop()
+		for i := range targets {
+			if targets[i].State == stateRedis {
+				targets[i].StateAddr, targets[i].StatePrefix = rs.addr, rs.prefix
+			}
+		}
+		redisInfo = fmt.Sprintf("redis-server %s (the harness's own, 127.0.0.1, no persistence), key prefix %s, lease and timeout at their defaults", rs.version, rs.prefix)
+		fmt.Fprintf(os.Stderr, "bench: redis-server %s at %s\n", rs.version, rs.addr)
+	}
+
 	rep := &report{Info: runInfo{
 		Date:      time.Now(),
 		CPU:       cpuModel(),
@@ -251,10 +287,11 @@ func run(o *options) error {
 		Command:   "go run ./bench " + strings.Join(os.Args[1:], " "),
 		FileLimit: limit,
 		Targets:   targets,
+		Redis:     redisInfo,
 		Settings: fmt.Sprintf("%d rounds (target order alternating, samples pooled) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; Caddy log level %s",
 			o.rounds, o.duration, o.warmup, o.conc, o.rate, o.streamRate, o.reqSize, o.mock.RespSize, o.mock.Events,
 			o.mock.PacedEvents, o.mock.PacedRate, o.pacedConc, map[bool]string{true: "INFO", false: "WARN"}[o.gatewayLog]),
-	}}
+	}, StateNote: stateNote}
 
 	// one target at a time; with several rounds the order alternates so a
 	// drift in background load does not favour one target
@@ -264,7 +301,7 @@ func run(o *options) error {
 			if round%2 == 1 {
 				t = targets[len(targets)-1-i]
 			}
-			if err := benchTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, specs, round == 0); err != nil {
+			if err := benchTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, rs, specs, round == 0); err != nil {
 				return err
 			}
 		}
@@ -315,11 +352,15 @@ func run(o *options) error {
 }
 
 // benchTarget starts one target, runs every measurement on it, adding the
-// samples to those of earlier rounds, and stops it.
-func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, specs []runSpec, first bool) error {
+// samples to those of earlier rounds, and stops it. For a target with
+// state redis (on rs) it also counts the state round trips of each
+// measurement, through Caddy's admin endpoint.
+func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, rs *redisServer, specs []runSpec, first bool) error {
 	base, pid := "http://"+mockAddr, 0
 	adminPort := 0
-	if o.profile != "" && first && t.Proxy != proxyNone {
+	profiling := o.profile != "" && first && t.Proxy != proxyNone
+	counting := t.State == stateRedis && rs != nil
+	if profiling || counting {
 		var err error
 		if adminPort, err = freePort(); err != nil {
 			return err
@@ -343,8 +384,12 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 	}
 	for _, s := range specs {
 		var prof *profiler
-		if adminPort > 0 && contains(o.profSpecs, s.W.Name+"/"+s.Level()) {
+		if profiling && contains(o.profSpecs, s.W.Name+"/"+s.Level()) {
 			prof = startProfile(adminPort, s.Dur, filepath.Join(o.profile, t.Name+"-"+s.W.Name+"-"+strings.ReplaceAll(s.Level(), "/", "per")))
+		}
+		var sp *stateProbe
+		if counting {
+			sp = newStateProbe(ctx, adminPort, rs)
 		}
 		m, err := attack(ctx, t, base, s, o.reqSize, pid, "http://"+mockAddr)
 		if prof != nil {
@@ -353,8 +398,18 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 		if err != nil {
 			return err
 		}
+		if sp != nil {
+			if err := sp.finish(ctx, m); err != nil {
+				// the latencies still count; the smoke check fails on it
+				fmt.Fprintf(os.Stderr, "bench: %s: state round trips not counted: %v\n", t.Name, err)
+			}
+		}
 		fmt.Fprintf(os.Stderr, "  %-6s %-7s %8.0f req/s  p50 %6dµs  p99 %6dµs  errors %d\n",
 			s.W.Name, s.Level(), m.RPS(), pct(m.Lat, 50).Microseconds(), pct(m.Lat, 99).Microseconds(), m.Errors)
+		if m.HasState {
+			fmt.Fprintf(os.Stderr, "         state round trips %.2f/req (%s; mean %s); redis: scripts %.2f/req, publish %.2f/req\n",
+				m.roundTrips(), m.stateDetail(), m.roundTripTimes(), m.perReq(float64(m.Scripts)), m.perReq(float64(m.Publishes)))
+		}
 		if m.OK == 0 {
 			return fmt.Errorf("%s %s %s: no request succeeded (%s)", t.Name, s.W.Name, s.Level(), m.FirstErr)
 		}
@@ -429,12 +484,44 @@ func smokeCheck(rep *report) error {
 			return fmt.Errorf("smoke: %s %s: no stream events seen", m.Target, m.Spec.W.Name)
 		}
 	}
+	redisTargets := map[string]bool{}
+	for _, t := range rep.Info.Targets {
+		if t.State == stateRedis {
+			redisTargets[t.Name] = true
+		}
+	}
+	for _, m := range rep.Runs {
+		if !redisTargets[m.Target] {
+			continue
+		}
+		if !m.HasState {
+			return fmt.Errorf("smoke: %s %s %s: state round trips not counted", m.Target, m.Spec.W.Name, m.Spec.Level())
+		}
+		if m.State["acquire/ok"] == 0 || m.State["release/ok"] == 0 {
+			return fmt.Errorf("smoke: %s %s %s: no acquire/release went to Redis (%s)", m.Target, m.Spec.W.Name, m.Spec.Level(), m.stateDetail())
+		}
+		for k := range m.State {
+			if !strings.HasSuffix(k, "/ok") {
+				return fmt.Errorf("smoke: %s %s %s: failed state round trips (%s)", m.Target, m.Spec.W.Name, m.Spec.Level(), m.stateDetail())
+			}
+		}
+	}
 	for _, mr := range rep.Mem {
 		if mr.N == 0 || mr.Errors > 0 {
 			return fmt.Errorf("smoke: memory case %s: %d streams open, %d errors (%s)", mr.Target, mr.N, mr.Errors, mr.FirstErr)
 		}
 	}
 	return nil
+}
+
+// hasRedisTarget reports whether a target keeps its state in Redis.
+func hasRedisTarget(targets []target) bool {
+	for _, t := range targets {
+		if t.State == stateRedis {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list, name string) bool {

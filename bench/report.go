@@ -18,6 +18,8 @@ type runInfo struct {
 	Settings  string
 	FileLimit uint64
 	Targets   []target
+	// Redis describes the redis-server of the state redis targets, if any.
+	Redis string
 }
 
 // report holds everything a run measured.
@@ -31,6 +33,8 @@ type report struct {
 	InprocErr string
 	// Notes is appended verbatim (profile findings).
 	Notes string
+	// StateNote says why the state redis target was left out, if it was.
+	StateNote string
 }
 
 // find returns the measurement of target for the workload and load level,
@@ -91,7 +95,11 @@ func (r *report) Markdown() string {
 	fmt.Fprintf(&b, "- machine: %s, %d cores, RLIMIT_NOFILE %d\n", in.CPU, in.Cores, in.FileLimit)
 	fmt.Fprintf(&b, "- Go %s, Caddy %s, commit %s\n", strings.TrimPrefix(in.Go, "go"), in.Caddy, in.Commit)
 	fmt.Fprintf(&b, "- command: `%s`\n", in.Command)
-	fmt.Fprintf(&b, "- settings: %s\n\n", in.Settings)
+	fmt.Fprintf(&b, "- settings: %s\n", in.Settings)
+	if in.Redis != "" {
+		fmt.Fprintf(&b, "- state redis: %s\n", in.Redis)
+	}
+	b.WriteString("\n")
 	b.WriteString("Targets:\n\n")
 	for _, t := range in.Targets {
 		fmt.Fprintf(&b, "- `%s`: %s\n", t.Name, t.Desc)
@@ -169,6 +177,8 @@ func (r *report) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+
+	r.stateSection(&b)
 
 	if len(r.Mem) > 0 {
 		b.WriteString("## Memory: slow streams held open\n\n")
@@ -286,4 +296,63 @@ func (r *report) checks() []check {
 		}
 	}
 	return out
+}
+
+// stateLevel is the load level of the state backend comparison.
+const stateLevel = "c=16"
+
+// stateSection compares gw-redis (state redis) with gw-pass (memory
+// state) at stateLevel, measured in the same rounds.
+func (r *report) stateSection(b *strings.Builder) {
+	if r.StateNote != "" {
+		fmt.Fprintf(b, "## State backend: redis vs memory\n\n%s\n\n", r.StateNote)
+		return
+	}
+	type pair struct{ mem, red *measurement }
+	var pairs []pair
+	for _, wl := range []string{wlJSON.Name, wlStream.Name} {
+		mem, red := r.find("gw-pass", wl, stateLevel), r.find("gw-redis", wl, stateLevel)
+		if mem != nil && red != nil {
+			pairs = append(pairs, pair{mem, red})
+		}
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	b.WriteString("## State backend: redis vs memory\n\n")
+	fmt.Fprintf(b, "`gw-redis` is `gw-pass` with `state redis`, measured in the same rounds, at %s; every key acquire and release is one Redis round trip. `redis ÷ memory` is the ratio of each column, `redis − memory` the difference (latencies in µs). Round trips: the gateway's own count (`llm_gateway_state_backend_requests_total`, acquire + release with result ok, read from its admin endpoint's /metrics before and after each measurement) per completed request, each operation in brackets; `rt mean`: their mean time as the gateway timed them (`llm_gateway_state_backend_duration_seconds`); Redis scripts and PUBLISH: Redis's own count (`INFO commandstats`: EVAL + EVALSHA calls, PUBLISH calls made by the scripts) per request; CPU: the Caddy process's and the redis-server process's user+system seconds per 1 000 requests.\n\n", stateLevel)
+	b.WriteString("| workload | state | req/s | p50 | p99 | CPU s/1k | Redis CPU s/1k | round trips/req | rt mean | Redis scripts/req | Redis PUBLISH/req |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|---|--:|--:|\n")
+	for _, p := range pairs {
+		wl := p.mem.Spec.W.Name + ", " + stateLevel
+		p50 := func(m *measurement) time.Duration { return pct(m.Lat, 50) }
+		p99 := func(m *measurement) time.Duration { return pct(m.Lat, 99) }
+		fmt.Fprintf(b, "| %s | memory (`gw-pass`) | %.0f | %s | %s | %s | - | - | - | - | - |\n",
+			wl, p.mem.RPS(), us(p50(p.mem)), us(p99(p.mem)), p.mem.cpuPer1k())
+		rt, rtTime, scripts, pubs, rcpu := "-", "-", "-", "-", "-"
+		if m := p.red; m.HasState && m.requests() > 0 {
+			rt = fmt.Sprintf("%.2f (%s)", m.roundTrips(), m.stateDetail())
+			rtTime = m.roundTripTimes()
+			scripts = fmt.Sprintf("%.2f", m.perReq(float64(m.Scripts)))
+			pubs = fmt.Sprintf("%.2f", m.perReq(float64(m.Publishes)))
+			rcpu = fmt.Sprintf("%.3f", m.perReq(m.RedisCPU.Seconds())*1000)
+		}
+		fmt.Fprintf(b, "| %s | redis (`gw-redis`) | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			wl, p.red.RPS(), us(p50(p.red)), us(p99(p.red)), p.red.cpuPer1k(), rcpu, rt, rtTime, scripts, pubs)
+		ratio := func(a, b float64) string {
+			if b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		cpu := "-"
+		if p.mem.HasProc && p.red.HasProc && p.mem.OK > 0 && p.red.OK > 0 {
+			cpu = ratio(p.red.CPU.Seconds()/float64(p.red.OK), p.mem.CPU.Seconds()/float64(p.mem.OK))
+		}
+		fmt.Fprintf(b, "| %s | redis ÷ memory | %s | %s | %s | %s | | | | | |\n", wl, ratio(p.red.RPS(), p.mem.RPS()),
+			ratio(float64(p50(p.red)), float64(p50(p.mem))), ratio(float64(p99(p.red)), float64(p99(p.mem))), cpu)
+		fmt.Fprintf(b, "| %s | redis − memory | %+.0f | %s | %s | | | | | | |\n", wl, p.red.RPS()-p.mem.RPS(),
+			signedUS(p50(p.red)-p50(p.mem)), signedUS(p99(p.red)-p99(p.mem)))
+	}
+	b.WriteString("\n")
 }

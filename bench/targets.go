@@ -40,18 +40,27 @@ type target struct {
 	Keys     int    // upstream keys per pool (gateway only)
 	Client   string // dialect the client speaks
 	Upstream string // dialect of the upstream keys
+	// State is where the gateway keeps its pools' runtime state: ""
+	// (memory, the default) or stateRedis; StateAddr and StatePrefix are
+	// the Redis server and key prefix, set once the harness's
+	// redis-server runs.
+	State       string
+	StateAddr   string
+	StatePrefix string
 }
 
 // allTargets are the targets of a full run, in order; the first is the
 // baseline for added latency, the second the floor for throughput ratios.
+// gw-redis runs only when redis-server is in PATH.
 func allTargets(manyKeys int) []target {
 	return []target{
-		{"direct", "(a) no proxy: client -> mock", proxyNone, 0, dialectOpenAI, dialectOpenAI},
-		{"reverse_proxy", "(b) Caddy reverse_proxy -> mock", proxyReverse, 0, dialectOpenAI, dialectOpenAI},
-		{"gw-pass", "(c) llm_gateway passthrough, OpenAI in and out, 1 key", proxyGateway, 1, dialectOpenAI, dialectOpenAI},
-		{"gw-keys", fmt.Sprintf("(d) llm_gateway passthrough, %d keys", manyKeys), proxyGateway, manyKeys, dialectOpenAI, dialectOpenAI},
-		{"gw-a2o", "(e) llm_gateway translating, Anthropic in -> OpenAI up", proxyGateway, 1, dialectAnthropic, dialectOpenAI},
-		{"gw-o2a", "(f) llm_gateway translating, OpenAI in -> Anthropic up", proxyGateway, 1, dialectOpenAI, dialectAnthropic},
+		{Name: "direct", Desc: "(a) no proxy: client -> mock", Proxy: proxyNone, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "reverse_proxy", Desc: "(b) Caddy reverse_proxy -> mock", Proxy: proxyReverse, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "gw-pass", Desc: "(c) llm_gateway passthrough, OpenAI in and out, 1 key", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "gw-redis", Desc: "(c') as (c), with `state redis` (the harness's own redis-server on loopback, no persistence)", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectOpenAI, State: stateRedis},
+		{Name: "gw-keys", Desc: fmt.Sprintf("(d) llm_gateway passthrough, %d keys", manyKeys), Proxy: proxyGateway, Keys: manyKeys, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "gw-a2o", Desc: "(e) llm_gateway translating, Anthropic in -> OpenAI up", Proxy: proxyGateway, Keys: 1, Client: dialectAnthropic, Upstream: dialectOpenAI},
+		{Name: "gw-o2a", Desc: "(f) llm_gateway translating, OpenAI in -> Anthropic up", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectAnthropic},
 	}
 }
 
@@ -98,6 +107,9 @@ func (t target) caddyfile(port int, mockAddr string, gatewayLog bool, adminPort 
 		fmt.Fprintf(&b, "\treverse_proxy %s {\n\t\ttransport http {\n\t\t\tkeepalive_idle_conns 1024\n\t\t\tkeepalive_idle_conns_per_host 256\n\t\t}\n\t}\n", mockAddr)
 	case proxyGateway:
 		fmt.Fprintf(&b, "\tllm_gateway {\n\t\tapi_key %s\n", gatewayKey)
+		if t.State == stateRedis {
+			fmt.Fprintf(&b, "\t\tstate redis {\n\t\t\taddress %s\n\t\t\tprefix %s\n\t\t}\n", t.StateAddr, t.StatePrefix)
+		}
 		for _, model := range []string{modelJSON, modelSSE, modelPaced, modelSlow} {
 			prefix := workloadKeyPrefix[model]
 			fmt.Fprintf(&b, "\t\tpool %s {\n\t\t\tmodels %s\n", prefix, model)
