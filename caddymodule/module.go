@@ -137,9 +137,13 @@ type pool struct {
 // upstreamKey is a provisioned KeyConfig. It holds the resolved secret and
 // must never be logged or serialised.
 type upstreamKey struct {
-	id         string // configured id, else the masked secret (logs, admin)
-	public     string // configured id, else "#<position>" (response headers)
-	fp         string
+	id     string // configured id, else the masked secret (logs, admin)
+	public string // configured id, else "#<position>" (response headers)
+	fp     string
+	// material identifies the key across instances (SHA-256 of base URL
+	// and secret; in memory only, named in Redis through an HMAC, see
+	// redisBackend.register)
+	material   [32]byte
 	chatURL    string // OpenAI Chat Completions endpoint, "" when none
 	messageURL string // Anthropic Messages endpoint, "" when none
 	prefer     string // "auto", "openai" or "anthropic"
@@ -363,6 +367,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	}
 	sum := sha256.Sum256([]byte(fingerprintSalt() + base + "\n" + secret))
 	uk := &upstreamKey{
+		material:       sha256.Sum256([]byte(base + "\n" + secret)),
 		id:             kc.ID,
 		fp:             hex.EncodeToString(sum[:8]),
 		prefer:         kc.Prefer,

@@ -36,6 +36,7 @@ import (
 //	    db <n>
 //	    tls
 //	    prefix <string>              # default "llmgw:"
+//	    salt <string>                # same on every instance; default: derived from prefix
 //	    lease <duration>             # default 2m
 //	    poll <duration>              # default 1s
 //	    timeout <duration>           # default 1s
@@ -71,6 +72,12 @@ type StateConfig struct {
 	// share state exactly when they share the server and the prefix.
 	// Default "llmgw:".
 	Prefix string `json:"prefix,omitempty"`
+
+	// Salt, when set (the same on every instance, e.g.
+	// {env.LLMGW_STATE_SALT}), keys the HMAC that names upstream keys in
+	// Redis, so a reader of Redis cannot test guesses of a weak secret.
+	// Default: derived from Prefix. Secrets never reach Redis either way.
+	Salt string `json:"salt,omitempty"`
 
 	// Lease is how long a slot taken by a request lives in Redis unless
 	// renewed; it is renewed every Lease/3 while the request runs, so
@@ -142,10 +149,11 @@ func (h *Handler) provisionState(repl *caddy.Replacer) error {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = timeout, timeout, timeout, timeout
 	opts.MaxRetries = -1 // a failed round trip means local state at once, not a slower request
 	opts.ContextTimeoutEnabled = true
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%s|%t|%s|%v|%v", opts.Addr, opts.Username, opts.DB, opts.Password, prefix, opts.TLSConfig != nil, desc, lease, timeout)))
+	salt := repl.ReplaceAll(sc.Salt, "")
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%s|%s|%t|%s|%v|%v", opts.Addr, opts.Username, opts.DB, opts.Password, prefix, salt, opts.TLSConfig != nil, desc, lease, timeout)))
 	regKey := "state:redis:" + hex.EncodeToString(sum[:12])
 	val, _, err := stateRegistry.LoadOrNew(regKey, func() (caddy.Destructor, error) {
-		return newRedisBackend(opts, prefix, desc, lease, timeout, h.logger.Named("state")), nil
+		return newRedisBackend(opts, prefix, salt, desc, lease, timeout, h.logger.Named("state")), nil
 	})
 	if err != nil {
 		return fmt.Errorf("state: %v", err)
@@ -153,6 +161,9 @@ func (h *Handler) provisionState(repl *caddy.Replacer) error {
 	h.stateKey = regKey
 	b := val.(*redisBackend)
 	for _, p := range h.pools {
+		for _, k := range p.keys {
+			b.register(k.fp, k.material[:])
+		}
 		b.attach(p.kp, time.Duration(sc.Poll))
 	}
 	return nil
@@ -255,6 +266,10 @@ func unmarshalState(d *caddyfile.Dispenser) (*StateConfig, error) {
 			sc.TLS = true
 		case "prefix":
 			if !d.AllArgs(&sc.Prefix) {
+				return nil, d.ArgErr()
+			}
+		case "salt":
+			if !d.AllArgs(&sc.Salt) {
 				return nil, d.ArgErr()
 			}
 		case "lease":

@@ -2,6 +2,9 @@ package caddymodule
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -42,6 +45,15 @@ type redisBackend struct {
 	pools map[string]*keypool.Pool
 	live  map[string]liveLease // by lease id, renewed every lease/3
 
+	// Key identities in Redis. A pool's fingerprints are salted per
+	// installation, so two instances name the same key differently; in
+	// Redis a key is named by an HMAC of its base URL and secret under a
+	// key every instance derives alike (see sharedIDKey).
+	idMu       sync.RWMutex
+	idKey      []byte
+	toShared   map[string]string // local fingerprint -> shared id
+	fromShared map[string]string // shared id -> local fingerprint
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -54,12 +66,13 @@ type liveLease struct{ pool, fp string }
 // unreachable.
 var errStateDown = errors.New("shared state (redis) unreachable: serving on local state")
 
-func newRedisBackend(opts *redis.Options, prefix, desc string, lease, timeout time.Duration, logger *zap.Logger) *redisBackend {
+func newRedisBackend(opts *redis.Options, prefix, salt, desc string, lease, timeout time.Duration, logger *zap.Logger) *redisBackend {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &redisBackend{
 		client: redis.NewClient(opts), prefix: prefix, channel: prefix + "events",
 		lease: lease, timeout: timeout, instance: instanceID, desc: desc, logger: logger,
 		pools: map[string]*keypool.Pool{}, live: map[string]liveLease{},
+		idKey: sharedIDKey(prefix, salt), toShared: map[string]string{}, fromShared: map[string]string{},
 		ctx: ctx, cancel: cancel,
 	}
 	b.up.Store(true)
@@ -97,10 +110,53 @@ func (b *redisBackend) ping(ctx context.Context) error {
 	return b.client.Ping(ctx).Err()
 }
 
-// keyNames returns the hash, lease set and rpm log of one key.
+// sharedIDKey is the HMAC key of shared key ids: derived from the prefix
+// and the optional configured salt, so every instance of a cluster
+// derives the same one without asking Redis (and it survives a Redis
+// restart).
+func sharedIDKey(prefix, salt string) []byte {
+	sum := sha256.Sum256([]byte("llm_gateway state ids\x00" + prefix + "\x00" + salt))
+	return sum[:]
+}
+
+// register names the key with local fingerprint fp in Redis by its
+// material (a hash of its base URL and secret, see upstreamKey.material).
+func (b *redisBackend) register(fp string, material []byte) {
+	m := hmac.New(sha256.New, b.idKey)
+	m.Write(material)
+	id := hex.EncodeToString(m.Sum(nil)[:12])
+	b.idMu.Lock()
+	defer b.idMu.Unlock()
+	b.toShared[fp], b.fromShared[id] = id, fp
+}
+
+// sid returns the Redis id of a local fingerprint (the fingerprint itself
+// for a key never registered).
+func (b *redisBackend) sid(fp string) string {
+	b.idMu.RLock()
+	defer b.idMu.RUnlock()
+	if id, ok := b.toShared[fp]; ok {
+		return id
+	}
+	return fp
+}
+
+// lfp returns the local fingerprint of a Redis id.
+func (b *redisBackend) lfp(id string) string {
+	b.idMu.RLock()
+	defer b.idMu.RUnlock()
+	if fp, ok := b.fromShared[id]; ok {
+		return fp
+	}
+	return id
+}
+
+// keyNames returns the hash, lease set and rpm log of the key with local
+// fingerprint fp.
 func (b *redisBackend) keyNames(pool, fp string) (h, l, r string) {
 	base := b.prefix + "{" + pool + "}:"
-	return base + "k:" + fp, base + "l:" + fp, base + "r:" + fp
+	id := b.sid(fp)
+	return base + "k:" + id, base + "l:" + id, base + "r:" + id
 }
 
 // call runs one round trip, metering it and noticing an outage.
@@ -246,7 +302,7 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 		c := &req.Candidates[i]
 		h, l, r := b.keyNames(req.Pool, c.Fingerprint)
 		keys = append(keys, h, l, r)
-		args = append(args, c.Fingerprint, c.MaxConcurrency, c.RPM, c.TPM, c.Tokens, c.QuotaRequests, c.QuotaTokens,
+		args = append(args, b.sid(c.Fingerprint), c.MaxConcurrency, c.RPM, c.TPM, c.Tokens, c.QuotaRequests, c.QuotaTokens,
 			strconv.FormatInt(c.QuotaPeriod, 10), c.QuotaLeft.Milliseconds(), boolArg(c.Probe), boolArg(c.Early))
 	}
 	var res []any
@@ -263,7 +319,9 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 	}
 	g.Index = int(toInt(res[0]))
 	g.Probe, g.HalfOpen, g.BreakerTrips = toInt(res[1]) == 1, toInt(res[2]) == 1, int(toInt(res[3]))
-	g.Pinned, _ = res[4].(string)
+	if pin, _ := res[4].(string); pin != "" {
+		g.Pinned = b.lfp(pin)
+	}
 	for i := 5; i+2 < len(res); i += 3 {
 		reason, _ := res[i+1].(string)
 		g.Refused = append(g.Refused, keypool.SharedRefusal{Index: int(toInt(res[i])), Reason: reason,
@@ -288,7 +346,7 @@ func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) 
 			rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
 			boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
 			boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
-			b.channel, rel.Pool, rel.Instance, rel.Fingerprint).Err()
+			b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint)).Err()
 	})
 }
 
@@ -321,7 +379,7 @@ func (b *redisBackend) Sync(ctx context.Context, pool string, keys []keypool.Sha
 func (b *redisBackend) Clear(ctx context.Context, pool, fp, instance string) error {
 	h, _, _ := b.keyNames(pool, fp)
 	return b.call(ctx, "clear", func(ctx context.Context) error {
-		return clearScript.Run(ctx, b.client, []string{h}, b.channel, pool, instance, fp).Err()
+		return clearScript.Run(ctx, b.client, []string{h}, b.channel, pool, instance, b.sid(fp)).Err()
 	})
 }
 
@@ -382,9 +440,10 @@ func (b *redisBackend) subscribe() {
 				return
 			}
 			pool, ev, ok := parseStateEvent(msg.Payload)
-			if !ok {
-				continue
+			if !ok || ev.Instance == b.instance {
+				continue // this instance's pools already applied their own releases
 			}
+			ev.Fingerprint = b.lfp(ev.Fingerprint)
 			b.mu.Lock()
 			p := b.pools[pool]
 			b.mu.Unlock()

@@ -57,7 +57,7 @@ func redisCluster(t *testing.T, n int, s keypool.Settings, kc []keypool.KeyConfi
 	addr, prefix := stateRedisAddr(t), randomPrefix(t)
 	out := make([]*redisInstance, n)
 	for i := range out {
-		b := newRedisBackend(&redis.Options{Addr: addr}, prefix, addr, lease, time.Second, zap.NewNop())
+		b := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, lease, time.Second, zap.NewNop())
 		b.instance = "inst" + string(rune('a'+i))
 		t.Cleanup(func() { _ = b.Destruct() })
 		p, err := keypool.New("main", s, kc, nil)
@@ -199,7 +199,7 @@ func TestRedisStateCrashedInstanceLeaseExpires(t *testing.T) {
 
 func TestRedisStateDegradedWhenUnreachable(t *testing.T) {
 	port := freePort(t) // nothing listens there
-	b := newRedisBackend(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)}, "x:", "test", time.Minute, 200*time.Millisecond, zap.NewNop())
+	b := newRedisBackend(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)}, "x:", "", "test", time.Minute, 200*time.Millisecond, zap.NewNop())
 	t.Cleanup(func() { _ = b.Destruct() })
 	if b.up.Load() {
 		t.Fatal("backend reports up with nothing listening")
@@ -283,8 +283,8 @@ func TestAdminShowsClusterState(t *testing.T) {
 
 func TestStateCaddyfile(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"state redis {\n address 10.0.0.1:6380\n prefix gw1:\n lease 90s\n poll 500ms\n timeout 2s\n db 2\n tls\n password {env.REDIS_PW}\n}",
-			`{"backend":"redis","address":"10.0.0.1:6380","password":"{env.REDIS_PW}","db":2,"tls":true,"prefix":"gw1:","lease":90000000000,"poll":500000000,"timeout":2000000000}`},
+		{"state redis {\n address 10.0.0.1:6380\n prefix gw1:\n salt {env.S}\n lease 90s\n poll 500ms\n timeout 2s\n db 2\n tls\n password {env.REDIS_PW}\n}",
+			`{"backend":"redis","address":"10.0.0.1:6380","password":"{env.REDIS_PW}","db":2,"tls":true,"prefix":"gw1:","salt":"{env.S}","lease":90000000000,"poll":500000000,"timeout":2000000000}`},
 		{"state memory", `{"backend":"memory"}`},
 		{"state redis {\n url rediss://u:p@h:6379/1\n}", `{"backend":"redis","url":"rediss://u:p@h:6379/1"}`},
 	} {
@@ -330,7 +330,7 @@ func BenchmarkStateAcquireRelease(b *testing.B) {
 				if addr == "" {
 					b.Skip("LLMGW_TEST_REDIS not set")
 				}
-				rb := newRedisBackend(&redis.Options{Addr: addr}, "llmgwbench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":", addr, time.Minute, time.Second, zap.NewNop())
+				rb := newRedisBackend(&redis.Options{Addr: addr}, "llmgwbench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":", "", addr, time.Minute, time.Second, zap.NewNop())
 				defer rb.Destruct()
 				rb.attach(p, time.Second)
 			}
