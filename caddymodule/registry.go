@@ -25,6 +25,8 @@ type poolState struct {
 	signature string // settings and key fingerprints of that attachment
 	settings  keypool.Settings
 	keys      []keypool.KeyConfig
+	backend   keypool.Backend // state backend set by that load (nil: memory)
+	sopts     keypool.SharedOptions
 	// prev is the attachment that loadID's reconcile replaced, kept until
 	// that load is either committed (a newer load attaches) or rejected
 	// (its Cleanup runs while it is still the last one attached).
@@ -36,6 +38,8 @@ type attachment struct {
 	signature string
 	settings  keypool.Settings
 	keys      []keypool.KeyConfig
+	backend   keypool.Backend
+	sopts     keypool.SharedOptions
 }
 
 // Destruct implements caddy.Destructor. Nothing to free: outstanding leases
@@ -73,7 +77,8 @@ func attachPool(name string, s keypool.Settings, keys []keypool.KeyConfig, loadI
 	}
 	if loaded {
 		if ps.loadID != loadID {
-			ps.prev = &attachment{loadID: ps.loadID, signature: ps.signature, settings: ps.settings, keys: ps.keys}
+			ps.prev = &attachment{loadID: ps.loadID, signature: ps.signature, settings: ps.settings, keys: ps.keys,
+				backend: ps.backend, sopts: ps.sopts}
 		}
 		if err := ps.pool.Reconcile(s, keys); err != nil {
 			_, _ = registry.Delete(regKey)
@@ -98,6 +103,8 @@ func detachPool(regKey string, loadID any) {
 			if err := ps.pool.Reconcile(p.settings, p.keys); err == nil {
 				ps.loadID, ps.signature, ps.settings, ps.keys = p.loadID, p.signature, p.settings, p.keys
 			}
+			ps.pool.SetBackend(p.backend, p.sopts) // the running config's state backend
+			ps.backend, ps.sopts = p.backend, p.sopts
 			ps.prev = nil
 		}
 		ps.mu.Unlock()
@@ -127,4 +134,17 @@ func poolSignature(s keypool.Settings, keys []keypool.KeyConfig) string {
 		fmt.Fprintf(&b, "|%s/%s/%d/%d", k.Fingerprint, k.ID, k.MaxConcurrency, k.Weight)
 	}
 	return b.String()
+}
+
+// setPoolBackend sets the state backend of the pool named p.Name() and
+// records it with the attachment, so that a rejected config load gives the
+// running one its backend back (see detachPool).
+func setPoolBackend(p *keypool.Pool, b keypool.Backend, o keypool.SharedOptions) {
+	p.SetBackend(b, o)
+	if v, ok := registryValue("pool:" + p.Name()); ok {
+		ps := v.(*poolState)
+		ps.mu.Lock()
+		ps.backend, ps.sopts = b, o
+		ps.mu.Unlock()
+	}
 }

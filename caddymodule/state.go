@@ -123,7 +123,7 @@ func (h *Handler) provisionState(repl *caddy.Replacer) error {
 	if sc == nil || sc.Backend == "" || sc.Backend == "memory" {
 		stateMetrics().up.Set(1)
 		for _, p := range h.pools {
-			p.kp.SetBackend(nil, keypool.SharedOptions{})
+			setPoolBackend(p.kp, nil, keypool.SharedOptions{})
 		}
 		return nil
 	}

@@ -11,7 +11,8 @@ import "github.com/redis/go-redis/v9"
 // Keys of pool P and key fingerprint F (all in one hash slot, {P}, so the
 // scripts also run on Redis Cluster):
 //
-//	<prefix>{P}:k:F   hash: cu cr (cooldown until, reason), br bu bt
+//	<prefix>{P}:k:F   hash: cu cr ch (cooldown until, reason, computed by
+//	                  a pool: an early probe may pass it), br bu bt
 //	                  (breaker 0 closed 1 open 2 half-open, open until,
 //	                  trips), pl pe (probe lease id, expiry), pp (probe
 //	                  pending), tl ta (tpm level, at), qp qr qt (quota
@@ -49,10 +50,10 @@ for i = 1, n do
   local early = ARGV[a + 11] == '1'
   local H, L, R = KEYS[3 + (i - 1) * 3], KEYS[4 + (i - 1) * 3], KEYS[5 + (i - 1) * 3]
   redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
-  local h = redis.call('HMGET', H, 'cu', 'cr', 'br', 'bu', 'pl', 'pe', 'pp', 'tl', 'ta', 'qp', 'qr', 'qt')
+  local h = redis.call('HMGET', H, 'cu', 'cr', 'br', 'bu', 'pl', 'pe', 'pp', 'tl', 'ta', 'qp', 'qr', 'qt', 'ch')
   local cu, br, bu = tonumber(h[1]) or 0, tonumber(h[3]) or 0, tonumber(h[4]) or 0
   local reason, wait = nil, 0
-  if not early and now < cu then
+  if now < cu and not (early and h[13] == '1') then
     reason, wait = h[2] or 'cooldown', cu - now
   elseif not early and br == 1 and now < bu then
     reason, wait = 'breaker_open', bu - now
@@ -96,7 +97,7 @@ for i = 1, n do
     refused[#refused + 1] = reason
     refused[#refused + 1] = math.floor(math.max(wait, 0))
   else
-    elig[#elig + 1] = {i = i, load = load, probe = probe, tl = tl, fresh = quota and h[10] ~= qper, br = br}
+    elig[#elig + 1] = {i = i, load = load, probe = probe, tl = tl, fresh = quota and h[10] ~= qper, br = br, bu = bu}
   end
 end
 local function reply(idx, probe, half, trips, pinned)
@@ -136,7 +137,7 @@ end
 local i, a = pick.i, 5 + (pick.i - 1) * 11
 local H, L, R = KEYS[3 + (i - 1) * 3], KEYS[4 + (i - 1) * 3], KEYS[5 + (i - 1) * 3]
 redis.call('ZADD', L, now + ttl, lease)
-redis.call('PEXPIRE', L, ttl * 2)
+if redis.call('PTTL', L) < ttl * 2 then redis.call('PEXPIRE', L, ttl * 2) end
 if tonumber(ARGV[a + 3]) > 0 then
   redis.call('ZADD', R, now, lease)
   redis.call('PEXPIRE', R, 61000)
@@ -155,10 +156,12 @@ local probe, half, trips = 0, 0, 0
 if pick.probe then
   probe = 1
   redis.call('HSET', H, 'pl', lease, 'pe', now + ttl)
-  if pick.br == 1 then
+  local br = pick.br
+  if br == 1 and now >= pick.bu then
+    br = 2 -- the open period is over: this lease is its half-open probe
     redis.call('HSET', H, 'br', 2)
-    half = 1
   end
+  if br == 2 then half = 1 end
   trips = tonumber(redis.call('HGET', H, 'bt')) or 0
 end
 if affttl > 0 and pinned == '' then
@@ -185,14 +188,14 @@ redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. fl
 // releaseScript: KEYS = hash, leases. ARGV = lease id, tpm, token delta,
 // quota tokens, quota period, clear (1/0), cooldown ms, reason, breaker
 // open ms, breaker trips, probe pending (1/0), ttfb ns, alpha, channel,
-// pool, instance, fingerprint.
+// pool, instance, fingerprint, heuristic (1/0).
 var releaseScript = redis.NewScript(luaPrelude + luaDead + `
 local H, L = KEYS[1], KEYS[2]
 local lease = ARGV[1]
 local tpm, delta, qtok, qper = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local clear, cool, reason, bopen, trips, pp = ARGV[6] == '1', tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11] == '1'
 local ttfb, alpha = tonumber(ARGV[12]), tonumber(ARGV[13])
-local channel, pool, instance, fp = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+local channel, pool, instance, fp, heur = ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18]
 redis.call('ZREM', L, lease)
 local h = redis.call('HMGET', H, 'pl', 'cr', 'tl', 'ta', 'qp', 'ema', 'cu')
 if h[1] == lease then redis.call('HDEL', H, 'pl', 'pe') end
@@ -205,13 +208,13 @@ if qtok > 0 and h[5] == qper then redis.call('HINCRBY', H, 'qt', qtok) end
 local flags = '-'
 if clear then
   flags = 'c'
-  if not dead[h[2] or ''] then redis.call('HDEL', H, 'cu', 'cr') end
+  if not dead[h[2] or ''] then redis.call('HDEL', H, 'cu', 'cr', 'ch') end
   redis.call('HSET', H, 'br', 0, 'bt', 0)
   redis.call('HDEL', H, 'pp')
 end
 if cool > 0 then
   local cu = tonumber(redis.call('HGET', H, 'cu')) or 0
-  if now + cool > cu then redis.call('HSET', H, 'cu', now + cool, 'cr', reason) end
+  if now + cool > cu then redis.call('HSET', H, 'cu', now + cool, 'cr', reason, 'ch', heur) end
 end
 if bopen > 0 then redis.call('HSET', H, 'br', 1, 'bu', now + bopen, 'bt', trips) end
 if pp then redis.call('HSET', H, 'pp', 1) end
@@ -228,16 +231,16 @@ return 1
 
 // syncScript: KEYS = hash, leases. ARGV = lease ttl ms, cooldown ms,
 // reason, breaker open ms, breaker trips, probe pending (1/0), quota
-// period, quota requests, quota tokens, then lease ids.
+// period, quota requests, quota tokens, heuristic (1/0), then lease ids.
 var syncScript = redis.NewScript(luaPrelude + `
 local H, L = KEYS[1], KEYS[2]
 local ttl, cool, reason, bopen, trips = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local qper, qreq, qtok = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
-for i = 10, #ARGV do redis.call('ZADD', L, now + ttl, ARGV[i]) end
-if #ARGV >= 10 then redis.call('PEXPIRE', L, ttl * 2) end
+local qper, qreq, qtok, heur = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+for i = 11, #ARGV do redis.call('ZADD', L, now + ttl, ARGV[i]) end
+if #ARGV >= 11 and redis.call('PTTL', L) < ttl * 2 then redis.call('PEXPIRE', L, ttl * 2) end
 if cool > 0 then
   local cu = tonumber(redis.call('HGET', H, 'cu')) or 0
-  if now + cool > cu then redis.call('HSET', H, 'cu', now + cool, 'cr', reason) end
+  if now + cool > cu then redis.call('HSET', H, 'cu', now + cool, 'cr', reason, 'ch', heur) end
 end
 if bopen > 0 then redis.call('HSET', H, 'br', 1, 'bu', now + bopen, 'bt', trips) end
 if ARGV[6] == '1' then redis.call('HSET', H, 'pp', 1) end
@@ -253,7 +256,7 @@ return 1
 var clearScript = redis.NewScript(luaPrelude + `
 local H = KEYS[1]
 local channel, pool, instance, fp = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-redis.call('HDEL', H, 'cu', 'cr', 'pp', 'bu')
+redis.call('HDEL', H, 'cu', 'cr', 'ch', 'pp', 'bu')
 redis.call('HSET', H, 'br', 0, 'bt', 0)
 local flags, ema = 'r', 0
 ` + luaShut + `
@@ -266,7 +269,7 @@ var renewScript = redis.NewScript(luaPrelude + `
 local H, L, lease, ttl = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])
 if not redis.call('ZSCORE', L, lease) then return 0 end
 redis.call('ZADD', L, 'XX', now + ttl, lease)
-redis.call('PEXPIRE', L, ttl * 2)
+if redis.call('PTTL', L) < ttl * 2 then redis.call('PEXPIRE', L, ttl * 2) end
 if redis.call('HGET', H, 'pl') == lease then redis.call('HSET', H, 'pe', now + ttl) end
 return 1
 `)
@@ -286,4 +289,17 @@ if h[5] and h[5] ~= '' and now < (tonumber(h[6]) or 0) then probe = 1 end
 return {redis.call('ZCOUNT', L, '(' .. now, '+inf'), left, why, br, bleft, probe,
   redis.call('ZCOUNT', R, '(' .. (now - 60000), '+inf'), math.floor(tonumber(h[7]) or 0),
   h[8] or '', tonumber(h[9]) or 0, tonumber(h[10]) or 0, math.floor(tonumber(h[11]) or 0)}
+`)
+
+// abortScript: KEYS = per candidate hash, leases, rpm log. ARGV = lease
+// id. Takes back whatever the id holds (a slot, an rpm entry, the probe
+// token): for an acquisition whose answer was lost, or a release that
+// may have been overtaken by a re-registration.
+var abortScript = redis.NewScript(`
+for i = 1, #KEYS, 3 do
+  redis.call('ZREM', KEYS[i + 1], ARGV[1])
+  redis.call('ZREM', KEYS[i + 2], ARGV[1])
+  if redis.call('HGET', KEYS[i], 'pl') == ARGV[1] then redis.call('HDEL', KEYS[i], 'pl', 'pe') end
+end
+return 1
 `)

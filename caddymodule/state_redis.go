@@ -38,8 +38,16 @@ type redisBackend struct {
 	desc     string // address for logs (never the password)
 	logger   *zap.Logger
 
-	up      atomic.Bool
-	probing atomic.Bool
+	up        atomic.Bool
+	probing   atomic.Bool
+	resyncing atomic.Bool // the probe is pushing local state: sync calls pass
+
+	// Across an outage (guarded by mu): releases that could not reach
+	// Redis, replayed on recovery; and leases released or abandoned
+	// while down or re-syncing, kept out of any re-registration and
+	// removed from Redis on recovery.
+	pending []*keypool.SharedRelease
+	gone    map[string]goneLease
 
 	mu    sync.Mutex
 	pools map[string]*keypool.Pool
@@ -62,6 +70,21 @@ type redisBackend struct {
 // liveLease is a lease the backend renews until it is released.
 type liveLease struct{ pool, fp string }
 
+// goneLease is a lease id that must not live in Redis: released, or
+// granted to an acquisition whose answer was lost (on any of fps).
+type goneLease struct {
+	pool string
+	fps  []string
+	exp  time.Time
+}
+
+// Bounds of the outage bookkeeping; beyond them the oldest is dropped
+// (its lease then expires by its TTL).
+const (
+	maxPendingReleases = 10000
+	maxGoneLeases      = 100000
+)
+
 // errStateDown is returned without a round trip while Redis is known to be
 // unreachable.
 var errStateDown = errors.New("shared state (redis) unreachable: serving on local state")
@@ -71,7 +94,7 @@ func newRedisBackend(opts *redis.Options, prefix, salt, desc string, lease, time
 	b := &redisBackend{
 		client: redis.NewClient(opts), prefix: prefix, channel: prefix + "events",
 		lease: lease, timeout: timeout, instance: instanceID, desc: desc, logger: logger,
-		pools: map[string]*keypool.Pool{}, live: map[string]liveLease{},
+		pools: map[string]*keypool.Pool{}, live: map[string]liveLease{}, gone: map[string]goneLease{},
 		idKey: sharedIDKey(prefix, salt), toShared: map[string]string{}, fromShared: map[string]string{},
 		ctx: ctx, cancel: cancel,
 	}
@@ -100,7 +123,7 @@ func (b *redisBackend) attach(p *keypool.Pool, poll time.Duration) {
 	b.mu.Lock()
 	b.pools[p.Name()] = p
 	b.mu.Unlock()
-	p.SetBackend(b, keypool.SharedOptions{Instance: b.instance, LeaseTTL: b.lease, Poll: poll})
+	setPoolBackend(p, b, keypool.SharedOptions{Instance: b.instance, LeaseTTL: b.lease, Poll: poll})
 }
 
 // ping reports whether Redis answers within the timeout.
@@ -159,9 +182,13 @@ func (b *redisBackend) keyNames(pool, fp string) (h, l, r string) {
 	return base + "k:" + id, base + "l:" + id, base + "r:" + id
 }
 
-// call runs one round trip, metering it and noticing an outage.
+// call runs one round trip, metering it and noticing an outage. While
+// Redis is known to be down nothing is sent (result "skipped"), except
+// the probe's re-sync and the releases that happen meanwhile. Any failure (network, timeout, or an
+// error reply such as NOPERM, READONLY after a failover, OOM) puts the
+// instance on local state until the probe succeeds.
 func (b *redisBackend) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
-	if !b.up.Load() || b.ctx.Err() != nil {
+	if b.ctx.Err() != nil || !b.up.Load() && !(b.resyncing.Load() && (op == "sync" || op == "release")) {
 		stateMetrics().requests.WithLabelValues(op, "skipped").Inc()
 		return errStateDown
 	}
@@ -174,12 +201,7 @@ func (b *redisBackend) call(ctx context.Context, op string, f func(ctx context.C
 	if err != nil && !errors.Is(err, redis.Nil) {
 		m.requests.WithLabelValues(op, "error").Inc()
 		if ctx.Err() == nil {
-			var rerr redis.Error
-			if errors.As(err, &rerr) && !strings.HasPrefix(rerr.Error(), "LOADING") {
-				b.logger.Error("shared state: redis refused a script", zap.String("op", op), zap.Error(err))
-			} else {
-				b.down(err)
-			}
+			b.down(err)
 		}
 		return err
 	}
@@ -204,86 +226,148 @@ func (b *redisBackend) down(err error) {
 	go b.probe()
 }
 
-// probe pings Redis every second until it answers, then re-syncs the pools.
+// probe pings Redis every second until it answers and the re-sync
+// succeeds, then lets the instance share again. probing is cleared before
+// up is set, so a failure right after starts a new probe.
 func (b *redisBackend) probe() {
 	defer b.wg.Done()
-	defer b.probing.Store(false)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
+			b.probing.Store(false)
 			return
 		case <-t.C:
 		}
 		if err := b.ping(b.ctx); err != nil {
 			continue
 		}
+		if err := b.resync(); err != nil {
+			b.logger.Warn("shared state: re-sync failed; retrying", zap.String("redis", b.desc), zap.Error(err))
+			continue
+		}
+		b.probing.Store(false)
 		b.up.Store(true)
 		stateMetrics().up.Set(1)
-		b.logger.Info("shared state reachable again: re-syncing pools", zap.String("redis", b.desc))
+		b.logger.Info("shared state reachable again: limits are cluster-wide again", zap.String("redis", b.desc))
+		// releases that missed the re-sync by a hair
 		b.mu.Lock()
-		pools := make([]*keypool.Pool, 0, len(b.pools))
-		for _, p := range b.pools {
-			pools = append(pools, p)
-		}
-		// leases taken before the outage: Redis may have restarted empty
-		byPool := map[string]map[string][]string{}
-		for id, l := range b.live {
-			if byPool[l.pool] == nil {
-				byPool[l.pool] = map[string][]string{}
-			}
-			byPool[l.pool][l.fp] = append(byPool[l.pool][l.fp], id)
-		}
+		late := b.pending
+		b.pending = nil
 		b.mu.Unlock()
-		for pool, fps := range byPool {
-			keys := make([]keypool.SharedSync, 0, len(fps))
-			for fp, ids := range fps {
-				keys = append(keys, keypool.SharedSync{Fingerprint: fp, Leases: ids, LeaseTTL: b.lease})
-			}
-			if err := b.Sync(b.ctx, pool, keys); err != nil {
-				b.logger.Warn("shared state: re-registering live leases failed", zap.String("pool", pool), zap.Error(err))
-			}
-		}
-		b.dropReleased(byPool)
-		for _, p := range pools {
-			if err := p.Resync(b.ctx); err != nil {
-				b.logger.Warn("shared state: re-sync failed", zap.String("pool", p.Name()), zap.Error(err))
+		for i, rel := range late {
+			if b.call(b.ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) }) != nil {
+				b.requeue(late[i:]) // down again: the next probe replays the rest
+				break
 			}
 		}
 		return
 	}
 }
 
-// dropReleased removes from Redis the re-registered leases that were
-// released meanwhile (their release may have run before the re-register).
-func (b *redisBackend) dropReleased(byPool map[string]map[string][]string) {
-	type gone struct{ key, id string }
-	var drop []gone
+// resync pushes what happened during the outage, before the instance
+// shares again: its live leases (Redis may have restarted empty), the
+// releases that could not be sent, the leases that must not live, and
+// each pool's local state (keypool.Pool.Resync).
+func (b *redisBackend) resync() error {
+	b.resyncing.Store(true)
+	defer b.resyncing.Store(false)
 	b.mu.Lock()
+	pools := make([]*keypool.Pool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	byPool := map[string]map[string][]string{}
+	for id, l := range b.live {
+		if byPool[l.pool] == nil {
+			byPool[l.pool] = map[string][]string{}
+		}
+		byPool[l.pool][l.fp] = append(byPool[l.pool][l.fp], id)
+	}
+	pending := b.pending
+	b.pending = nil
+	b.mu.Unlock()
 	for pool, fps := range byPool {
+		keys := make([]keypool.SharedSync, 0, len(fps))
 		for fp, ids := range fps {
-			for _, id := range ids {
-				if _, live := b.live[id]; !live {
-					_, l, _ := b.keyNames(pool, fp)
-					drop = append(drop, gone{l, id})
-				}
-			}
+			keys = append(keys, keypool.SharedSync{Fingerprint: fp, Leases: ids, LeaseTTL: b.lease})
+		}
+		if err := b.Sync(b.ctx, pool, keys); err != nil {
+			b.requeue(pending)
+			return err
 		}
 	}
-	b.mu.Unlock()
-	if len(drop) == 0 {
-		return
+	for i, rel := range pending {
+		if err := b.call(b.ctx, "sync", func(ctx context.Context) error { return b.runRelease(ctx, rel) }); err != nil {
+			b.requeue(pending[i:])
+			return err
+		}
 	}
-	_ = b.call(b.ctx, "sync", func(ctx context.Context) error {
+	for _, p := range pools {
+		if err := p.Resync(b.ctx); err != nil {
+			return err
+		}
+	}
+	return b.dropGone()
+}
+
+// requeue puts releases back for the next re-sync.
+func (b *redisBackend) requeue(rels []*keypool.SharedRelease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pending = append(rels, b.pending...)
+	if n := len(b.pending) - maxPendingReleases; n > 0 {
+		b.pending = b.pending[n:]
+	}
+}
+
+// dropGone removes from Redis every lease id that must not live there
+// (one pipelined round trip) and forgets those older than a lease.
+func (b *redisBackend) dropGone() error {
+	now := time.Now()
+	type drop struct {
+		id   string
+		keys []string
+	}
+	var drops []drop
+	b.mu.Lock()
+	for id, g := range b.gone {
+		if now.After(g.exp) {
+			delete(b.gone, id) // expired in Redis by now anyway
+			continue
+		}
+		d := drop{id: id}
+		for _, fp := range g.fps {
+			h, l, r := b.keyNames(g.pool, fp)
+			d.keys = append(d.keys, h, l, r)
+		}
+		drops = append(drops, d)
+	}
+	b.mu.Unlock()
+	if len(drops) == 0 {
+		return nil
+	}
+	return b.call(b.ctx, "sync", func(ctx context.Context) error {
 		_, err := b.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for _, g := range drop {
-				pipe.ZRem(ctx, g.key, g.id)
+			for _, d := range drops {
+				abortScript.Eval(ctx, pipe, d.keys, d.id)
 			}
 			return nil
 		})
 		return err
 	})
+}
+
+// forget records a lease id that must not live in Redis (see gone).
+func (b *redisBackend) forget(id, pool string, fps ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.live, id)
+	if len(b.gone) >= maxGoneLeases {
+		return // its lease expires by its TTL
+	}
+	b.gone[id] = goneLease{pool: pool, fps: fps, exp: time.Now().Add(b.lease)}
 }
 
 // Acquire implements keypool.Backend.
@@ -312,6 +396,26 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 		return err
 	})
 	if err != nil {
+		if !errors.Is(err, errStateDown) {
+			// the script may have run and granted a slot nobody will
+			// release: take it back now if Redis is up, else at re-sync
+			fps := make([]string, len(req.Candidates))
+			for i := range req.Candidates {
+				fps[i] = req.Candidates[i].Fingerprint
+			}
+			b.forget(req.LeaseID, req.Pool, fps...)
+			if b.up.Load() {
+				b.wg.Add(1)
+				go func() {
+					defer b.wg.Done()
+					if b.dropGone() == nil {
+						b.mu.Lock()
+						delete(b.gone, req.LeaseID)
+						b.mu.Unlock()
+					}
+				}()
+			}
+		}
 		return g, err
 	}
 	if len(res) < 5 || (len(res)-5)%3 != 0 {
@@ -335,22 +439,36 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 	return g, nil
 }
 
-// Release implements keypool.Backend.
+// Release implements keypool.Backend. A release that cannot reach Redis
+// is kept and replayed when it returns.
 func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) error {
-	b.mu.Lock()
-	delete(b.live, rel.LeaseID)
-	b.mu.Unlock()
+	if !b.up.Load() {
+		b.forget(rel.LeaseID, rel.Pool, rel.Fingerprint) // keep it out of a concurrent re-sync
+	} else {
+		b.mu.Lock()
+		delete(b.live, rel.LeaseID)
+		b.mu.Unlock()
+	}
+	err := b.call(ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) })
+	if err != nil && ctx.Err() == nil {
+		b.forget(rel.LeaseID, rel.Pool, rel.Fingerprint)
+		b.requeue([]*keypool.SharedRelease{rel})
+	}
+	return err
+}
+
+// runRelease runs the release script for rel.
+func (b *redisBackend) runRelease(ctx context.Context, rel *keypool.SharedRelease) error {
 	h, l, _ := b.keyNames(rel.Pool, rel.Fingerprint)
-	return b.call(ctx, "release", func(ctx context.Context) error {
-		return releaseScript.Run(ctx, b.client, []string{h, l},
-			rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
-			boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
-			boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
-			b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint)).Err()
-	})
+	return releaseScript.Run(ctx, b.client, []string{h, l},
+		rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
+		boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
+		boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
+		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic)).Err()
 }
 
 // Sync implements keypool.Backend: one pipelined round trip for all keys.
+// Lease ids known to be gone are not registered.
 func (b *redisBackend) Sync(ctx context.Context, pool string, keys []keypool.SharedSync) error {
 	if len(keys) == 0 {
 		return nil
@@ -360,13 +478,17 @@ func (b *redisBackend) Sync(ctx context.Context, pool string, keys []keypool.Sha
 			for _, k := range keys {
 				h, l, _ := b.keyNames(pool, k.Fingerprint)
 				args := []any{k.LeaseTTL.Milliseconds(), k.Cooldown.Milliseconds(), k.Reason, k.BreakerOpen.Milliseconds(),
-					k.BreakerTrips, boolArg(k.ProbePending), strconv.FormatInt(k.QuotaPeriod, 10), k.QuotaRequests, k.QuotaTokens}
+					k.BreakerTrips, boolArg(k.ProbePending), strconv.FormatInt(k.QuotaPeriod, 10), k.QuotaRequests, k.QuotaTokens,
+					boolArg(k.Heuristic)}
+				b.mu.Lock()
 				for _, id := range k.Leases {
+					if _, gone := b.gone[id]; gone {
+						continue
+					}
 					args = append(args, id)
-					b.mu.Lock()
 					b.live[id] = liveLease{pool: pool, fp: k.Fingerprint}
-					b.mu.Unlock()
 				}
+				b.mu.Unlock()
 				syncScript.Eval(ctx, pipe, []string{h, l}, args...)
 			}
 			return nil

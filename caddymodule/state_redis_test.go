@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -353,5 +354,41 @@ func BenchmarkStateAcquireRelease(b *testing.B) {
 			})
 			b.ReportMetric((ok()-before)/float64(b.N), "roundtrips/op")
 		})
+	}
+}
+
+// A config load that Caddy rejects after the gateway switched a live pool
+// to another state backend gives the running config its backend back.
+func TestRejectedReloadKeepsStateBackend(t *testing.T) {
+	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	_, base := mock(t, mockupstream.Config{})
+	port := freePort(t)
+	site := func(state, extra string) string {
+		return fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n}\nhttp://127.0.0.1:%d {\n\troute /v1/* {\n\t\tllm_gateway {\n\t\t\tapi_key %s\n%s%s\t\t}\n\t}\n%s}\n",
+			port, gatewayKey, state, poolBlock("rj", base, 1, ""), extra)
+	}
+	redisState := "\t\t\tstate redis {\n\t\t\t\taddress " + addr + "\n\t\t\t\tprefix " + prefix + "\n\t\t\t}\n"
+	loadCaddyfile(t, site(redisState, ""))
+	t.Cleanup(func() { _ = caddy.Stop() })
+	if _, ok := poolFor(t, "rj").Backend().(*redisBackend); !ok {
+		t.Fatal("pool rj is not on the redis backend")
+	}
+	// same pool on memory state, then a handler that fails to provision
+	broken := "\troute /o/* {\n\t\tllm_gateway {\n\t\t\tapi_key x\n\t\t\tpool broken {\n\t\t\t\tkey k ftp://x\n\t\t\t}\n\t\t}\n\t}\n"
+	err := loadCaddyfileErr(site("\t\t\tstate memory\n", broken))
+	if err == nil || !strings.Contains(err.Error(), `pool "broken"`) {
+		t.Fatalf("the broken config: %v", err)
+	}
+	t.Logf("rejected: %v", err)
+	rb, ok := poolFor(t, "rj").Backend().(*redisBackend)
+	if !ok || rb.ctx.Err() != nil {
+		t.Fatalf("after a rejected config the running pool's state backend is %T (closed: %v)", poolFor(t, "rj").Backend(), ok && rb.ctx.Err() != nil)
+	}
+	resp, body := post(t, fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port), chatBody("mock-gpt", "still shared", false))
+	if resp.StatusCode != 200 {
+		t.Fatalf("after the rejected config: %d %s", resp.StatusCode, body)
+	}
+	if n := testutil.ToFloat64(stateMetrics().requests.WithLabelValues("acquire", "ok")); n < 1 {
+		t.Fatalf("no acquire went to Redis: %v", n)
 	}
 }

@@ -93,9 +93,11 @@ type SharedCandidate struct {
 	QuotaLeft     time.Duration
 	// Probe asks that the lease be a probe (the local breaker wants one);
 	// Early marks an early probe of a key the local pool sees cooling:
-	// the shared cooldown and open breaker are not checked for it. Either
-	// way, and whenever the shared breaker or a pending dead-key probe
-	// asks for one, the lease needs the key's single probe token.
+	// the shared open breaker and a shared cooldown computed by a pool (a
+	// backoff, Heuristic) are not checked for it, a cooldown the upstream
+	// named is. Either way, and whenever the shared breaker or a pending
+	// dead-key probe asks for one, the lease needs the key's single probe
+	// token.
 	Probe bool
 	Early bool
 }
@@ -106,7 +108,9 @@ type SharedGrant struct {
 	Index int
 	// Probe is set when the lease holds the key's probe token; HalfOpen
 	// when it is the half-open probe of a shared breaker whose open
-	// period ended, BreakerTrips that breaker's consecutive openings.
+	// period ended (a failure reopens it), BreakerTrips that breaker's
+	// consecutive openings. An early probe during the open period leaves
+	// the breaker open.
 	Probe        bool
 	HalfOpen     bool
 	BreakerTrips int

@@ -35,6 +35,7 @@ type sharedKey struct {
 	leases       map[string]time.Time // lease id -> expiry
 	coolUntil    time.Time
 	coolReason   string
+	coolHeur     bool // computed by a pool (a backoff): an early probe may pass it
 	breaker      BreakerState
 	breakerUntil time.Time
 	trips        int
@@ -123,15 +124,13 @@ func (m *MemoryBackend) Acquire(_ context.Context, req *SharedAcquire) (SharedGr
 		refuse := func(reason string, wait time.Duration) {
 			g.Refused = append(g.Refused, SharedRefusal{Index: i, Reason: reason, Wait: wait})
 		}
-		if !c.Early {
-			if now.Before(s.coolUntil) {
-				refuse(s.coolReason, s.coolUntil.Sub(now))
-				continue
-			}
-			if s.breaker == BreakerOpen && now.Before(s.breakerUntil) {
-				refuse(reasonBreaker, s.breakerUntil.Sub(now))
-				continue
-			}
+		if now.Before(s.coolUntil) && !(c.Early && s.coolHeur) {
+			refuse(s.coolReason, s.coolUntil.Sub(now))
+			continue
+		}
+		if !c.Early && s.breaker == BreakerOpen && now.Before(s.breakerUntil) {
+			refuse(reasonBreaker, s.breakerUntil.Sub(now))
+			continue
 		}
 		probe := c.Probe || c.Early || s.breaker != BreakerClosed || s.probePending
 		if probe && s.probeLease != "" && now.Before(s.probeExp) {
@@ -217,9 +216,10 @@ func (m *MemoryBackend) Acquire(_ context.Context, req *SharedAcquire) (SharedGr
 	if pick.probe {
 		s.probeLease, s.probeExp = req.LeaseID, now.Add(req.LeaseTTL)
 		g.Probe = true
-		if s.breaker == BreakerOpen {
-			s.breaker, g.HalfOpen = BreakerHalfOpen, true
+		if s.breaker == BreakerOpen && !now.Before(s.breakerUntil) {
+			s.breaker = BreakerHalfOpen // the open period is over: this is its probe
 		}
+		g.HalfOpen = s.breaker == BreakerHalfOpen
 		g.BreakerTrips = s.trips
 	}
 	if req.Session != "" && g.Pinned == "" {
@@ -260,11 +260,11 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 	ev := SharedEvent{Instance: rel.Instance, Fingerprint: rel.Fingerprint, Clear: rel.Clear}
 	if rel.Clear {
 		if !deadReason(s.coolReason) {
-			s.coolUntil, s.coolReason = time.Time{}, ""
+			s.coolUntil, s.coolReason, s.coolHeur = time.Time{}, "", false
 		}
 		s.breaker, s.trips, s.probePending = BreakerClosed, 0, false
 	}
-	s.apply(now, rel.Cooldown, rel.Reason, rel.BreakerOpen, rel.BreakerTrips, rel.ProbePending)
+	s.apply(now, rel.Cooldown, rel.Reason, rel.Heuristic, rel.BreakerOpen, rel.BreakerTrips, rel.ProbePending)
 	if rel.TTFB > 0 {
 		if s.ema == 0 {
 			s.ema = float64(rel.TTFB)
@@ -281,9 +281,9 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 
 // apply lengthens the cooldown, opens the breaker and marks a pending
 // probe as a release or sync asks.
-func (s *sharedKey) apply(now time.Time, cool time.Duration, reason string, open time.Duration, trips int, probe bool) {
+func (s *sharedKey) apply(now time.Time, cool time.Duration, reason string, heur bool, open time.Duration, trips int, probe bool) {
 	if cool > 0 && now.Add(cool).After(s.coolUntil) {
-		s.coolUntil, s.coolReason = now.Add(cool), reason
+		s.coolUntil, s.coolReason, s.coolHeur = now.Add(cool), reason, heur
 	}
 	if open > 0 {
 		s.breaker, s.breakerUntil, s.trips = BreakerOpen, now.Add(open), trips
@@ -339,7 +339,7 @@ func (m *MemoryBackend) Sync(_ context.Context, pool string, keys []SharedSync) 
 		for _, id := range k.Leases {
 			s.leases[id] = now.Add(k.LeaseTTL)
 		}
-		s.apply(now, k.Cooldown, k.Reason, k.BreakerOpen, k.BreakerTrips, k.ProbePending)
+		s.apply(now, k.Cooldown, k.Reason, k.Heuristic, k.BreakerOpen, k.BreakerTrips, k.ProbePending)
 		if k.QuotaRequests > 0 || k.QuotaTokens > 0 {
 			if s.qPeriod != k.QuotaPeriod {
 				s.qPeriod, s.qReq, s.qTok = k.QuotaPeriod, 0, 0
@@ -360,7 +360,7 @@ func (m *MemoryBackend) Clear(_ context.Context, pool, fp, instance string) erro
 		return errBackendDown{}
 	}
 	s := m.key(pool, fp)
-	s.coolUntil, s.coolReason = time.Time{}, ""
+	s.coolUntil, s.coolReason, s.coolHeur = time.Time{}, "", false
 	s.breaker, s.trips, s.probePending = BreakerClosed, 0, false
 	m.mu.Unlock()
 	m.publish(pool, SharedEvent{Instance: instance, Fingerprint: fp, Reset: true})

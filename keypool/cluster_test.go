@@ -251,3 +251,49 @@ func TestClusterUnavailableSummaryNamesSharedReason(t *testing.T) {
 		t.Fatalf("B's error: %v", err)
 	}
 }
+
+func TestClusterEarlyProbeKeepsSharedBreakerOpen(t *testing.T) {
+	s := Settings{MaxConcurrencyPerKey: 5, ErrorCooldown: time.Second, BreakerOpen: time.Minute, FailureThreshold: 2}
+	ps, b, clk := cluster(t, 2, s, keys(1), time.Hour)
+	for i := 0; i < 2; i++ {
+		mustAcquire(t, ps[0]).Release(Outcome{Kind: ServerError, Status: 500})
+		clk.Advance(2 * time.Second)
+	}
+	clk.Advance(35 * time.Second) // past half of the open period: A may probe early
+	l, err := tryAcquire(ps[0])
+	if err != nil || !l.Probe() {
+		t.Fatalf("early probe: %v", err)
+	}
+	l.Release(Outcome{Kind: ServerError, Status: 500})
+	st, _ := b.Snapshot(context.Background(), "main", []string{"fp0"})
+	if st[0].Breaker != "open" || st[0].BreakerLeft <= 0 {
+		t.Fatalf("a failed early probe changed the shared breaker: %+v", st[0])
+	}
+	if _, err := tryAcquire(ps[1]); err == nil {
+		t.Fatal("B leased the key during the open period")
+	}
+}
+
+func TestClusterInterruptedProbeThenFailureReopens(t *testing.T) {
+	s := Settings{MaxConcurrencyPerKey: 5, ErrorCooldown: time.Second, BreakerOpen: 10 * time.Second, FailureThreshold: 2}
+	ps, b, clk := cluster(t, 3, s, keys(1), time.Hour)
+	for i := 0; i < 2; i++ {
+		mustAcquire(t, ps[0]).Release(Outcome{Kind: ServerError, Status: 500})
+		clk.Advance(2 * time.Second)
+	}
+	clk.Advance(10 * time.Second)
+	l := mustAcquire(t, ps[1])
+	if !l.Probe() {
+		t.Fatal("B's lease after the open period is not the probe")
+	}
+	l.Release(Outcome{Kind: Canceled}) // told nothing: the breaker stays half-open
+	l = mustAcquire(t, ps[2])
+	if !l.Probe() {
+		t.Fatal("C's lease is not the probe")
+	}
+	l.Release(Outcome{Kind: ServerError, Status: 503})
+	st, _ := b.Snapshot(context.Background(), "main", []string{"fp0"})
+	if st[0].Breaker != "open" || st[0].BreakerLeft < 15*time.Second {
+		t.Fatalf("a failed half-open probe did not reopen the shared breaker (doubled): %+v", st[0])
+	}
+}

@@ -3,6 +3,7 @@ package keypool
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,11 +14,14 @@ type shared struct {
 	instance string
 	leaseTTL time.Duration
 	poll     time.Duration
-	idSeq    uint64
 	// local are leases granted while the backend was unreachable, not
 	// yet registered with it (Resync does).
 	local map[*Lease]struct{}
 }
+
+// leaseSeq numbers leases process-wide, so a pool recreated by a reload
+// never reuses the id of a lease still out.
+var leaseSeq atomic.Uint64
 
 // SharedOptions configure a Pool's Backend (SetBackend).
 type SharedOptions struct {
@@ -84,10 +88,9 @@ func (p *Pool) acquireSharedLocked(ctx context.Context, now time.Time, picked []
 	var buf [len(p.candBuf)]*Key
 	var epochs [len(p.candBuf)]uint64
 	cands := buf[:copy(buf[:], picked)]
-	p.idSeq++
 	req := &SharedAcquire{
 		Pool: p.name, Instance: p.instance, LeaseTTL: p.leaseTTL,
-		LeaseID:    p.instance + ":" + p.name + ":" + strconv.FormatUint(p.idSeq, 36),
+		LeaseID:    p.instance + ":" + strconv.FormatUint(leaseSeq.Add(1), 36),
 		RoundRobin: p.settings.Strategy == "round_robin",
 		Candidates: make([]SharedCandidate, len(cands)),
 	}
@@ -142,8 +145,15 @@ func (p *Pool) acquireSharedLocked(ctx context.Context, now time.Time, picked []
 		return l, nil
 	}
 	for _, r := range g.Refused {
-		if r.Index >= 0 && r.Index < len(cands) && cands[r.Index].shEpoch == epochs[r.Index] {
-			p.mirrorLocked(cands[r.Index], now, r.Reason, r.Wait)
+		if r.Index < 0 || r.Index >= len(cands) {
+			continue
+		}
+		if k := cands[r.Index]; k.shEpoch == epochs[r.Index] {
+			p.mirrorLocked(k, now, r.Reason, r.Wait)
+		} else if r.Wait <= 0 {
+			// an event crossed the refusal: look again soon, not at once
+			// (a key changing hands all the time must not make us spin)
+			p.mirrorLocked(k, now, r.Reason, staleRetry)
 		}
 	}
 	if g.Index < 0 || g.Index >= len(cands) {
@@ -171,6 +181,9 @@ func (p *Pool) acquireSharedLocked(ctx context.Context, now time.Time, picked []
 	return l, nil
 }
 
+// staleRetry is how long a busy refusal that crossed an event is mirrored.
+const staleRetry = 10 * time.Millisecond
+
 // mirrorLocked notes that the backend reported k's gate shut for wait
 // (for busy and probe_in_flight: until an event, or p.poll at most).
 func (p *Pool) mirrorLocked(k *Key, now time.Time, reason string, wait time.Duration) {
@@ -197,9 +210,10 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 		rel.TPM, rel.TokenDelta = k.tpm, o.Tokens-l.tokens
 	}
 	if o.Tokens > 0 && k.quota.set() {
-		rel.QuotaTokens, rel.QuotaPeriod = o.Tokens, k.lim.qPeriod
 		if _, degraded := p.local[l]; degraded {
-			k.degTok += o.Tokens
+			k.degTok += o.Tokens // pushed by Resync with the degraded requests
+		} else {
+			rel.QuotaTokens, rel.QuotaPeriod = o.Tokens, k.lim.qPeriod
 		}
 	}
 	if k.cooldownUntil.After(before.cooldownUntil) && k.cooldownUntil.After(now) {
