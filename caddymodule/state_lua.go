@@ -86,7 +86,10 @@ for i = 1, n do
   end
   local quota = qreq > 0 or qtok > 0
   local qr, qt = tonumber(h[11]) or 0, tonumber(h[12]) or 0
-  if quota and h[10] ~= qper then
+  -- a period only moves forward: an instance whose clock is behind
+  -- counts against the newer period
+  local fresh = quota and (tonumber(h[10]) or -1) < tonumber(qper)
+  if fresh then
     qr, qt = 0, 0
   end
   if not reason and quota and ((qreq > 0 and qr >= qreq) or (qtok > 0 and qt >= qtok)) then
@@ -97,7 +100,7 @@ for i = 1, n do
     refused[#refused + 1] = reason
     refused[#refused + 1] = math.floor(math.max(wait, 0))
   else
-    elig[#elig + 1] = {i = i, load = load, probe = probe, tl = tl, fresh = quota and h[10] ~= qper, br = br, bu = bu}
+    elig[#elig + 1] = {i = i, load = load, probe = probe, tl = tl, fresh = fresh, br = br, bu = bu}
   end
 end
 local function reply(idx, probe, half, trips, pinned)
@@ -245,9 +248,12 @@ end
 if bopen > 0 then redis.call('HSET', H, 'br', 1, 'bu', now + bopen, 'bt', trips) end
 if ARGV[6] == '1' then redis.call('HSET', H, 'pp', 1) end
 if qreq > 0 or qtok > 0 then
-  if redis.call('HGET', H, 'qp') ~= qper then redis.call('HSET', H, 'qp', qper, 'qr', 0, 'qt', 0) end
-  redis.call('HINCRBY', H, 'qr', qreq)
-  redis.call('HINCRBY', H, 'qt', qtok)
+  local cur = tonumber(redis.call('HGET', H, 'qp')) or -1
+  if cur < tonumber(qper) then redis.call('HSET', H, 'qp', qper, 'qr', 0, 'qt', 0) end
+  if cur <= tonumber(qper) then
+    redis.call('HINCRBY', H, 'qr', qreq)
+    redis.call('HINCRBY', H, 'qt', qtok)
+  end
 end
 return 1
 `)

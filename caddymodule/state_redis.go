@@ -118,8 +118,27 @@ func (b *redisBackend) Destruct() error {
 	return err
 }
 
-// attach makes p share its state here and receive events.
+// attach makes p share its state here and receive events. When p was on
+// another Redis backend (a reload changed a Redis setting), the leases
+// that one renews are taken over, so requests outliving the reload keep
+// their slots.
 func (b *redisBackend) attach(p *keypool.Pool, poll time.Duration) {
+	if old, ok := p.Backend().(*redisBackend); ok && old != b {
+		old.mu.Lock()
+		taken := make(map[string]liveLease, len(old.live))
+		for id, l := range old.live {
+			if l.pool == p.Name() {
+				taken[id] = l
+				delete(old.live, id)
+			}
+		}
+		old.mu.Unlock()
+		b.mu.Lock()
+		for id, l := range taken {
+			b.live[id] = l
+		}
+		b.mu.Unlock()
+	}
 	b.mu.Lock()
 	b.pools[p.Name()] = p
 	b.mu.Unlock()

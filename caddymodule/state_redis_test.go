@@ -392,3 +392,31 @@ func TestRejectedReloadKeepsStateBackend(t *testing.T) {
 		t.Fatalf("no acquire went to Redis: %v", n)
 	}
 }
+
+// A reload that changes a Redis setting moves the pool to a new backend;
+// the leases out keep being renewed by it.
+func TestRedisBackendTakesOverLeases(t *testing.T) {
+	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	b1 := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, time.Second, zap.NewNop())
+	b2 := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, 2*time.Second, zap.NewNop())
+	t.Cleanup(func() { _ = b1.Destruct(); _ = b2.Destruct() })
+	p, _ := keypool.New("main", keypool.Settings{MaxConcurrencyPerKey: 1}, testKeys(1), nil)
+	b1.attach(p, time.Second)
+	l, err := p.Acquire(context.Background(), keypool.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2.attach(p, time.Second)
+	_ = b1.Destruct()
+	b2.mu.Lock()
+	n := len(b2.live)
+	b2.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("new backend renews %d leases, want the 1 still out", n)
+	}
+	l.Release(keypool.Outcome{Kind: keypool.Success})
+	snap, err := p.SharedSnapshot(context.Background())
+	if err != nil || snap[0].InFlight != 0 {
+		t.Fatalf("after release through the new backend: %+v %v", snap, err)
+	}
+}

@@ -159,7 +159,7 @@ func (m *MemoryBackend) Acquire(_ context.Context, req *SharedAcquire) (SharedGr
 			}
 		}
 		if c.QuotaRequests > 0 || c.QuotaTokens > 0 {
-			if s.qPeriod != c.QuotaPeriod {
+			if s.qPeriod < c.QuotaPeriod { // periods only move forward
 				s.qPeriod, s.qReq, s.qTok = c.QuotaPeriod, 0, 0
 			}
 			if c.QuotaRequests > 0 && s.qReq >= c.QuotaRequests || c.QuotaTokens > 0 && s.qTok >= c.QuotaTokens {
@@ -341,11 +341,13 @@ func (m *MemoryBackend) Sync(_ context.Context, pool string, keys []SharedSync) 
 		}
 		s.apply(now, k.Cooldown, k.Reason, k.Heuristic, k.BreakerOpen, k.BreakerTrips, k.ProbePending)
 		if k.QuotaRequests > 0 || k.QuotaTokens > 0 {
-			if s.qPeriod != k.QuotaPeriod {
+			if s.qPeriod < k.QuotaPeriod {
 				s.qPeriod, s.qReq, s.qTok = k.QuotaPeriod, 0, 0
 			}
-			s.qReq += k.QuotaRequests
-			s.qTok += k.QuotaTokens
+			if s.qPeriod == k.QuotaPeriod {
+				s.qReq += k.QuotaRequests
+				s.qTok += k.QuotaTokens
+			}
 		}
 	}
 	return nil
