@@ -151,15 +151,25 @@ type SharedRelease struct {
 	// Clear: the attempt succeeded; a transient shared cooldown (not a
 	// dead-key one: invalid_key, no_credit, forbidden, quota_exhausted)
 	// ends, the breaker closes, a pending probe is done. Applied before
-	// Cooldown.
+	// the SharedEffects.
 	Clear bool
+	SharedEffects
+	// TTFB, when > 0, feeds the shared latency average with weight
+	// LatencyAlpha.
+	TTFB         time.Duration
+	LatencyAlpha float64
+}
+
+// SharedEffects are the changes to a key that the cluster must share:
+// they only ever lengthen a cooldown or open a breaker.
+type SharedEffects struct {
 	// Cooldown > 0 lengthens the shared cooldown to now+Cooldown (never
-	// shortens it), recording Reason, Source, Status and Heuristic as in
-	// KeyStatus.
+	// shortens it), recording Reason (an OutcomeKind name or
+	// "cooldown_after_success") and Heuristic (the length was computed by
+	// the pool, a backoff, not named by the upstream: only such a cooldown
+	// yields to an early probe).
 	Cooldown  time.Duration
 	Reason    string
-	Source    string
-	Status    int
 	Heuristic bool
 	// BreakerOpen > 0 opens the shared breaker for that long, its
 	// BreakerTrips-th consecutive opening.
@@ -168,10 +178,6 @@ type SharedRelease struct {
 	// ProbePending: the next lease of the key must be a probe (a dead-key
 	// cooldown was set).
 	ProbePending bool
-	// TTFB, when > 0, feeds the shared latency average with weight
-	// LatencyAlpha.
-	TTFB         time.Duration
-	LatencyAlpha float64
 }
 
 // SharedSync is one key's local state pushed by Pool.Resync after an
@@ -182,17 +188,9 @@ type SharedSync struct {
 	// unreachable and still live; they are registered for LeaseTTL.
 	Leases   []string
 	LeaseTTL time.Duration
-	// Cooldown, Reason, Source, Status, Heuristic, BreakerOpen,
-	// BreakerTrips and ProbePending are as in SharedRelease (the key's
-	// local state at sync time).
-	Cooldown     time.Duration
-	Reason       string
-	Source       string
-	Status       int
-	Heuristic    bool
-	BreakerOpen  time.Duration
-	BreakerTrips int
-	ProbePending bool
+	// SharedEffects hold the key's local cooldown, open breaker and
+	// pending probe at sync time.
+	SharedEffects
 	// QuotaRequests and QuotaTokens were counted locally in period
 	// QuotaPeriod while unreachable; they are added to the shared quota.
 	QuotaPeriod   int64

@@ -264,7 +264,7 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 		}
 		s.breaker, s.trips, s.probePending = BreakerClosed, 0, false
 	}
-	s.apply(now, rel.Cooldown, rel.Reason, rel.Heuristic, rel.BreakerOpen, rel.BreakerTrips, rel.ProbePending)
+	s.apply(now, &rel.SharedEffects)
 	if rel.TTFB > 0 {
 		if s.ema == 0 {
 			s.ema = float64(rel.TTFB)
@@ -281,14 +281,14 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 
 // apply lengthens the cooldown, opens the breaker and marks a pending
 // probe as a release or sync asks.
-func (s *sharedKey) apply(now time.Time, cool time.Duration, reason string, heur bool, open time.Duration, trips int, probe bool) {
-	if cool > 0 && now.Add(cool).After(s.coolUntil) {
-		s.coolUntil, s.coolReason, s.coolHeur = now.Add(cool), reason, heur
+func (s *sharedKey) apply(now time.Time, e *SharedEffects) {
+	if e.Cooldown > 0 && now.Add(e.Cooldown).After(s.coolUntil) {
+		s.coolUntil, s.coolReason, s.coolHeur = now.Add(e.Cooldown), e.Reason, e.Heuristic
 	}
-	if open > 0 {
-		s.breaker, s.breakerUntil, s.trips = BreakerOpen, now.Add(open), trips
+	if e.BreakerOpen > 0 {
+		s.breaker, s.breakerUntil, s.trips = BreakerOpen, now.Add(e.BreakerOpen), e.BreakerTrips
 	}
-	if probe {
+	if e.ProbePending {
 		s.probePending = true
 	}
 }
@@ -339,7 +339,7 @@ func (m *MemoryBackend) Sync(_ context.Context, pool string, keys []SharedSync) 
 		for _, id := range k.Leases {
 			s.leases[id] = now.Add(k.LeaseTTL)
 		}
-		s.apply(now, k.Cooldown, k.Reason, k.Heuristic, k.BreakerOpen, k.BreakerTrips, k.ProbePending)
+		s.apply(now, &k.SharedEffects)
 		if k.QuotaRequests > 0 || k.QuotaTokens > 0 {
 			if s.qPeriod < k.QuotaPeriod {
 				s.qPeriod, s.qReq, s.qTok = k.QuotaPeriod, 0, 0

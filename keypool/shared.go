@@ -218,7 +218,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 	}
 	if k.cooldownUntil.After(before.cooldownUntil) && k.cooldownUntil.After(now) {
 		rel.Cooldown = k.cooldownUntil.Sub(now)
-		rel.Reason, rel.Source, rel.Status, rel.Heuristic = k.cooldownReason, k.cooldownSource, k.cooldownStatus, k.cooldownHeuristic
+		rel.Reason, rel.Heuristic = k.cooldownReason, k.cooldownHeuristic
 	}
 	if k.breaker == BreakerOpen && !k.breakerUntil.Equal(before.breakerUntil) && k.breakerUntil.After(now) {
 		rel.BreakerOpen, rel.BreakerTrips = k.breakerUntil.Sub(now), k.breakerTrips
@@ -312,10 +312,11 @@ func (p *Pool) Resync(ctx context.Context) error {
 	pushed := p.local
 	var keys []SharedSync
 	for _, k := range p.keys {
-		s := SharedSync{Fingerprint: k.fingerprint, Leases: byKey[k], LeaseTTL: p.leaseTTL, ProbePending: k.probePending}
+		s := SharedSync{Fingerprint: k.fingerprint, Leases: byKey[k], LeaseTTL: p.leaseTTL}
+		s.ProbePending = k.probePending
 		if now.Before(k.cooldownUntil) {
 			s.Cooldown = k.cooldownUntil.Sub(now)
-			s.Reason, s.Source, s.Status, s.Heuristic = k.cooldownReason, k.cooldownSource, k.cooldownStatus, k.cooldownHeuristic
+			s.Reason, s.Heuristic = k.cooldownReason, k.cooldownHeuristic
 		}
 		if k.breaker == BreakerOpen && now.Before(k.breakerUntil) {
 			s.BreakerOpen, s.BreakerTrips = k.breakerUntil.Sub(now), k.breakerTrips
