@@ -202,6 +202,11 @@ func viewState(kp *keypool.Pool, pv *poolView) []keypool.SharedKeyState {
 		return nil
 	}
 	pv.State = stateView{Backend: "redis", Redis: b.desc, Up: b.up.Load()}
+	if !pv.State.Up {
+		why, _ := b.lastErr.Load().(string)
+		pv.State.Error = "redis unavailable, limits are per instance: " + why
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
 	shared, err := kp.SharedSnapshot(ctx)
@@ -322,6 +327,17 @@ func viewPool(kp *keypool.Pool) poolView {
 		kv.Latency = latencyView{EMA: millis(f.ema), P50: millis(f.p50), P95: millis(f.p95), Samples: f.n}
 		if i < len(shared) {
 			c := shared[i]
+			if kv.State == "ready" {
+				// this instance could lease it, but the cluster may not
+				switch {
+				case c.CooldownLeft > 0:
+					kv.State, kv.Reason = "cooling", c.CooldownReason+" (cluster)"
+				case c.BreakerLeft > 0:
+					kv.State, kv.Reason = "breaker_open", "breaker_open (cluster)"
+				case c.InFlight >= kv.Cap:
+					kv.State, kv.Reason = "busy", "busy (cluster)"
+				}
+			}
 			kv.Cluster = &clusterView{InFlight: c.InFlight, CooldownReason: c.CooldownReason, CooldownSecondsLeft: secondsLeft(c.CooldownLeft),
 				Breaker: c.Breaker, BreakerSecondsLeft: secondsLeft(c.BreakerLeft), ProbeInFlight: c.ProbeInFlight,
 				RPMUsed: c.RPMUsed, TPMLevel: c.TPMLevel, QuotaRequests: c.QuotaRequests, QuotaTokens: c.QuotaTokens,

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/llmgateway/llm_gateway/keypool"
 )
@@ -111,6 +114,18 @@ var instanceID = func() string {
 	return hex.EncodeToString(b)
 }()
 
+// redisLog sends go-redis's own messages (dial retries and the like) to
+// the gateway's logger at debug level, instead of plain text on stderr
+// every second of an outage; the backend logs the outage itself once.
+type redisLog struct{ logger *zap.Logger }
+
+// Printf implements go-redis's internal.Logging.
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.logger.Debug(fmt.Sprintf(format, v...))
+}
+
+var redisLogOnce sync.Once
+
 // stateRegistry holds one redisBackend per distinct Redis configuration,
 // shared by the config loads that use it (a reload keeps the connection,
 // subscription and lease renewals).
@@ -149,9 +164,15 @@ func (h *Handler) provisionState(repl *caddy.Replacer) error {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = timeout, timeout, timeout, timeout
 	opts.MaxRetries = -1 // a failed round trip means local state at once, not a slower request
 	opts.ContextTimeoutEnabled = true
-	salt := repl.ReplaceAll(sc.Salt, "")
+	salt := ""
+	if sc.Salt != "" {
+		if salt, err = repl.ReplaceOrErr(sc.Salt, true, true); err != nil || salt == "" {
+			return errors.New("state: salt: placeholder is empty or unknown")
+		}
+	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%s|%s|%t|%s|%v|%v", opts.Addr, opts.Username, opts.DB, opts.Password, prefix, salt, opts.TLSConfig != nil, desc, lease, timeout)))
 	regKey := "state:redis:" + hex.EncodeToString(sum[:12])
+	redisLogOnce.Do(func() { redis.SetLogger(redisLog{h.logger.Named("state.redis")}) })
 	val, _, err := stateRegistry.LoadOrNew(regKey, func() (caddy.Destructor, error) {
 		return newRedisBackend(opts, prefix, salt, desc, lease, timeout, h.logger.Named("state")), nil
 	})
@@ -170,28 +191,58 @@ func (h *Handler) provisionState(repl *caddy.Replacer) error {
 }
 
 // redisOptions builds the client options, and a description for logs
-// (the address, never the password).
+// (the address, never the password). Placeholders that are set must
+// resolve to something: an unset {env.REDIS_PASSWORD} is an error here,
+// not a NOAUTH at the first request.
 func (sc *StateConfig) redisOptions(repl *caddy.Replacer) (*redis.Options, string, error) {
+	resolve := func(field, v string) (string, error) {
+		if v == "" {
+			return "", nil
+		}
+		out, err := repl.ReplaceOrErr(v, true, true)
+		if err != nil || strings.TrimSpace(out) == "" {
+			// never echo the value: it may be the secret itself
+			return "", fmt.Errorf("state: %s: placeholder is empty or unknown", field)
+		}
+		return out, nil
+	}
+	if sc.URL != "" && sc.Address != "" {
+		return nil, "", errors.New("state: set either url or address, not both")
+	}
 	var opts *redis.Options
 	if sc.URL != "" {
-		u := repl.ReplaceAll(sc.URL, "")
+		u, err := resolve("url", sc.URL)
+		if err != nil {
+			return nil, "", err
+		}
 		o, err := redis.ParseURL(u)
 		if err != nil {
 			return nil, "", errors.New("state: url: not a valid redis:// or rediss:// URL")
 		}
 		opts = o
 	} else {
-		addr := repl.ReplaceAll(sc.Address, "")
+		addr, err := resolve("address", sc.Address)
+		if err != nil {
+			return nil, "", err
+		}
 		if addr == "" {
 			addr = DefaultStateAddress
 		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, "", fmt.Errorf("state: address %q: want host:port", addr)
+		}
 		opts = &redis.Options{Addr: addr, DB: sc.DB}
 	}
+	var err error
 	if sc.Username != "" {
-		opts.Username = repl.ReplaceAll(sc.Username, "")
+		if opts.Username, err = resolve("username", sc.Username); err != nil {
+			return nil, "", err
+		}
 	}
 	if sc.Password != "" {
-		opts.Password = repl.ReplaceAll(sc.Password, "")
+		if opts.Password, err = resolve("password", sc.Password); err != nil {
+			return nil, "", err
+		}
 	}
 	if sc.DB != 0 {
 		opts.DB = sc.DB

@@ -16,7 +16,8 @@ import "github.com/redis/go-redis/v9"
 //	                  (breaker 0 closed 1 open 2 half-open, open until,
 //	                  trips), pl pe (probe lease id, expiry), pp (probe
 //	                  pending), tl ta (tpm level, at), qp qr qt (quota
-//	                  period number, requests, tokens), ema (TTFB ns)
+//	                  period number, requests, tokens), ema (TTFB ns),
+//	                  cf (the limits last asked with, to spot config drift)
 //	<prefix>{P}:l:F   sorted set: live leases, scored by expiry
 //	<prefix>{P}:r:F   sorted set: the rpm log, lease ids scored by time
 //	<prefix>{P}:rr    the shared round-robin cursor
@@ -39,7 +40,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // tokens, quota requests, quota tokens, quota period, quota ms left,
 // probe (1/0), early (1/0).
 // Reply: granted index (0-based, -1 none), probe, half-open, breaker
-// trips, pinned fingerprint, then per refusal: index, reason, wait ms.
+// trips, pinned fingerprint, config drift (1: the granted key was last
+// asked for with other limits), then per refusal: index, reason, wait ms.
 var acquireScript = redis.NewScript(luaPrelude + `
 local lease, ttl, rr, affttl, n = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4]), tonumber(ARGV[5])
 local refused, elig = {}, {}
@@ -50,7 +52,7 @@ for i = 1, n do
   local early = ARGV[a + 11] == '1'
   local H, L, R = KEYS[3 + (i - 1) * 3], KEYS[4 + (i - 1) * 3], KEYS[5 + (i - 1) * 3]
   redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
-  local h = redis.call('HMGET', H, 'cu', 'cr', 'br', 'bu', 'pl', 'pe', 'pp', 'tl', 'ta', 'qp', 'qr', 'qt', 'ch')
+  local h = redis.call('HMGET', H, 'cu', 'cr', 'br', 'bu', 'pl', 'pe', 'pp', 'tl', 'ta', 'qp', 'qr', 'qt', 'ch', 'cf')
   local cu, br, bu = tonumber(h[1]) or 0, tonumber(h[3]) or 0, tonumber(h[4]) or 0
   local reason, wait = nil, 0
   if now < cu and not (early and h[13] == '1') then
@@ -100,16 +102,16 @@ for i = 1, n do
     refused[#refused + 1] = reason
     refused[#refused + 1] = math.floor(math.max(wait, 0))
   else
-    elig[#elig + 1] = {i = i, load = load, probe = probe, tl = tl, fresh = fresh, br = br, bu = bu}
+    elig[#elig + 1] = {i = i, load = load, probe = probe, tl = tl, fresh = fresh, br = br, bu = bu, cf = h[14]}
   end
 end
-local function reply(idx, probe, half, trips, pinned)
-  local out = {idx, probe, half, trips, pinned}
+local function reply(idx, probe, half, trips, pinned, drift)
+  local out = {idx, probe, half, trips, pinned, drift}
   for _, v in ipairs(refused) do out[#out + 1] = v end
   return out
 end
 if #elig == 0 then
-  return reply(-1, 0, 0, 0, '')
+  return reply(-1, 0, 0, 0, '', 0)
 end
 local pick = elig[1]
 if rr then
@@ -170,7 +172,15 @@ end
 if affttl > 0 and pinned == '' then
   redis.call('SET', KEYS[2], ARGV[a + 1], 'PX', affttl)
 end
-return reply(i - 1, probe, half, trips, pinned)
+-- the limits this instance enforces; another instance asking with other
+-- ones means their configs differ
+local cf = ARGV[a + 2] .. ':' .. ARGV[a + 3] .. ':' .. ARGV[a + 4] .. ':' .. ARGV[a + 6] .. ':' .. ARGV[a + 7]
+local drift = 0
+if pick.cf ~= cf then
+  if pick.cf then drift = 1 end
+  redis.call('HSET', H, 'cf', cf)
+end
+return reply(i - 1, probe, half, trips, pinned, drift)
 `)
 
 // luaDead lists the dead-key cooldown reasons a success does not clear.

@@ -39,6 +39,7 @@ type redisBackend struct {
 	logger   *zap.Logger
 
 	up        atomic.Bool
+	lastErr   atomic.Value // string: why Redis was last unusable, for the admin API
 	probing   atomic.Bool
 	resyncing atomic.Bool // the probe is pushing local state: sync calls pass
 
@@ -48,6 +49,7 @@ type redisBackend struct {
 	// removed from Redis on recovery.
 	pending []*keypool.SharedRelease
 	gone    map[string]goneLease
+	drift   map[string]time.Time // pool/fingerprint -> last config drift warning
 
 	mu    sync.Mutex
 	pools map[string]*keypool.Pool
@@ -233,9 +235,10 @@ func (b *redisBackend) down(err error) {
 	if b.ctx.Err() != nil {
 		return // closed
 	}
+	b.lastErr.Store(err.Error())
 	if b.up.Swap(false) {
 		stateMetrics().up.Set(0)
-		b.logger.Warn("shared state unreachable: serving on local state, limits are per instance until it returns",
+		b.logger.Warn("shared state unavailable: serving on local state, limits are per instance until it returns",
 			zap.String("redis", b.desc), zap.Error(err))
 	}
 	if b.probing.Swap(true) {
@@ -260,6 +263,7 @@ func (b *redisBackend) probe() {
 		case <-t.C:
 		}
 		if err := b.ping(b.ctx); err != nil {
+			b.lastErr.Store(err.Error())
 			continue
 		}
 		if err := b.resync(); err != nil {
@@ -437,7 +441,7 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 		}
 		return g, err
 	}
-	if len(res) < 5 || (len(res)-5)%3 != 0 {
+	if len(res) < 6 || (len(res)-6)%3 != 0 {
 		return g, errors.New("shared state: malformed acquire reply")
 	}
 	g.Index = int(toInt(res[0]))
@@ -445,7 +449,10 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 	if pin, _ := res[4].(string); pin != "" {
 		g.Pinned = b.lfp(pin)
 	}
-	for i := 5; i+2 < len(res); i += 3 {
+	if toInt(res[5]) == 1 && g.Index >= 0 && g.Index < len(req.Candidates) {
+		b.warnDrift(req.Pool, req.Candidates[g.Index].Fingerprint)
+	}
+	for i := 6; i+2 < len(res); i += 3 {
 		reason, _ := res[i+1].(string)
 		g.Refused = append(g.Refused, keypool.SharedRefusal{Index: int(toInt(res[i])), Reason: reason,
 			Wait: time.Duration(toInt(res[i+2])) * time.Millisecond})
@@ -456,6 +463,25 @@ func (b *redisBackend) Acquire(ctx context.Context, req *keypool.SharedAcquire) 
 		b.mu.Unlock()
 	}
 	return g, nil
+}
+
+// warnDrift logs, at most once a minute per key, that instances enforce
+// different limits for one key.
+func (b *redisBackend) warnDrift(pool, fp string) {
+	b.mu.Lock()
+	if b.drift == nil {
+		b.drift = map[string]time.Time{}
+	}
+	k := pool + "/" + fp
+	if last, ok := b.drift[k]; ok && time.Since(last) < time.Minute {
+		b.mu.Unlock()
+		return
+	}
+	b.drift[k] = time.Now()
+	b.mu.Unlock()
+	b.logger.Warn("instances sharing this Redis configure different limits (max_concurrency, rpm, tpm or quota) for one key; "+
+		"each enforces its own against the shared counts: give every instance the same pool config",
+		zap.String("pool", pool), zap.String("key_fingerprint", fp))
 }
 
 // Release implements keypool.Backend. A release that cannot reach Redis

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
@@ -418,5 +419,47 @@ func TestRedisBackendTakesOverLeases(t *testing.T) {
 	snap, err := p.SharedSnapshot(context.Background())
 	if err != nil || snap[0].InFlight != 0 {
 		t.Fatalf("after release through the new backend: %+v %v", snap, err)
+	}
+}
+
+func TestRedisStateConfigDriftIsLogged(t *testing.T) {
+	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	core, logs := observer.New(zap.WarnLevel)
+	var pools []*keypool.Pool
+	for i, capacity := range []int{1, 2} {
+		b := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, time.Second, zap.New(core))
+		b.instance = "drift" + strconv.Itoa(i)
+		t.Cleanup(func() { _ = b.Destruct() })
+		p, _ := keypool.New("main", keypool.Settings{MaxConcurrencyPerKey: capacity}, testKeys(1), nil)
+		b.attach(p, time.Second)
+		pools = append(pools, p)
+	}
+	for _, p := range pools {
+		l, err := p.Acquire(context.Background(), keypool.AcquireOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(keypool.Outcome{Kind: keypool.Success})
+	}
+	if n := logs.FilterMessageSnippet("configure different limits").Len(); n != 1 {
+		t.Fatalf("config drift warnings: %d, want 1", n)
+	}
+}
+
+func TestStateProvisionErrors(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	for _, c := range []struct{ state, want string }{
+		{"state redis {\n address 127.0.0.1:1\n url redis://127.0.0.1:1\n }", "either url or address"},
+		{"state redis {\n address localhost\n }", `address "localhost": want host:port`},
+		{"state redis {\n password {env.LLMGW_DEFINITELY_UNSET}\n }", "state: password: placeholder is empty or unknown"},
+		{"state redis {\n url {env.LLMGW_DEFINITELY_UNSET}\n }", "state: url: placeholder is empty or unknown"},
+		{"state redis {\n url http://127.0.0.1:1\n }", "not a valid redis:// or rediss:// URL"},
+	} {
+		cf := "{\n\tadmin off\n\tpersist_config off\n}\nhttp://127.0.0.1:1 {\n\tllm_gateway {\n\t\tapi_key " + gatewayKey +
+			"\n\t\t" + c.state + "\n\t\tpool p {\n\t\t\tkey sk-x " + base + "\n\t\t}\n\t}\n}\n"
+		err := loadCaddyfileErr(cf)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%q: err = %v, want it to say %q", c.state, err, c.want)
+		}
 	}
 }
