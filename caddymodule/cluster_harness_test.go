@@ -11,14 +11,13 @@ package caddymodule
 // are the ones the child has.
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +38,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/metrics"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
 )
 
 // Environment of a child instance.
@@ -500,109 +500,20 @@ func (r *redisProc) Stop() {
 	r.cmd, r.done = nil, nil
 }
 
-// redisDo sends one command to a Redis (RESP, no client library) and returns
-// the reply: a string for simple/bulk strings, int64 for integers, []any for
-// arrays, nil for a null reply, an error for an error reply.
-func redisDo(addr string, args ...string) (any, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, b.String()); err != nil {
-		return nil, err
-	}
-	return readRESP(bufio.NewReader(c))
+// redisClient returns a go-redis client for addr with short timeouts,
+// closed when the test ends.
+func redisClient(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
+		WriteTimeout: 2 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
-func readRESP(r *bufio.Reader) (any, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return nil, errors.New("empty RESP line")
-	}
-	switch line[0] {
-	case '+':
-		return line[1:], nil
-	case '-':
-		return nil, errors.New(line[1:])
-	case ':':
-		return strconv.ParseInt(line[1:], 10, 64)
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = readRESP(r); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unexpected RESP line %q", line)
-}
-
+// redisPing reports whether the Redis at addr answers PING.
 func redisPing(addr string) error {
-	v, err := redisDo(addr, "PING")
-	if err != nil {
-		return err
-	}
-	if v != "PONG" {
-		return fmt.Errorf("PING answered %v", v)
-	}
-	return nil
-}
-
-// redisKeys returns the keys starting with prefix (SCAN, so it is safe on a
-// shared server).
-func redisKeys(addr, prefix string) ([]string, error) {
-	var keys []string
-	cursor := "0"
-	for {
-		v, err := redisDo(addr, "SCAN", cursor, "MATCH", redisGlobEscape(prefix)+"*", "COUNT", "1000")
-		if err != nil {
-			return nil, err
-		}
-		arr, ok := v.([]any)
-		if !ok || len(arr) != 2 {
-			return nil, fmt.Errorf("SCAN answered %v", v)
-		}
-		cursor, _ = arr[0].(string)
-		items, _ := arr[1].([]any)
-		for _, it := range items {
-			if s, ok := it.(string); ok {
-				keys = append(keys, s)
-			}
-		}
-		if cursor == "0" {
-			return keys, nil
-		}
-	}
-}
-
-func redisGlobEscape(s string) string {
-	return regexp.MustCompile(`([*?\[\]\\])`).ReplaceAllString(s, `\$1`)
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	return c.Ping(context.Background()).Err()
 }
 
 // testPrefix returns a Redis key prefix of the test's own, so that tests
@@ -613,13 +524,16 @@ func testPrefix(t testing.TB, redisAddr string) string {
 	_, _ = rand.Read(rnd[:])
 	name := regexp.MustCompile(`[^A-Za-z0-9_/-]`).ReplaceAllString(t.Name(), "_")
 	p := "llmgwtest:" + name + ":" + hex.EncodeToString(rnd[:]) + ":"
+	c := redisClient(t, redisAddr)
 	t.Cleanup(func() {
-		keys, err := redisKeys(redisAddr, p)
-		if err != nil {
-			return
+		ctx := context.Background()
+		var keys []string
+		iter := c.Scan(ctx, 0, p+"*", 1000).Iterator() // the prefix holds no glob characters
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
 		}
 		for i := 0; i < len(keys); i += 100 {
-			_, _ = redisDo(redisAddr, append([]string{"DEL"}, keys[i:min(i+100, len(keys))]...)...)
+			_ = c.Del(ctx, keys[i:min(i+100, len(keys))]...).Err()
 		}
 	})
 	return p

@@ -7,6 +7,7 @@ package caddymodule
 // sends to each key.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -675,10 +676,11 @@ func TestClusterHarness(t *testing.T) {
 	if err := redisPing(rp.Addr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redisDo(rp.Addr, "SET", "llmgwtest:x", "1"); err != nil {
+	rc := redisClient(t, rp.Addr)
+	if err := rc.Set(context.Background(), "llmgwtest:x", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if keys, err := redisKeys(rp.Addr, "llmgwtest:"); err != nil || len(keys) != 1 {
+	if keys, err := rc.Keys(context.Background(), "llmgwtest:*").Result(); err != nil || len(keys) != 1 {
 		t.Fatalf("keys %v %v", keys, err)
 	}
 	rp.Stop()

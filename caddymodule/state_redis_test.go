@@ -2,8 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,20 +23,6 @@ import (
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
-// stateRedisAddr returns the Redis the state tests use: LLMGW_TEST_REDIS
-// (set by .ci/run), else a private redis-server when one is installed,
-// else the test skips (fails under CI=true); see testRedis.
-func stateRedisAddr(t *testing.T) string {
-	t.Helper()
-	return testRedis(t)
-}
-
-func randomPrefix(t *testing.T) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return "llmgwtest:" + hex.EncodeToString(b) + ":"
-}
-
 // redisInstance is one simulated gateway instance: its own backend (own
 // instance id, connection, subscription) and its own pool "main".
 type redisInstance struct {
@@ -50,7 +34,8 @@ type redisInstance struct {
 // each with a pool "main" over kc.
 func redisCluster(t *testing.T, n int, s keypool.Settings, kc []keypool.KeyConfig, lease, poll time.Duration) []*redisInstance {
 	t.Helper()
-	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
 	out := make([]*redisInstance, n)
 	for i := range out {
 		b := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, lease, time.Second, zap.NewNop())
@@ -239,7 +224,8 @@ func TestParseStateEvent(t *testing.T) {
 }
 
 func TestAdminShowsClusterState(t *testing.T) {
-	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
 	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"mk-1": {Latency: 700 * time.Millisecond}}})
 	state := "\t\tstate redis {\n\t\t\taddress " + addr + "\n\t\t\tprefix " + prefix + "\n\t\t\tlease 30s\n\t\t}\n"
 	block := "\tllm_gateway {\n\t\tapi_key " + gatewayKey + "\n" + state + poolBlock("adm-cluster", base, 1, "") + "\t}\n"
@@ -355,7 +341,8 @@ func BenchmarkStateAcquireRelease(b *testing.B) {
 // A config load that Caddy rejects after the gateway switched a live pool
 // to another state backend gives the running config its backend back.
 func TestRejectedReloadKeepsStateBackend(t *testing.T) {
-	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
 	_, base := mock(t, mockupstream.Config{})
 	port := freePort(t)
 	site := func(state, extra string) string {
@@ -391,7 +378,8 @@ func TestRejectedReloadKeepsStateBackend(t *testing.T) {
 // A reload that changes a Redis setting moves the pool to a new backend;
 // the leases out keep being renewed by it.
 func TestRedisBackendTakesOverLeases(t *testing.T) {
-	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
 	b1 := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, time.Second, zap.NewNop())
 	b2 := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, 2*time.Second, zap.NewNop())
 	t.Cleanup(func() { _ = b1.Destruct(); _ = b2.Destruct() })
@@ -417,7 +405,8 @@ func TestRedisBackendTakesOverLeases(t *testing.T) {
 }
 
 func TestRedisStateConfigDriftIsLogged(t *testing.T) {
-	addr, prefix := stateRedisAddr(t), randomPrefix(t)
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
 	core, logs := observer.New(zap.WarnLevel)
 	var pools []*keypool.Pool
 	for i, capacity := range []int{1, 2} {

@@ -138,9 +138,8 @@ type SharedRelease struct {
 	Pool        string
 	Instance    string
 	Fingerprint string
-	LeaseID     string
-	// Probe: the lease held the key's probe token, which is returned.
-	Probe bool
+	// LeaseID is the lease to free; a probe token it holds is returned.
+	LeaseID string
 	// TPM and TokenDelta correct the tpm bucket by the difference between
 	// the tokens used and those reserved.
 	TPM        int64
@@ -200,29 +199,29 @@ type SharedSync struct {
 
 // SharedKeyState is one key's cluster-wide state (Backend.Snapshot).
 type SharedKeyState struct {
-	Fingerprint string `json:"-"`
+	Fingerprint string
 	// InFlight counts the live leases of every instance.
-	InFlight int `json:"in_flight"`
+	InFlight int
 	// CooldownLeft and CooldownReason describe the shared cooldown.
-	CooldownLeft   time.Duration `json:"-"`
-	CooldownReason string        `json:"cooldown_reason,omitempty"`
+	CooldownLeft   time.Duration
+	CooldownReason string
 	// Breaker is "closed", "open" or "half_open"; BreakerLeft is the
 	// open period left.
-	Breaker     string        `json:"breaker"`
-	BreakerLeft time.Duration `json:"-"`
+	Breaker     string
+	BreakerLeft time.Duration
 	// ProbeInFlight: some instance holds the key's probe token.
-	ProbeInFlight bool `json:"probe_in_flight,omitempty"`
+	ProbeInFlight bool
 	// RPMUsed counts leases in the last 60 s; TPMLevel is the tpm
 	// bucket's level.
-	RPMUsed  int   `json:"rpm_used,omitempty"`
-	TPMLevel int64 `json:"tpm_level,omitempty"`
+	RPMUsed  int
+	TPMLevel int64
 	// QuotaPeriod, QuotaRequests and QuotaTokens are the shared quota
 	// counters.
-	QuotaPeriod   int64 `json:"-"`
-	QuotaRequests int64 `json:"quota_requests,omitempty"`
-	QuotaTokens   int64 `json:"quota_tokens,omitempty"`
+	QuotaPeriod   int64
+	QuotaRequests int64
+	QuotaTokens   int64
 	// LatencyEMA is the shared TTFB moving average.
-	LatencyEMA time.Duration `json:"-"`
+	LatencyEMA time.Duration
 }
 
 // SharedEvent tells a Pool that another instance changed a key's shared

@@ -221,22 +221,31 @@ func TestClusterClearReachesOthers(t *testing.T) {
 
 func TestClusterAffinityFollowsSession(t *testing.T) {
 	ps, _, _ := cluster(t, 2, Settings{MaxConcurrencyPerKey: 10, AffinityTTL: time.Hour}, keys(4), time.Minute)
-	first, err := ps[0].Acquire(context.Background(), AcquireOptions{Session: "s1"})
+	ctx := context.Background()
+	// A pins the session to k3, a key B's strategy does not offer first
+	only3 := func(k *Key) bool { return k.ID() != "k3" }
+	first, err := ps[0].Acquire(ctx, AcquireOptions{Session: "s1", Skip: only3})
+	if err != nil || first.Key().ID() != "k3" {
+		t.Fatalf("A's first request: %v", err)
+	}
+	first.Release(Outcome{Kind: Success})
+	// B has never seen the session: its first request goes where B's
+	// strategy puts it and learns the shared pin; the next ones follow it
+	l, err := ps[1].Acquire(ctx, AcquireOptions{Session: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first.Release(Outcome{Kind: Success})
-	// B has never seen the session: its first request learns the pin,
-	// the next ones follow it
-	l, _ := ps[1].Acquire(context.Background(), AcquireOptions{Session: "s1"})
+	if l.Key().ID() == "k3" {
+		t.Fatal("B's first request already on k3: the test would not show the pin being learned")
+	}
 	l.Release(Outcome{Kind: Success})
 	for i := 0; i < 5; i++ {
-		l, err := ps[1].Acquire(context.Background(), AcquireOptions{Session: "s1"})
+		l, err := ps[1].Acquire(ctx, AcquireOptions{Session: "s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l.Key() != nil && l.Key().Fingerprint() != first.Key().Fingerprint() {
-			t.Fatalf("request %d went to %s, the session is pinned to %s", i, l.Key().ID(), first.Key().ID())
+		if l.Key().ID() != "k3" || !l.AffinityHit() {
+			t.Fatalf("request %d went to %s (affinity hit %v), the session is pinned to k3", i, l.Key().ID(), l.AffinityHit())
 		}
 		l.Release(Outcome{Kind: Success})
 	}

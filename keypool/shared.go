@@ -204,7 +204,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 	k := l.key
 	rel := &SharedRelease{
 		Pool: p.name, Instance: p.instance, Fingerprint: k.fingerprint, LeaseID: l.id,
-		Probe: l.probe, Clear: o.Kind == Success,
+		Clear: o.Kind == Success,
 	}
 	if k.tpm > 0 {
 		rel.TPM, rel.TokenDelta = k.tpm, o.Tokens-l.tokens
@@ -368,8 +368,8 @@ func (p *Pool) Resync(ctx context.Context) error {
 }
 
 // SharedSnapshot returns the cluster-wide state of every key, in
-// configured order, with the local status it belongs to; nil without a
-// Backend. Errors are the backend's.
+// configured order (the order of Snapshot); nil without a Backend.
+// Errors are the backend's.
 func (p *Pool) SharedSnapshot(ctx context.Context) ([]SharedKeyState, error) {
 	p.mu.Lock()
 	b := p.backend
