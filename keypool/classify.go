@@ -16,38 +16,82 @@ const MaxClassifyBody = 8 << 10
 
 // ShortWait is the longest upstream-named wait that still marks a 429 as a
 // transient rate limit: a 429 that says "try again in 20s" (or sends
-// Retry-After: 20) is never a spent quota, even when its body says
-// "quota". A longer wait on a quota-shaped body is a QuotaExhausted.
+// Retry-After: 20) is never a spent quota, even when its structured
+// fields say "quota". A longer wait on a quota-shaped answer is a
+// QuotaExhausted.
 const ShortWait = time.Hour
 
-// ClassifyResponse turns an upstream HTTP answer into an Outcome. It is a
-// pure function of status, headers h, the first bytes of the body
+// ClassifyResponse is ClassifyResponseFor without the requested model:
+// ClassifyResponseFor("", status, h, bodyPrefix, now). Prefer
+// ClassifyResponseFor when the model sent upstream is known, so a 403 or
+// 404 naming it is told apart from a key-level refusal and text the
+// upstream echoed from it is never read as the upstream's own words.
+func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Time) Outcome {
+	return ClassifyResponseFor("", status, h, bodyPrefix, now)
+}
+
+// ClassifyResponseFor turns an upstream HTTP answer into an Outcome. It is
+// a pure function of model (the model name the request sent upstream; ""
+// when unknown), status, headers h, the first bytes of the body
 // (bodyPrefix, at most MaxClassifyBody used; nil when the body was not
 // read, e.g. on success) and now (to resolve dates and the next UTC
 // midnight).
+//
+// Only what the upstream itself says is evidence: the status, headers and
+// the structured fields of the error body (error.type, error.code,
+// error.status, Google's error.details, resets_in_seconds). Free text is
+// not, because upstreams echo the client's input in their messages
+// (OpenAI "Unrecognized request argument supplied: <field>", Anthropic
+// "<field>: Extra inputs are not permitted", rate-limit messages quoting
+// the model). Where a vendor signals a state only in error.message, the
+// vendor's known message is matched as a whole or at its start, never as
+// a substring anywhere:
+//   - Anthropic 400 invalid_request_error "Your credit balance is too low
+//     to access the Anthropic API. ..." (NoCredit) and "This organization
+//     has been disabled." (Forbidden): the message must start with the
+//     vendor's sentence and hold no ':' (Anthropic puts an echoed field
+//     path first, as "<path>: <problem>"), and must not have been cut.
+//   - OpenAI/Groq 429 "Rate limit reached for <model> in organization
+//     <org> on <limit>: ... Please try again in 20s. ...": the limit
+//     ("per day", RPD, TPD) and the wait are read only after the last
+//     " in organization ", past the client-controlled model segment.
+//   - A wait phrase ("Please try again in 20s.", "Please retry in 17s.",
+//     "Please retry after 6 seconds.", "Try again in 5 seconds.", "Please
+//     wait 30 seconds") counts only at the start of a sentence, after the
+//     last mention of model, the last one winning.
 //
 // Classes:
 //   - 2xx, 3xx: Success.
 //   - 429: RateLimited, with the upstream's wait as RetryAfter when one is
 //     named in Retry-After / retry-after-ms (Source "retry-after"), in the
-//     body (Google RetryInfo.retryDelay, resets_in_seconds, "try again in
-//     20s"; Source "body") or in the reset header of an exhausted limit
-//     (x-ratelimit-reset-requests/-tokens with remaining 0,
-//     anthropic-ratelimit-*-reset; Source "reset-header"). When the body
-//     says a daily, monthly or billing quota is spent (insufficient_quota,
-//     "daily", "quota", "allocation", usage_limit_reached) and no wait
+//     body (Google RetryInfo.retryDelay, resets_in_seconds, a wait phrase
+//     as above; Source "body") or in the reset header of an exhausted
+//     limit (x-ratelimit-reset-requests/-tokens with remaining 0,
+//     anthropic-ratelimit-*-reset; Source "reset-header"). When the
+//     structured fields say a daily, monthly or billing quota is spent
+//     (code or type insufficient_quota, billing_hard_limit_reached,
+//     billing_not_active, credit_balance_exhausted, usage_limit_reached,
+//     quota_exceeded; a Google QuotaFailure quotaId "...PerDay..." or
+//     "...PerMonth..."; an OpenAI/Groq limit "per day") and no wait
 //     shorter than ShortWait is named: QuotaExhausted until the named
 //     reset, else the next UTC midnight (Source "utc-midnight").
-//   - 402: NoCredit. 401: InvalidKey. 403: Forbidden. A 400 whose body
-//     says the credit balance is too low (Anthropic) is NoCredit too.
-//   - 404 naming a model: ModelNotFound; any other 404: ClientError.
+//   - 401: InvalidKey. 402: NoCredit. The Anthropic 400 messages above:
+//     NoCredit, Forbidden.
+//   - 403 and 404 about the model: ModelNotFound (the key is benched for
+//     that model only). That is a structured code saying the model is
+//     unknown or not permitted (model_not_found, model_not_allowed,
+//     model_not_available, DeploymentNotFound ...), a vendor's model
+//     message (Anthropic not_found_error "model: <name>", OpenAI "The
+//     model `<name>` ...", Google "models/<name> ...", Ollama
+//     `model "<name>" not found`), or a message naming model. Any other
+//     403: Forbidden (key level); any other 404: ClientError.
 //   - 408: Timeout. 5xx (529 overloaded included): ServerError, with a
 //     Retry-After hint when sent.
 //   - other 4xx (400, 413, 422 ...): ClientError, no retry, no cooldown.
 //
 // Message is built from the status, the upstream's error code and the
 // wait; it never copies the body, which may quote the key.
-func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Time) Outcome {
+func ClassifyResponseFor(model string, status int, h http.Header, bodyPrefix []byte, now time.Time) Outcome {
 	o := Outcome{Status: status}
 	if status >= 200 && status < 400 {
 		o.Kind = Success
@@ -60,24 +104,26 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 	o.Code = e.code
 	switch {
 	case status == http.StatusTooManyRequests:
-		classify429(&o, h, &e, now)
+		classify429(&o, h, &e, model, now)
 	case status == http.StatusUnauthorized:
 		o.Kind = InvalidKey
 		o.Message = describe("invalid key", status, e.code, "")
 	case status == http.StatusPaymentRequired:
 		o.Kind = NoCredit
 		o.Message = describe("out of credit", status, e.code, "")
+	case (status == http.StatusForbidden || status == http.StatusNotFound) && e.aboutModel(model):
+		o.Kind = ModelNotFound
+		if status == http.StatusForbidden {
+			o.Message = describe("model not permitted", status, e.code, "")
+		} else {
+			o.Message = describe("model not found", status, e.code, "")
+		}
 	case status == http.StatusForbidden:
 		o.Kind = Forbidden
 		o.Message = describe("forbidden (tier or permission)", status, e.code, "")
 	case status == http.StatusNotFound:
-		if e.mentionsModel() {
-			o.Kind = ModelNotFound
-			o.Message = describe("model not found", status, e.code, "")
-		} else {
-			o.Kind = ClientError
-			o.Message = describe("not found", status, e.code, "")
-		}
+		o.Kind = ClientError
+		o.Message = describe("not found", status, e.code, "")
 	case status == http.StatusRequestTimeout:
 		o.Kind, o.Message = Timeout, "upstream timeout (408)"
 	case status >= 500:
@@ -86,13 +132,16 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 			o.RetryAfter, o.HasRetryAfter, o.Source = d, true, "retry-after"
 		}
 		what := "upstream error"
-		if status == 529 || e.has("overloaded") {
+		if status == 529 || e.overloaded() {
 			what = "upstream overloaded"
 		}
 		o.Message = describe(what, status, e.code, hintText(o))
-	case status == http.StatusBadRequest && e.has("credit balance"):
+	case status == http.StatusBadRequest && e.typeIs("invalid_request_error") && e.vendorMessage("Your credit balance is too low"):
 		o.Kind = NoCredit
 		o.Message = describe("out of credit", status, e.code, "")
+	case status == http.StatusBadRequest && e.typeIs("invalid_request_error") && e.vendorMessage("This organization has been disabled"):
+		o.Kind = Forbidden
+		o.Message = describe("organization disabled", status, e.code, "")
 	default:
 		o.Kind = ClientError
 		o.Message = describe("request rejected", status, e.code, "")
@@ -101,16 +150,16 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 }
 
 // classify429 fills o for a 429 answer.
-func classify429(o *Outcome, h http.Header, e *errorBody, now time.Time) {
+func classify429(o *Outcome, h http.Header, e *errorBody, model string, now time.Time) {
 	wait, src := time.Duration(0), ""
 	if d, ok := RetryAfter(h, now); ok {
 		wait, src = d, "retry-after"
-	} else if d, ok := e.retryHint(); ok {
+	} else if d, ok := e.retryHint(model); ok {
 		wait, src = d, "body"
 	} else if d, ok := resetHeaderHint(h, now); ok {
 		wait, src = d, "reset-header"
 	}
-	quota := e.quotaSpent()
+	quota := e.quotaSpent(model)
 	switch {
 	case src != "" && (wait < ShortWait || !quota):
 		o.Kind = RateLimited
@@ -168,101 +217,192 @@ func hintText(o Outcome) string {
 	return "wait " + o.RetryAfter.Round(time.Millisecond).String() + " from " + o.Source
 }
 
-// errorBody is what ClassifyResponse extracts from an error body.
+// errorBody is what ClassifyResponseFor reads from an error body: the
+// structured fields, and the vendor's message for the few states a vendor
+// signals only in text.
 type errorBody struct {
-	lower      string // the whole prefix, lower-cased, for word search
-	code       string // error.code, else error.type, else error.status (sanitised)
-	retryDelay string // Google RetryInfo.retryDelay, e.g. "17s"
-	resetsIn   float64
+	code       string   // error.code, else error.type, else error.status (sanitised), for Outcome.Code
+	typ        string   // error.type, lower-cased
+	errCode    string   // error.code (a string or a number's text), lower-cased
+	message    string   // error.message, else a string "error", else the top-level message
+	cut        bool     // message was cut short by the body limit
+	retryDelay string   // Google RetryInfo.retryDelay, e.g. "17s"
+	quotaIDs   []string // Google QuotaFailure violations[].quotaId
+	resetsIn   float64  // resets_in_seconds (Codex usage_limit_reached)
 	hasResets  bool
 }
 
-// parseErrorBody decodes the common error shapes
-// ({"error":{"type","code","message","status","details"}}, {"error":"..."},
-// top-level "type"/"code"/"message") and keeps a lower-cased copy of the
-// prefix for word search, which also serves truncated or non-JSON bodies.
+// bodyFields are the scalar fields of one level of an error body.
+type bodyFields struct {
+	message, typ, code, status, resets string
+}
+
+func (f *bodyFields) set(name, v string) {
+	switch name {
+	case "message":
+		f.message = v
+	case "type":
+		f.typ = v
+	case "code":
+		f.code = v
+	case "status":
+		f.status = v
+	case "resets_in_seconds":
+		f.resets = v
+	}
+}
+
+// bodyFrame is one open object or array while parseErrorBody walks the
+// body's tokens.
+type bodyFrame struct {
+	name    string // the key this container is the value of; "[]" for an array element
+	obj     bool
+	wantKey bool   // an object whose next token is a key
+	key     string // an object's key whose value is being read
+}
+
+// parseErrorBody reads the common error shapes
+// ({"error":{"type","code","message","status","details"}},
+// {"error":"..."}, top-level "type"/"code"/"message") with encoding/json's
+// tokenizer, so a body cut short by MaxClassifyBody still yields every
+// field read before the cut, and a message cut in the middle yields its
+// first part (errorBody.cut). A body that is not a JSON object (an HTML
+// page, plain text) yields nothing.
 func parseErrorBody(b []byte) errorBody {
-	e := errorBody{lower: string(bytes.ToLower(b))}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(b, &top) != nil {
-		// truncated or not JSON: fall back to byte search
-		if i := strings.Index(e.lower, `"resets_in_seconds"`); i >= 0 {
-			e.resetsIn, e.hasResets = leadingNumber(strings.TrimLeft(e.lower[i+len(`"resets_in_seconds"`):], ": "))
-		}
-		if i := strings.Index(e.lower, `"retrydelay"`); i >= 0 {
-			e.retryDelay = strings.Trim(strings.TrimLeft(e.lower[i+len(`"retrydelay"`):], ": "), `"`)
-			if j := strings.IndexAny(e.retryDelay, `",}`); j >= 0 {
-				e.retryDelay = e.retryDelay[:j]
-			}
-		}
+	var e errorBody
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 || t[0] != '{' {
 		return e
 	}
-	obj := top
-	if raw, ok := top["error"]; ok {
-		var inner map[string]json.RawMessage
-		if json.Unmarshal(raw, &inner) == nil {
-			obj = inner
+	var top, inner bodyFields
+	var errString string
+	errObject, cutTop, cutInner := false, false, false
+	stack := make([]bodyFrame, 0, 8)
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			// cut short, or not JSON from here on: keep what was read, and
+			// a message whose string was cut by the limit
+			if n := len(stack); n > 0 && stack[n-1].obj && !stack[n-1].wantKey && stack[n-1].key == "message" &&
+				(n == 1 || n == 2 && stack[1].name == "error") {
+				if s, ok := cutString(t[dec.InputOffset():]); ok {
+					if n == 1 {
+						top.message, cutTop = s, true
+					} else {
+						inner.message, cutInner = s, true
+					}
+				}
+			}
+			break
+		}
+		n := len(stack)
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:n-1]
+			if n > 1 && stack[n-2].obj {
+				stack[n-2].wantKey = true
+			}
+			if n == 1 {
+				break // the root object is complete
+			}
+			continue
+		}
+		if n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+			stack[n-1].key, _ = tok.(string)
+			stack[n-1].wantKey = false
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok { // '{' or '['
+			name := "[]"
+			if n > 0 && stack[n-1].obj {
+				name = stack[n-1].key
+			}
+			if n == 1 && name == "error" && d == '{' {
+				errObject = true
+			}
+			stack = append(stack, bodyFrame{name: name, obj: d == '{', wantKey: d == '{'})
+			continue
+		}
+		if n == 0 {
+			break
+		}
+		v := scalarText(tok)
+		key := stack[n-1].key
+		switch {
+		case n == 1 && key == "error":
+			errString = v
+		case n == 1:
+			top.set(key, v)
+		case n == 2 && stack[1].name == "error":
+			inner.set(key, v)
+		case n == 4 && stack[1].name == "error" && stack[2].name == "details" && key == "retryDelay":
+			e.retryDelay = v // details[].retryDelay (RetryInfo)
+		case n == 6 && stack[1].name == "error" && stack[2].name == "details" && stack[4].name == "violations" && key == "quotaId":
+			e.quotaIDs = append(e.quotaIDs, v) // details[].violations[].quotaId (QuotaFailure)
+		}
+		if stack[n-1].obj {
+			stack[n-1].wantKey = true
 		}
 	}
-	for _, f := range []string{"code", "type", "status"} {
-		if c := sanitizeCode(jsonScalar(obj[f])); c != "" && c != "error" {
+	f := &top
+	if errObject {
+		f = &inner
+	}
+	for _, c := range []string{f.code, f.typ, f.status} {
+		if c := sanitizeCode(c); c != "" && c != "error" {
 			e.code = c
 			break
 		}
 	}
-	if v, ok := numberField(obj, "resets_in_seconds"); ok {
-		e.resetsIn, e.hasResets = v, true
-	} else if v, ok := numberField(top, "resets_in_seconds"); ok {
-		e.resetsIn, e.hasResets = v, true
+	e.typ, e.errCode = strings.ToLower(f.typ), strings.ToLower(f.code)
+	switch {
+	case errObject:
+		e.message, e.cut = inner.message, cutInner
+	case errString != "":
+		e.message = errString
+	default:
+		e.message, e.cut = top.message, cutTop
 	}
-	var details []map[string]json.RawMessage
-	if json.Unmarshal(obj["details"], &details) == nil {
-		for _, d := range details {
-			if rd := jsonScalar(d["retryDelay"]); rd != "" {
-				e.retryDelay = rd
-			}
+	for _, r := range []string{inner.resets, top.resets} {
+		if v, err := strconv.ParseFloat(r, 64); err == nil {
+			e.resetsIn, e.hasResets = v, true
+			break
 		}
 	}
 	return e
 }
 
-// jsonScalar returns a JSON string's value or a number's text; "" for
-// anything else.
-func jsonScalar(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
+// scalarText returns a JSON token's text: a string's value, a number's
+// digits; "" for true, false and null.
+func scalarText(tok json.Token) string {
+	switch v := tok.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
 	}
 	return ""
 }
 
-func numberField(obj map[string]json.RawMessage, name string) (float64, bool) {
-	raw, ok := obj[name]
-	if !ok {
-		return 0, false
+// cutString decodes a JSON string literal cut short by the body limit
+// (rest starts at the value, after the key): the part before the cut,
+// with an escape sequence the cut split dropped.
+func cutString(rest []byte) (string, bool) {
+	rest = bytes.TrimLeft(rest, " \t\r\n:")
+	if len(rest) < 2 || rest[0] != '"' {
+		return "", false
 	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil {
-		return 0, false
+	buf := make([]byte, 0, len(rest)+1)
+	for i := 0; i < 7 && len(rest) > 1; i++ { // \uXXXX is the longest escape
+		var s string
+		buf = append(append(buf[:0], rest...), '"')
+		if json.Unmarshal(buf, &s) == nil {
+			return s, true
+		}
+		rest = rest[:len(rest)-1]
 	}
-	return f, true
-}
-
-// leadingNumber parses the number at the start of s.
-func leadingNumber(s string) (float64, bool) {
-	i := 0
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-		i++
-	}
-	f, err := strconv.ParseFloat(s[:i], 64)
-	return f, err == nil
+	return "", false
 }
 
 // sanitizeCode keeps a code safe to log: [A-Za-z0-9_.-], at most 48 bytes.
@@ -279,63 +419,183 @@ func sanitizeCode(s string) string {
 	return s
 }
 
-func (e *errorBody) has(word string) bool { return strings.Contains(e.lower, word) }
+// typeIs reports whether error.type is t.
+func (e *errorBody) typeIs(t string) bool { return e.typ == t }
 
-// mentionsModel reports whether a 404 body is about a model rather than a
-// path: OpenAI model_not_found, Anthropic "model: x", Ollama
-// `model "x" not found`.
-func (e *errorBody) mentionsModel() bool {
-	if e.code == "model_not_found" {
-		return true
+// codeIs reports whether error.code or error.type is one of codes
+// (lower-case).
+func (e *errorBody) codeIs(codes ...string) bool {
+	for _, c := range codes {
+		if e.errCode == c || e.typ == c {
+			return true
+		}
 	}
-	if t := strings.TrimSpace(e.lower); strings.HasPrefix(t, "<") {
-		return false // an HTML page from a proxy or router: a path, not a model
-	}
-	if e.has("invalid url") || e.has("unknown url") || e.has("no route") {
-		return false
-	}
-	return e.has("model")
+	return false
 }
 
+// vendorMessage reports whether error.message is the vendor's own
+// message that starts with prefix (case-sensitive): complete (not cut by
+// the body limit), short, and holding no ':' outside a URL. Anthropic
+// reports a problem with the client's input as "<field path>: <problem>",
+// so a field named like a vendor message shows up with a ':' after it.
+func (e *errorBody) vendorMessage(prefix string) bool {
+	m := strings.TrimSpace(e.message)
+	return !e.cut && len(m) <= 512 && strings.HasPrefix(m, prefix) &&
+		!strings.Contains(strings.ReplaceAll(m, "://", ""), ":")
+}
+
+// overloaded reports whether error.type or error.code says the upstream
+// is overloaded (Anthropic overloaded_error, OpenAI server_is_overloaded).
+func (e *errorBody) overloaded() bool {
+	return strings.Contains(e.typ, "overloaded") || strings.Contains(e.errCode, "overloaded")
+}
+
+// modelCodes are the error codes and types that say the requested model
+// is unknown or not permitted for the key: OpenAI model_not_found (404,
+// and 403 "Project ... does not have access to model ..."), Azure
+// DeploymentNotFound, and the forms compatible servers use.
+var modelCodes = []string{"model_not_found", "model_not_allowed", "model_not_available", "model_not_supported",
+	"unsupported_model", "invalid_model", "deploymentnotfound"}
+
+// aboutModel reports whether a 403 or 404 is about the requested model
+// rather than the key or the path: a structured code (modelCodes), a
+// vendor's model message at the start of error.message (Anthropic
+// not_found_error "model: <name>", OpenAI "The model `<name>` does not
+// exist ...", Google "models/<name> is not found ...", Ollama
+// `model "<name>" not found`), or a message naming model. Whatever the
+// client put in the model name can only make the failure model-level,
+// never key-level.
+func (e *errorBody) aboutModel(model string) bool {
+	if e.codeIs(modelCodes...) {
+		return true
+	}
+	m := strings.TrimSpace(e.message)
+	switch {
+	case e.typ == "not_found_error" && strings.HasPrefix(m, "model: "),
+		strings.HasPrefix(m, "The model "),
+		strings.HasPrefix(m, "models/"),
+		strings.HasPrefix(m, `model "`), strings.HasPrefix(m, "model '"):
+		return true
+	}
+	return model != "" && strings.Contains(strings.ToLower(m), strings.ToLower(model))
+}
+
+// trustedFrom returns where, in the lower-cased message low, the text the
+// upstream wrote itself begins: after the last mention of the requested
+// model, and in an OpenAI/Groq "Rate limit reached for <model> in
+// organization <org> on <limit>" message after the last " in
+// organization " (the model segment before it is the client's).
+func trustedFrom(low, model string) int {
+	from := 0
+	if model != "" {
+		lm := strings.ToLower(model)
+		if i := strings.LastIndex(low, lm); i >= 0 {
+			from = i + len(lm)
+		}
+	}
+	if strings.HasPrefix(low, "rate limit reached for ") {
+		const org = " in organization "
+		if i := strings.LastIndex(low, org); i >= 0 && i+len(org) > from {
+			from = i + len(org)
+		}
+	}
+	return from
+}
+
+// waitPhrases are the vendors' wait phrases, lower-cased: OpenAI and Groq
+// "Please try again in 20s.", Google "Please retry in 17.5s.", Azure
+// "Please retry after 6 seconds." and "Try again in 5 seconds.", GitHub
+// Models "Please wait 30 seconds before retrying."
+var waitPhrases = []string{"please try again in ", "please retry in ", "please retry after ", "try again in ", "please wait "}
+
 // retryHint returns a wait named in the body: resets_in_seconds, Google
-// RetryInfo.retryDelay, or a phrase "try again in 20s" / "retry in
-// 1m30s" / "retry after 5 seconds".
-func (e *errorBody) retryHint() (time.Duration, bool) {
+// RetryInfo.retryDelay, or a vendor's wait phrase opening a sentence of
+// error.message after the client-controlled part (see trustedFrom); the
+// last such phrase wins.
+func (e *errorBody) retryHint(model string) (time.Duration, bool) {
 	if e.hasResets && e.resetsIn >= 0 {
-		return time.Duration(e.resetsIn * float64(time.Second)), true
+		if d, ok := hintDuration(e.resetsIn, time.Second); ok {
+			return d, true
+		}
 	}
 	if e.retryDelay != "" {
 		if d, ok := parseWait(e.retryDelay); ok {
 			return d, true
 		}
 	}
-	for _, p := range []string{"try again in ", "retry in ", "retry after ", "retry-after ", "please wait "} {
-		if i := strings.Index(e.lower, p); i >= 0 {
-			if d, ok := parseWait(e.lower[i+len(p):]); ok {
-				return d, true
+	low := strings.ToLower(e.message)
+	from := trustedFrom(low, model)
+	best, bestAt := time.Duration(0), -1
+	for _, p := range waitPhrases {
+		for end := len(low); ; {
+			i := strings.LastIndex(low[:end], p)
+			if i < from {
+				break
 			}
+			if sentenceStart(low, i) {
+				if d, ok := parseWait(low[i+len(p):]); ok && i > bestAt {
+					best, bestAt = d, i
+				}
+				break
+			}
+			end = i
 		}
 	}
-	return 0, false
+	return best, bestAt >= 0
 }
 
-// quotaSpent reports whether a 429 body speaks of a daily, monthly or
-// billing quota rather than a per-minute rate limit.
-func (e *errorBody) quotaSpent() bool {
-	switch e.code {
-	case "insufficient_quota", "billing_hard_limit_reached", "usage_limit_reached", "quota_exceeded":
+// sentenceStart reports whether position i of s opens a sentence: the
+// start of s, or after '.', '!', '?' or a line break (spaces between).
+func sentenceStart(s string, i int) bool {
+	j := i
+	for j > 0 && s[j-1] == ' ' {
+		j--
+	}
+	if j == 0 {
 		return true
 	}
-	if e.has("per minute") || e.has("per min ") || e.has("perminute") || e.has("per_minute") ||
-		e.has("(rpm)") || e.has("(tpm)") {
-		return false
+	switch s[j-1] {
+	case '.', '!', '?', '\n':
+		return true
 	}
-	for _, w := range []string{"insufficient_quota", "daily", "per day", "perday", "monthly", "per month", "quota", "allocation", "usage_limit", "usage limit"} {
-		if e.has(w) {
+	return false
+}
+
+// quotaSpent reports whether a 429 is about a daily, monthly or billing
+// quota rather than a per-minute rate limit, from structured fields: a
+// billing or quota code or type, a Google QuotaFailure quotaId per day or
+// per month, or the limit an OpenAI/Groq "Rate limit reached ..." message
+// names after the organization ("on requests per day (RPD)"). Words
+// elsewhere in the body (a model name such as "gpt-daily-quota") are not
+// evidence.
+func (e *errorBody) quotaSpent(model string) bool {
+	if e.codeIs("insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "credit_balance_exhausted",
+		"usage_limit_reached", "quota_exceeded") {
+		return true
+	}
+	for _, id := range e.quotaIDs {
+		if l := strings.ToLower(id); strings.Contains(l, "perday") || strings.Contains(l, "permonth") {
 			return true
 		}
 	}
-	return false
+	low := strings.ToLower(strings.TrimSpace(e.message))
+	if !strings.HasPrefix(low, "rate limit reached ") {
+		return false
+	}
+	from := trustedFrom(low, model)
+	if from == 0 && !strings.HasPrefix(low, "rate limit reached on ") {
+		return false // no anchor: the limit cannot be told from the model
+	}
+	limit := low[from:]
+	for _, sep := range []string{": ", ". "} {
+		if i := strings.Index(limit, sep); i >= 0 {
+			limit = limit[:i]
+		}
+	}
+	if strings.Contains(limit, "per min") || strings.Contains(limit, "(rpm)") || strings.Contains(limit, "(tpm)") {
+		return false
+	}
+	return strings.Contains(limit, "per day") || strings.Contains(limit, "(rpd)") || strings.Contains(limit, "(tpd)")
 }
 
 // resetHeaderHint returns the wait until the latest reset among the

@@ -63,9 +63,16 @@ func TestQuotaExhaustedUntilMidnightThenProbe(t *testing.T) {
 	other := mustAcquire(t, p) // in flight on k1
 	o := ClassifyResponse(429, nil, []byte(`{"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"You exceeded your current quota"}}`), clk.Now())
 	l.Release(o)
+	// one client request only benches the key provisionally
 	s := status(p, "k0")
-	if s.Reason != "quota_exhausted" || s.Source != "utc-midnight" || s.SecondsLeft != 12*3600 {
-		t.Fatalf("quota: %+v", s)
+	if s.Reason != "quota_exhausted" || s.Source != "provisional" || !s.Provisional || s.SecondsLeft != 60 {
+		t.Fatalf("quota before the probe: %+v", s)
+	}
+	// the probe answers a bare 429 quota: the reset the client's answer named (UTC midnight) applies
+	p.Confirm("fp0", Outcome{Kind: QuotaExhausted, Status: 429})
+	s = status(p, "k0")
+	if s.Reason != "quota_exhausted" || s.Source != "utc-midnight" || s.Provisional || s.SecondsLeft != 12*3600 {
+		t.Fatalf("quota after the probe: %+v", s)
 	}
 	other.Release(Outcome{Kind: Success})
 	// a success elsewhere or in flight does not clear a dead-key cooldown
@@ -95,14 +102,23 @@ func TestQuotaExhaustedUntilMidnightThenProbe(t *testing.T) {
 func TestInvalidKeyProbe(t *testing.T) {
 	p, clk := newTestPool(t, 1, Settings{})
 	mustAcquire(t, p).Release(ClassifyResponse(401, nil, nil, clk.Now()))
+	p.Confirm("fp0", Outcome{Kind: InvalidKey, Status: 401})
+	if s := status(p, "k0"); s.Reason != "invalid_key" || s.SecondsLeft != 300 || s.Provisional {
+		t.Fatalf("after the confirming probe: %+v", s)
+	}
 	clk.Advance(DefaultInvalidKeyCooldown)
 	l := mustAcquire(t, p)
 	if !l.Probe() {
 		t.Fatal("not a probe")
 	}
 	l.Release(Outcome{Kind: InvalidKey, Status: 401})
-	if s := status(p, "k0"); s.Reason != "invalid_key" || s.SecondsLeft != 300 {
+	// a client request again: provisional until confirmed
+	if s := status(p, "k0"); s.Reason != "invalid_key" || s.SecondsLeft != 60 || !s.Provisional {
 		t.Fatalf("after a failed probe: %+v", s)
+	}
+	p.Confirm("fp0", Outcome{Kind: InvalidKey, Status: 401})
+	if s := status(p, "k0"); s.Reason != "invalid_key" || s.SecondsLeft != 300 || s.Provisional {
+		t.Fatalf("after the second confirming probe: %+v", s)
 	}
 }
 

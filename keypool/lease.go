@@ -17,6 +17,7 @@ type Lease struct {
 	probe       bool
 	early       bool // an early probe of a cooling key
 	affinityHit bool
+	epoch       uint64 // the key's breakerEpoch when the lease began
 	released    bool   // guarded by pool.mu
 	id          string // cluster mode: the backend's lease id
 	shared      bool   // cluster mode: registered with the backend
@@ -71,7 +72,7 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 	}
 	k.lim.window(p.settings.UsageWindow, now)
 	k.lim.winReq++
-	l := &Lease{pool: p, key: k, start: now, model: opts.Model}
+	l := &Lease{pool: p, key: k, start: now, model: opts.Model, epoch: k.breakerEpoch}
 	if opts.Tokens > 0 && k.tpm > 0 {
 		l.tokens = opts.Tokens
 		k.lim.tpmAdd(k.tpm, opts.Tokens, now)
@@ -99,26 +100,40 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 //
 //   - Success clears failure counters, transient cooldowns (not the
 //     dead-key ones), the breaker and the model's 404 count, and starts
-//     CooldownAfterSuccess.
+//     CooldownAfterSuccess. A success of a request begun after a
+//     provisional verdict also lifts that verdict and its cooldown.
 //   - RateLimited cools the key for the upstream's wait (Outcome.RetryAfter,
 //     authoritative, capped only by MaxHintCooldown) or a ladder from
 //     RateLimitCooldown doubling per 429 within RateLimitWindow (capped by
 //     MaxCooldown).
-//   - QuotaExhausted cools it until the reset the upstream named, else the
-//     next UTC midnight (capped by MaxHintCooldown).
 //   - ServerError, NetworkError and Timeout cool it by an ErrorCooldown
-//     backoff (or the upstream's Retry-After) and may open the breaker.
-//   - InvalidKey, NoCredit and Forbidden take it out of rotation for their
-//     configured time; the first request after that is a probe.
-//   - ModelNotFound counts a 404 for the lease's model and may bench the
-//     key for that model only.
+//     backoff (or the upstream's Retry-After) and may open the circuit
+//     breaker: FailureThreshold consecutive failures open it for
+//     BreakerOpen, and a failed half-open probe reopens it for twice as
+//     long as last time (capped by MaxCooldown). A failure released while
+//     the breaker is open, or from a lease taken before the breaker last
+//     opened, is counted (Failures) but neither cools the key nor reopens
+//     or lengthens the breaker: concurrent failures escalate it once.
+//   - InvalidKey, NoCredit, Forbidden and QuotaExhausted are long
+//     key-level verdicts. Their cooldown (InvalidKeyCooldown,
+//     NoCreditCooldown, ForbiddenCooldown; a quota until the reset the
+//     upstream named, else the next UTC midnight, capped by
+//     MaxHintCooldown) applies at once only when it is no longer than
+//     ProvisionalCooldown. A longer one starts as a provisional cooldown
+//     of ProvisionalCooldown (KeyStatus.Provisional) and the verifier set
+//     with SetVerifier, if any, is called to probe the key; only
+//     Confirm with a dead probe outcome applies the long cooldown. Either
+//     way the first request after the cooldown is a probe.
+//   - ModelNotFound counts a 404 (or model-level 403) for the lease's
+//     model and may bench the key for that model only.
 //   - ClientError and Canceled only free the slot.
 //
 // Cooldowns only lengthen; a failed early probe (Lease.Probe on a cooling
 // key) does not lengthen the cooldown but pushes the next early probe
 // back by ProbeBackoff x 2^n (capped by MaxProbeBackoff). Outcome.Tokens
 // and Outcome.TTFB feed the tpm bucket, the quota, the usage window and
-// the latency average whatever the Kind.
+// the latency average whatever the Kind. In cluster mode (SetBackend) the
+// effects on the key are shared through the Backend.
 func (l *Lease) Release(o Outcome) {
 	p := l.pool
 	p.mu.Lock()
@@ -131,17 +146,27 @@ func (l *Lease) Release(o Outcome) {
 	if b != nil {
 		before = l.key.view()
 	}
-	l.releaseLocked(o)
-	if b == nil {
-		p.mu.Unlock()
-		return
+	var verify func(*Key, Outcome)
+	if l.releaseLocked(o) {
+		verify = p.verifier
 	}
-	rel := p.sharedReleaseLocked(l, &o, before, p.clock.Now())
+	var rel *SharedRelease
+	if b != nil {
+		rel = p.sharedReleaseLocked(l, &o, before, p.clock.Now())
+	}
 	p.mu.Unlock()
-	_ = b.Release(context.Background(), rel) // the backend logs and meters its own failures
+	if verify != nil {
+		go p.runVerifier(verify, l.key, o)
+	}
+	if rel != nil {
+		_ = b.Release(context.Background(), rel) // the backend logs and meters its own failures
+	}
 }
 
-func (l *Lease) releaseLocked(o Outcome) {
+// releaseLocked applies o to the lease's key. It reports whether the
+// pool's verifier is to be started for the key (a provisional verdict was
+// made, a verifier is set and none runs for the key).
+func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 	p := l.pool
 	l.released = true
 	k := l.key
@@ -166,7 +191,7 @@ func (l *Lease) releaseLocked(o Outcome) {
 		k.nextProbe = now.Add(backoff(s.ProbeBackoff, s.MaxProbeBackoff, k.probeFails))
 		p.refreshLocked(k, now)
 		p.wakeWaitersLocked()
-		return
+		return false
 	}
 	switch o.Kind {
 	case Success:
@@ -176,6 +201,13 @@ func (l *Lease) releaseLocked(o Outcome) {
 		k.probePending = false
 		if !k.deadCooldown() {
 			k.clearCooldown()
+		}
+		if v := k.pending; v != nil && !l.start.Before(v.at) {
+			// served a request begun after the verdict: the verdict was wrong
+			k.pending = nil
+			if k.cooldownProvisional {
+				k.clearCooldown()
+			}
 		}
 		k.modelServed(l.model)
 		if s.CooldownAfterSuccess > 0 {
@@ -193,41 +225,30 @@ func (l *Lease) releaseLocked(o Outcome) {
 		} else {
 			k.coolUntil(now, now.Add(backoff(s.RateLimitCooldown, s.MaxCooldown, k.consec429)), RateLimited.String(), "backoff", o.Status, true)
 		}
-	case QuotaExhausted:
-		k.failures++
-		d, src := o.RetryAfter, hintSource(o)
-		if !o.HasRetryAfter {
-			d, src = nextUTCMidnight(now).Sub(now), "utc-midnight"
-		}
-		k.coolUntil(now, now.Add(min(d, s.MaxHintCooldown)), QuotaExhausted.String(), src, o.Status, false)
-		k.probePending = true
 	case ServerError, NetworkError, Timeout:
 		k.failures++
-		k.consecFailures++
-		if k.breaker == BreakerHalfOpen || k.consecFailures >= s.FailureThreshold {
+		switch {
+		case l.epoch != k.breakerEpoch || k.breaker == BreakerOpen && now.Before(k.breakerUntil):
+			// the breaker opened while this attempt was out, or is open:
+			// that opening already accounts for the failure
+		case k.breaker == BreakerHalfOpen || k.consecFailures+1 >= s.FailureThreshold:
 			// the breaker (re)opens and governs the wait from here on
+			k.consecFailures++
 			k.breakerTrips++
+			k.breakerEpoch++
 			k.breaker = BreakerOpen
 			k.breakerSince = now
 			k.breakerUntil = now.Add(backoff(s.BreakerOpen, max(s.MaxCooldown, s.BreakerOpen), k.breakerTrips))
-		} else {
+		default:
+			k.consecFailures++
 			k.coolUntil(now, now.Add(backoff(s.ErrorCooldown, s.MaxCooldown, k.consecFailures)), o.Kind.String(), "backoff", o.Status, true)
 		}
 		if o.HasRetryAfter {
 			k.coolUntil(now, now.Add(min(o.RetryAfter, s.MaxHintCooldown)), o.Kind.String(), hintSource(o), o.Status, false)
 		}
-	case InvalidKey:
+	case InvalidKey, NoCredit, Forbidden, QuotaExhausted:
 		k.failures++
-		k.coolUntil(now, now.Add(s.InvalidKeyCooldown), o.Kind.String(), "fixed", o.Status, false)
-		k.probePending = true
-	case NoCredit:
-		k.failures++
-		k.coolUntil(now, now.Add(s.NoCreditCooldown), o.Kind.String(), "fixed", o.Status, false)
-		k.probePending = true
-	case Forbidden:
-		k.failures++
-		k.coolUntil(now, now.Add(s.ForbiddenCooldown), o.Kind.String(), "fixed", o.Status, false)
-		k.probePending = true
+		verify = p.verdictLocked(k, &o, now)
 	case ModelNotFound:
 		// not the key's fault as a whole: counted for this model only
 		k.modelMissing(l.model, now, s)
@@ -237,6 +258,7 @@ func (l *Lease) releaseLocked(o Outcome) {
 	}
 	p.refreshLocked(k, now)
 	p.wakeWaitersLocked()
+	return verify
 }
 
 // accountLocked books the attempt's tokens and latency.

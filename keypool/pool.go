@@ -38,11 +38,12 @@ type Pool struct {
 	timed    keyHeap // keys behind a time-bound gate, by the time it opens
 	aff      affinityTable
 	rng      *rand.Rand
-	seq      uint64        // lease sequence, for "leased longest ago" ties
-	changed  chan struct{} // closed and replaced whenever a key may have become eligible
-	waiting  int           // requests blocked in Acquire
-	ctx      pickCtx       // reused by pickLocked
-	candBuf  [3]*Key       // pickLocked's result
+	seq      uint64              // lease sequence, for "leased longest ago" ties
+	changed  chan struct{}       // closed and replaced whenever a key may have become eligible
+	waiting  int                 // requests blocked in Acquire
+	ctx      pickCtx             // reused by pickLocked
+	candBuf  [3]*Key             // pickLocked's result
+	verifier func(*Key, Outcome) // SetVerifier; nil: none
 
 	shared // cluster state (backend.go, shared.go); zero: memory only
 }

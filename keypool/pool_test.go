@@ -193,7 +193,12 @@ func TestDeadKeyReasons(t *testing.T) {
 	}
 	for i, c := range cases {
 		s := status(p, fmt.Sprintf("k%d", i))
-		if s.Reason != c.kind.String() || s.SecondsLeft != c.secs {
+		if s.Reason != c.kind.String() || s.SecondsLeft != 60 || !s.Provisional {
+			t.Fatalf("k%d before its probe: %+v, want %s provisional for 60s", i, s, c.kind)
+		}
+		p.Confirm(fmt.Sprintf("fp%d", i), Outcome{Kind: c.kind})
+		s = status(p, fmt.Sprintf("k%d", i))
+		if s.Reason != c.kind.String() || s.SecondsLeft != c.secs || s.Provisional || s.Source != "fixed" {
 			t.Fatalf("k%d: %+v, want %s for %ds", i, s, c.kind, c.secs)
 		}
 	}
@@ -300,6 +305,8 @@ func TestFailFastWhenWaitingCannotHelp(t *testing.T) {
 	// every key out for 5 minutes, timeout 30s: fail at once with Retry-After
 	mustAcquire(t, p).Release(Outcome{Kind: InvalidKey, Status: 401})
 	mustAcquire(t, p).Release(Outcome{Kind: InvalidKey, Status: 401})
+	p.Confirm("fp0", Outcome{Kind: InvalidKey, Status: 401})
+	p.Confirm("fp1", Outcome{Kind: InvalidKey, Status: 401})
 	_, err = p.Acquire(context.Background(), AcquireOptions{Timeout: 30 * time.Second})
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || ue.RetryAfter != 5*time.Minute || errors.Is(err, ErrNoKeys) {

@@ -32,15 +32,25 @@ type Settings struct {
 	// Retry-After, so a bogus hint cannot freeze a key for a week.
 	// Default 24h.
 	MaxHintCooldown time.Duration
-	// InvalidKeyCooldown is how long a key that got 401 stays out of
-	// rotation. Default 5m.
+	// InvalidKeyCooldown is how long a key whose 401 (InvalidKey) was
+	// confirmed by a probe (Pool.Confirm) stays out of rotation. Default
+	// 5m.
 	InvalidKeyCooldown time.Duration
-	// NoCreditCooldown is how long a key that got 402 stays out of
-	// rotation. Default 24h.
+	// NoCreditCooldown is how long a key whose NoCredit (402, Anthropic's
+	// credit-balance 400) was confirmed by a probe stays out of rotation.
+	// Default 24h.
 	NoCreditCooldown time.Duration
-	// ForbiddenCooldown is how long a key that got 403 stays out of
-	// rotation. Default 24h.
+	// ForbiddenCooldown is how long a key whose key-level 403 (Forbidden)
+	// was confirmed by a probe stays out of rotation. Default 24h.
 	ForbiddenCooldown time.Duration
+	// ProvisionalCooldown bounds what one client request can do to a key:
+	// a long key-level verdict (InvalidKey, NoCredit, Forbidden, or
+	// QuotaExhausted until a reset further away than this) whose cooldown
+	// would exceed it starts as a provisional cooldown of this length, and
+	// becomes the long one only when an independent probe confirms it
+	// (Pool.SetVerifier, Pool.Confirm). A verdict no longer than this
+	// applies directly. Default 60s.
+	ProvisionalCooldown time.Duration
 	// FailureThreshold is the number of consecutive transient failures
 	// that opens a key's circuit breaker. Default 3.
 	FailureThreshold int
@@ -116,6 +126,7 @@ const (
 	DefaultInvalidKeyCooldown   = 5 * time.Minute
 	DefaultNoCreditCooldown     = 24 * time.Hour
 	DefaultForbiddenCooldown    = 24 * time.Hour
+	DefaultProvisionalCooldown  = 60 * time.Second
 	DefaultFailureThreshold     = 3
 	DefaultBreakerOpen          = 30 * time.Second
 
@@ -154,6 +165,7 @@ func (s Settings) withDefaults() Settings {
 	def(&s.InvalidKeyCooldown, DefaultInvalidKeyCooldown)
 	def(&s.NoCreditCooldown, DefaultNoCreditCooldown)
 	def(&s.ForbiddenCooldown, DefaultForbiddenCooldown)
+	def(&s.ProvisionalCooldown, DefaultProvisionalCooldown)
 	def(&s.BreakerOpen, DefaultBreakerOpen)
 	if s.FailureThreshold <= 0 {
 		s.FailureThreshold = DefaultFailureThreshold

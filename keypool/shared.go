@@ -216,14 +216,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 			rel.QuotaTokens, rel.QuotaPeriod = o.Tokens, k.lim.qPeriod
 		}
 	}
-	if k.cooldownUntil.After(before.cooldownUntil) && k.cooldownUntil.After(now) {
-		rel.Cooldown = k.cooldownUntil.Sub(now)
-		rel.Reason, rel.Heuristic = k.cooldownReason, k.cooldownHeuristic
-	}
-	if k.breaker == BreakerOpen && !k.breakerUntil.Equal(before.breakerUntil) && k.breakerUntil.After(now) {
-		rel.BreakerOpen, rel.BreakerTrips = k.breakerUntil.Sub(now), k.breakerTrips
-	}
-	rel.ProbePending = k.probePending && !before.probePending
+	rel.SharedEffects = p.sharedEffectsLocked(k, before, now)
 	if d := o.TTFB; d > 0 || l.ttfb > 0 {
 		if d <= 0 {
 			d = l.ttfb
@@ -232,6 +225,22 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 	}
 	delete(p.local, l)
 	return rel
+}
+
+// sharedEffectsLocked returns what changed on k since before (its state
+// when the change began) that the cluster must learn: a longer cooldown, a
+// newly opened breaker, a pending probe.
+func (p *Pool) sharedEffectsLocked(k *Key, before keyView, now time.Time) SharedEffects {
+	var e SharedEffects
+	if k.cooldownUntil.After(before.cooldownUntil) && k.cooldownUntil.After(now) {
+		e.Cooldown = k.cooldownUntil.Sub(now)
+		e.Reason, e.Heuristic = k.cooldownReason, k.cooldownHeuristic
+	}
+	if k.breaker == BreakerOpen && !k.breakerUntil.Equal(before.breakerUntil) && k.breakerUntil.After(now) {
+		e.BreakerOpen, e.BreakerTrips = k.breakerUntil.Sub(now), k.breakerTrips
+	}
+	e.ProbePending = k.probePending && !before.probePending
+	return e
 }
 
 // keyView is the part of a key's state a release may change and the
@@ -266,6 +275,7 @@ func (p *Pool) Notify(ev SharedEvent) {
 		k.clearCooldown()
 		k.breaker, k.breakerTrips, k.consecFailures, k.consec429 = BreakerClosed, 0, 0, 0
 		k.probePending = false
+		k.pending = nil
 	case ev.Clear:
 		k.shUntil, k.shReason = time.Time{}, ""
 		if !k.deadCooldown() {

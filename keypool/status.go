@@ -24,9 +24,17 @@ type KeyStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// Source says where the current cooldown's length came from:
 	// "retry-after", "body", "reset-header", "utc-midnight" (named by the
-	// upstream), "backoff" (the pool's ladder) or "fixed" (a configured
-	// cooldown); empty when not cooling.
+	// upstream), "backoff" (the pool's ladder), "fixed" (a configured
+	// cooldown) or "provisional" (Settings.ProvisionalCooldown: a long
+	// verdict awaiting a probe's confirmation); empty when not cooling.
 	Source string `json:"source,omitempty"`
+	// Provisional is true while the key cools on a provisional verdict
+	// (Reason is "invalid_key", "no_credit", "forbidden" or
+	// "quota_exhausted"): one client request found the key dead, and the
+	// long cooldown waits for an independent probe to confirm it
+	// (Pool.Confirm); until then the cooldown lasts at most
+	// Settings.ProvisionalCooldown.
+	Provisional bool `json:"provisional,omitempty"`
 	// CooldownStatus is the upstream HTTP status that started the current
 	// cooldown (0: none or not cooling).
 	CooldownStatus int `json:"cooldown_status,omitempty"`
@@ -122,6 +130,7 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 	default:
 		st.State = "cooling"
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
+		st.Provisional = k.cooldownProvisional && now.Before(k.cooldownUntil) && reason == k.cooldownReason
 	}
 	if !until.IsZero() {
 		st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
@@ -264,6 +273,7 @@ func (p *Pool) ClearCooldown(key string) int {
 		k.clearCooldown()
 		k.breaker, k.breakerTrips, k.consecFailures, k.consec429 = BreakerClosed, 0, 0, 0
 		k.probePending = false
+		k.pending = nil
 		k.models = nil
 		k.shUntil, k.shReason = time.Time{}, ""
 		p.refreshLocked(k, p.clock.Now())
