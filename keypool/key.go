@@ -213,7 +213,7 @@ func (k *Key) coolProvisional(now time.Time, d time.Duration, kind OutcomeKind, 
 type verdict struct {
 	kind   OutcomeKind
 	status int
-	at     time.Time // when it was first made
+	seq    uint64    // the pool's lease sequence when it was first made: later leases began after it
 	until  time.Time // QuotaExhausted: the reset the answer named; zero otherwise
 	source string    // where until came from (Outcome.Source)
 }

@@ -18,6 +18,7 @@ type Lease struct {
 	early       bool // an early probe of a cooling key
 	affinityHit bool
 	epoch       uint64 // the key's breakerEpoch when the lease began
+	seq         uint64 // the pool's lease sequence number
 	released    bool   // guarded by pool.mu
 	id          string // cluster mode: the backend's lease id
 	shared      bool   // cluster mode: registered with the backend
@@ -72,7 +73,7 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 	}
 	k.lim.window(p.settings.UsageWindow, now)
 	k.lim.winReq++
-	l := &Lease{pool: p, key: k, start: now, model: opts.Model, epoch: k.breakerEpoch}
+	l := &Lease{pool: p, key: k, start: now, model: opts.Model, epoch: k.breakerEpoch, seq: p.seq}
 	if opts.Tokens > 0 && k.tpm > 0 {
 		l.tokens = opts.Tokens
 		k.lim.tpmAdd(k.tpm, opts.Tokens, now)
@@ -198,17 +199,17 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 		k.successes++
 		k.consecFailures, k.consec429, k.breakerTrips = 0, 0, 0
 		k.breaker = BreakerClosed
-		k.probePending = false
-		if !k.deadCooldown() {
-			k.clearCooldown()
-		}
-		if v := k.pending; v != nil && !l.start.Before(v.at) {
+		if v := k.pending; v != nil && l.seq > v.seq {
 			// served a request begun after the verdict: the verdict was wrong
 			k.pending = nil
 			if k.cooldownProvisional {
 				k.clearCooldown()
 			}
 		}
+		if !k.deadCooldown() || !now.Before(k.cooldownUntil) {
+			k.clearCooldown()
+			k.probePending = false
+		} // else an earlier request's success: the dead-key verdict stands, and so does its probe
 		k.modelServed(l.model)
 		if s.CooldownAfterSuccess > 0 {
 			k.coolUntil(now, now.Add(s.CooldownAfterSuccess), "cooldown_after_success", "fixed", o.Status, false)

@@ -34,13 +34,19 @@ const (
 	// Timeout: the attempt exceeded its deadline. Transient.
 	Timeout
 	// InvalidKey: 401. The key is taken out of rotation for
-	// Settings.InvalidKeyCooldown.
+	// Settings.InvalidKeyCooldown once a probe confirms it (until then
+	// for Settings.ProvisionalCooldown; see Pool.Confirm).
 	InvalidKey
-	// NoCredit: 402 Payment Required. Out of rotation for
-	// Settings.NoCreditCooldown.
+	// NoCredit: 402 Payment Required, or Anthropic's 400 "Your credit
+	// balance is too low ...". Out of rotation for
+	// Settings.NoCreditCooldown once a probe confirms it (until then for
+	// Settings.ProvisionalCooldown).
 	NoCredit
-	// Forbidden: 403 (tier, region or permission). Out of rotation for
-	// Settings.ForbiddenCooldown.
+	// Forbidden: a key-level 403 (tier, region or permission; not one
+	// about the requested model, which is ModelNotFound), or Anthropic's
+	// 400 "This organization has been disabled.". Out of rotation for
+	// Settings.ForbiddenCooldown once a probe confirms it (until then for
+	// Settings.ProvisionalCooldown).
 	Forbidden
 	// ClientError: the request itself is wrong (400, 413, 422, a 404 for
 	// a path that does not exist ...). The key is not penalised and the
@@ -48,17 +54,21 @@ const (
 	ClientError
 	// Canceled: the client went away. The key is not penalised.
 	Canceled
-	// QuotaExhausted: 429 whose body or headers say a daily, monthly or
-	// billing quota is spent (OpenAI insufficient_quota, "daily",
-	// "quota", "allocation", a Codex usage_limit_reached). The key cools
-	// until the reset time the upstream gave (Outcome.RetryAfter), else
-	// until the next UTC midnight, capped by Settings.MaxHintCooldown.
+	// QuotaExhausted: 429 whose structured fields say a daily, monthly or
+	// billing quota is spent (OpenAI insufficient_quota, a Google
+	// QuotaFailure per day, an OpenAI/Groq limit "per day", a Codex
+	// usage_limit_reached; see ClassifyResponseFor). The key cools until
+	// the reset time the upstream gave (Outcome.RetryAfter), else until
+	// the next UTC midnight, capped by Settings.MaxHintCooldown; a reset
+	// further away than Settings.ProvisionalCooldown needs a probe's
+	// confirmation first.
 	QuotaExhausted
-	// ModelNotFound: 404 naming a model (OpenAI model_not_found, Anthropic
-	// not_found_error "model: ..."). The key is not cooled: the failure is
-	// counted per key and model, and Settings.ModelNotFoundThreshold of
-	// them within Settings.ModelNotFoundWindow bench that key for that
-	// model only (Settings.ModelNotFoundCooldown).
+	// ModelNotFound: a 404 or 403 about the requested model (OpenAI
+	// model_not_found, Anthropic not_found_error "model: ...", a message
+	// naming the model). The key is not cooled: the failure is counted
+	// per key and model, and Settings.ModelNotFoundThreshold of them
+	// within Settings.ModelNotFoundWindow bench that key for that model
+	// only (Settings.ModelNotFoundCooldown).
 	ModelNotFound
 )
 
@@ -113,8 +123,10 @@ func (k OutcomeKind) Transient() bool {
 func (k OutcomeKind) SpendsRetry() bool { return k.Transient() }
 
 // Dead reports whether the outcome takes the key out of rotation for a
-// long, fixed time (InvalidKey, NoCredit, Forbidden, QuotaExhausted). A
-// success does not clear such a cooldown; after it, one request is let
+// long, fixed time (InvalidKey, NoCredit, Forbidden, QuotaExhausted):
+// provisionally at first (Settings.ProvisionalCooldown), for the long
+// time once a probe confirms it (Pool.Confirm). A success of an earlier
+// request does not clear such a cooldown; after it, one request is let
 // through as a probe (Lease.Probe).
 func (k OutcomeKind) Dead() bool {
 	switch k {

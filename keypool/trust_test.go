@@ -396,3 +396,23 @@ func TestClusterSeesTheConfirmedCooldown(t *testing.T) {
 		t.Fatalf("A's k1: %+v", st)
 	}
 }
+
+func TestEarlierSuccessDoesNotLiftAVerdict(t *testing.T) {
+	p, clk := newTestPool(t, 1, Settings{MaxConcurrencyPerKey: 2})
+	before := mustAcquire(t, p) // began before the verdict
+	mustAcquire(t, p).Release(Outcome{Kind: NoCredit, Status: 402})
+	before.Release(Outcome{Kind: Success})
+	if st := status(p, "k0"); st.State != "cooling" || !st.Provisional || st.SecondsLeft != 60 {
+		t.Fatalf("a success begun before the verdict lifted it: %+v", st)
+	}
+	clk.Advance(DefaultProvisionalCooldown)
+	l := mustAcquire(t, p)
+	if !l.Probe() {
+		t.Fatal("the request after the provisional cooldown is not a probe")
+	}
+	l.Release(Outcome{Kind: Success})
+	p.Confirm("fp0", Outcome{Kind: NoCredit, Status: 402}) // too late: the key served since
+	if st := status(p, "k0"); st.State != "ready" {
+		t.Fatalf("a verdict lifted by a success was confirmed later: %+v", st)
+	}
+}

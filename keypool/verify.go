@@ -130,9 +130,9 @@ func (p *Pool) verdictLocked(k *Key, o *Outcome, now time.Time) (verify bool) {
 		return false // already out of rotation at least that long
 	}
 	k.coolProvisional(now, s.ProvisionalCooldown, o.Kind, o.Status)
-	v := &verdict{kind: o.Kind, status: o.Status, at: now}
+	v := &verdict{kind: o.Kind, status: o.Status, seq: p.seq}
 	if k.pending != nil {
-		v.at = k.pending.at // a request begun since the first verdict still lifts it
+		v.seq = k.pending.seq // a request begun since the first verdict still lifts it
 	}
 	if o.Kind == QuotaExhausted {
 		v.until, v.source = now.Add(d), src
