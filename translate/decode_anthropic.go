@@ -7,40 +7,23 @@ import (
 )
 
 // decodeAnthropicRequest decodes an Anthropic Messages request (Anthropic API
-// reference, "Create a Message") into the canonical form.
-func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
+// reference, "Create a Message") into the canonical form, with the field
+// checks of c (see ValidateRequest).
+func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
-	if err := decodeCommonTop(root, r); err != nil {
+	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}
-	switch sys := root.get("system"); {
-	case sys.Type == gjson.String:
-		if sys.Str != "" {
-			r.system = []canonPart{{kind: partText, text: sys.Str}}
-		}
-	case sys.IsArray():
-		var err *Error
-		i := 0
-		sys.ForEach(func(_, b gjson.Result) bool {
-			p := "system[" + strconv.Itoa(i) + "]"
-			i++
-			if b.Get("type").String() != "text" {
-				err = unsupported(p+".type", "%s.type: system blocks must be text", p)
-				return false
-			}
-			r.system = append(r.system, canonPart{kind: partText, text: b.Get("text").String(), cache: rawOrEmpty(b.Get("cache_control"))})
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
-	case sys.Exists() && sys.Type != gjson.Null:
-		return nil, invalid("system", "system: must be a string or an array of text blocks")
+	if err := anthropicSystem(root.get("system"), r, c); err != nil {
+		return nil, err
 	}
 	msgs := root.get("messages")
+	if !present(msgs) {
+		return nil, c.missing("messages")
+	}
 	if !msgs.IsArray() {
-		return nil, invalid("messages", "messages: must be an array")
+		return nil, c.typeErr("messages", wantArr, msgs)
 	}
 	var err *Error
 	i := 0
@@ -49,16 +32,24 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 		param := "messages[" + strconv.Itoa(i) + "]"
 		i++
 		if !m.IsObject() {
-			err = invalid(param, "%s: must be an object", param)
+			err = c.typeErr(param, wantObj, m)
 			return false
 		}
 		msc = fieldsInto(msc, m)
-		role := msc.get("role").String()
-		if role != "user" && role != "assistant" && role != "system" {
-			err = unsupported(param+".role", "%s.role: must be \"user\" or \"assistant\"", param)
+		role, e := c.reqStr(msc.get("role"), param+".role")
+		if e != nil {
+			err = e
 			return false
 		}
-		parts, e := anthropicBlocks(msc.get("content"), param+".content", role)
+		if role != "user" && role != "assistant" && role != "system" {
+			if c.translate || role == "" {
+				err = c.badValue(param+".role", role, []string{"user", "assistant"})
+			} else {
+				err = unsupported(param+".role", "%s.role: must be \"user\" or \"assistant\"", param)
+			}
+			return false
+		}
+		parts, e := anthropicBlocks(msc.get("content"), param+".content", c)
 		if e != nil {
 			err = e
 			return false
@@ -73,86 +64,267 @@ func decodeAnthropicRequest(body []byte) (*canonRequest, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	tools := root.get("tools")
-	if tools.Exists() && !tools.IsArray() {
-		return nil, invalid("tools", "tools: must be an array")
+	if r.tools, err = anthropicTools(root.get("tools"), c); err != nil {
+		return nil, err
 	}
-	i = 0
+	if err := anthropicToolChoice(root.get("tool_choice"), r, c); err != nil {
+		return nil, err
+	}
+	if err := anthropicScalars(root, r, c); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// anthropicSystem reads system: a string or an array of text blocks.
+func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
+	switch {
+	case sys.Type == gjson.String:
+		if sys.Str != "" {
+			r.system = []canonPart{{kind: partText, text: sys.Str}}
+		}
+	case sys.IsArray():
+		var err *Error
+		i := 0
+		var bsc objFields
+		sys.ForEach(func(_, b gjson.Result) bool {
+			p := "system[" + strconv.Itoa(i) + "]"
+			i++
+			if !b.IsObject() {
+				err = c.typeErr(p, wantObj, b)
+				return false
+			}
+			bsc = fieldsInto(bsc, b)
+			typ, e := c.reqStr(bsc.get("type"), p+".type")
+			if e != nil {
+				err = e
+				return false
+			}
+			if typ != "text" {
+				err = unsupported(p+".type", "%s.type: system blocks must be text", p)
+				return false
+			}
+			text, e := c.reqStr(bsc.get("text"), p+".text")
+			if e == nil {
+				e = c.object(bsc.get("cache_control"), p+".cache_control")
+			}
+			if e != nil {
+				err = e
+				return false
+			}
+			r.system = append(r.system, canonPart{kind: partText, text: text, cache: rawOrEmpty(bsc.get("cache_control"))})
+			return true
+		})
+		return err
+	case present(sys):
+		return c.typeErr("system", wantStrOrArr, sys)
+	}
+	return nil
+}
+
+// anthropicTools reads custom tools; server tools (web_search_…, bash_…,
+// …) have no counterpart and are dropped.
+func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
+	if e := c.array(tools, "tools"); e != nil {
+		return nil, e
+	}
+	var out []canonTool
+	var err *Error
+	i := 0
 	var tsc objFields
 	tools.ForEach(func(_, t gjson.Result) bool {
 		p := "tools[" + strconv.Itoa(i) + "]"
 		i++
-		tsc = fieldsInto(tsc, t)
-		tf := tsc
-		if typ := tf.get("type").String(); typ != "" && typ != "custom" {
-			return true // server tools (web_search_…, bash_…, …) have no counterpart: dropped
-		}
-		name := tf.get("name").String()
-		if name == "" {
-			err = invalid(p+".name", "%s.name: required", p)
+		if !t.IsObject() {
+			err = c.typeErr(p, wantObj, t)
 			return false
 		}
-		r.tools = append(r.tools, canonTool{name: name, description: tf.get("description").String(),
-			schema: rawOrEmpty(tf.get("input_schema")), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
+		tsc = fieldsInto(tsc, t)
+		tf := tsc
+		typ, e := c.str(tf.get("type"), p+".type")
+		if e != nil {
+			err = e
+			return false
+		}
+		if typ != "" && typ != "custom" {
+			return true // server tools have no counterpart: dropped
+		}
+		name, e := c.reqStr(tf.get("name"), p+".name")
+		if e == nil && name == "" {
+			e = invalid(p+".name", "%s.name: required", p)
+		}
+		var desc string
+		if e == nil {
+			desc, e = c.str(tf.get("description"), p+".description")
+		}
+		schema := tf.get("input_schema")
+		if e == nil {
+			if c.translate && !present(schema) {
+				e = c.missing(p + ".input_schema")
+			} else {
+				e = c.object(schema, p+".input_schema")
+			}
+		}
+		if e == nil {
+			_, _, e = c.boolean(tf.get("strict"), p+".strict")
+		}
+		if e == nil {
+			e = c.object(tf.get("cache_control"), p+".cache_control")
+		}
+		if e != nil {
+			err = e
+			return false
+		}
+		out = append(out, canonTool{name: name, description: desc,
+			schema: rawOrEmpty(schema), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
 		return true
 	})
-	if err != nil {
-		return nil, err
+	return out, err
+}
+
+// anthropicToolChoice reads tool_choice {type: auto|any|tool|none, name,
+// disable_parallel_tool_use}.
+func anthropicToolChoice(tc gjson.Result, r *canonRequest, c *checker) *Error {
+	if !present(tc) {
+		return nil
 	}
-	if tc := root.get("tool_choice"); tc.IsObject() {
-		switch typ := tc.Get("type").String(); typ {
-		case "auto", "any", "none":
-			r.toolChoice = typ
-		case "tool":
-			r.toolChoice, r.toolChoiceName = "tool", tc.Get("name").String()
-			if r.toolChoiceName == "" {
-				return nil, invalid("tool_choice.name", "tool_choice.name: required when type is \"tool\"")
+	if !tc.IsObject() {
+		return c.typeErr("tool_choice", wantObj, tc)
+	}
+	res := gjson.GetMany(tc.Raw, "type", "name", "disable_parallel_tool_use")
+	typ, e := c.reqStr(res[0], "tool_choice.type")
+	if e != nil {
+		return e
+	}
+	switch typ {
+	case "auto", "any", "none":
+		r.toolChoice = typ
+	case "tool":
+		name, e := c.reqStr(res[1], "tool_choice.name")
+		if e != nil {
+			return e
+		}
+		if name == "" {
+			return invalid("tool_choice.name", "tool_choice.name: required when type is \"tool\"")
+		}
+		r.toolChoice, r.toolChoiceName = "tool", name
+	default:
+		if c.translate || typ == "" {
+			return c.badValue("tool_choice.type", typ, []string{"auto", "any", "tool", "none"})
+		}
+		return unsupported("tool_choice.type", "tool_choice.type: unknown value %q", clip(typ))
+	}
+	d, set, e := c.boolean(res[2], "tool_choice.disable_parallel_tool_use")
+	if set {
+		b := !d
+		r.parallel = &b
+	}
+	return e
+}
+
+// anthropicScalars reads and checks max_tokens, stop_sequences, metadata,
+// thinking, output_config and service_tier.
+func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
+	mt, set, e := c.integer(root.get("max_tokens"), "max_tokens", tokenBounds)
+	if e != nil {
+		return e
+	}
+	if set && mt == 0 && c.translate {
+		return unsupported("max_tokens", "max_tokens: 0 (warming the prompt cache without generating) cannot be translated to another API dialect")
+	}
+	r.maxTokens = mt
+	if r.stop, e = c.strList(root.get("stop_sequences"), "stop_sequences", false, 0); e != nil {
+		return e
+	}
+	md := root.get("metadata")
+	if e := c.object(md, "metadata"); e != nil {
+		return e
+	}
+	if md.IsObject() {
+		var err *Error
+		md.ForEach(func(k, v gjson.Result) bool {
+			switch {
+			case k.Str == "user_id":
+				r.user, err = c.str(v, "metadata.user_id")
+			case c.translate:
+				err = c.fail("metadata."+clip(k.Str), "", "", "Extra inputs are not permitted")
 			}
-		default:
-			return nil, unsupported("tool_choice.type", "tool_choice.type: unknown value %q", typ)
-		}
-		if d := tc.Get("disable_parallel_tool_use"); d.IsBool() {
-			b := !d.Bool()
-			r.parallel = &b
-		}
-	} else if tc.Exists() && tc.Type != gjson.Null {
-		return nil, invalid("tool_choice", "tool_choice: must be an object")
-	}
-	if v := root.get("max_tokens"); v.Exists() {
-		if v.Type != gjson.Number {
-			return nil, invalid("max_tokens", "max_tokens: must be an integer")
-		}
-		r.maxTokens = v.Int()
-	}
-	if st := root.get("stop_sequences"); st.Exists() {
-		if !st.IsArray() {
-			return nil, invalid("stop_sequences", "stop_sequences: must be an array of strings")
-		}
-		st.ForEach(func(_, s gjson.Result) bool {
-			r.stop = append(r.stop, s.String())
-			return true
+			return err == nil
 		})
+		if err != nil {
+			return err
+		}
 	}
-	r.user = root.get("metadata").Get("user_id").String()
 	th := root.get("thinking")
-	switch th.Get("type").String() {
-	case "enabled":
-		r.thinkingBudget = th.Get("budget_tokens").Int()
-		r.effort = effortForBudget(r.thinkingBudget)
-	case "adaptive":
-		r.effort = "medium"
-	case "disabled":
-		r.thinkingOff = true
+	if e := c.object(th, "thinking"); e != nil {
+		return e
 	}
-	if e := root.get("output_config").Get("effort").String(); e != "" && !r.thinkingOff {
-		r.effort = e
+	if th.IsObject() {
+		res := gjson.GetMany(th.Raw, "type", "budget_tokens")
+		typ, e := c.reqStr(res[0], "thinking.type")
+		if e == nil {
+			e = c.enum(typ, "thinking.type", "enabled", "disabled", "adaptive")
+		}
+		if e != nil {
+			return e
+		}
+		switch typ {
+		case "enabled":
+			if c.translate && !present(res[1]) {
+				return c.missing("thinking.budget_tokens")
+			}
+			if r.thinkingBudget, _, e = c.integer(res[1], "thinking.budget_tokens", tokenBounds.withVendor(1024, MaxTokenCount)); e != nil {
+				return e
+			}
+			r.effort = effortForBudget(r.thinkingBudget)
+		case "adaptive":
+			r.effort = "medium"
+		case "disabled":
+			r.thinkingOff = true
+		}
 	}
-	if f := root.get("output_config").Get("format"); f.IsObject() && f.Get("type").String() == "json_schema" {
-		r.formatType = "json_schema"
-		r.formatName = "output"
-		r.formatSchema = rawOrEmpty(f.Get("schema"))
+	oc := root.get("output_config")
+	if e := c.object(oc, "output_config"); e != nil {
+		return e
 	}
-	return r, nil
+	if oc.IsObject() {
+		res := gjson.GetMany(oc.Raw, "effort", "format")
+		effort, e := c.strEnum(res[0], "output_config.effort", "low", "medium", "high", "max")
+		if e != nil {
+			return e
+		}
+		if effort != "" && !r.thinkingOff {
+			r.effort = effort
+		}
+		f := res[1]
+		if e := c.object(f, "output_config.format"); e != nil {
+			return e
+		}
+		if f.IsObject() {
+			fr := gjson.GetMany(f.Raw, "type", "schema")
+			typ, e := c.reqStr(fr[0], "output_config.format.type")
+			if e == nil {
+				e = c.enum(typ, "output_config.format.type", "json_schema")
+			}
+			if e == nil {
+				if c.translate && typ == "json_schema" && !present(fr[1]) {
+					e = c.missing("output_config.format.schema")
+				} else {
+					e = c.object(fr[1], "output_config.format.schema")
+				}
+			}
+			if e != nil {
+				return e
+			}
+			if typ == "json_schema" {
+				r.formatType, r.formatName, r.formatSchema = "json_schema", "output", rawOrEmpty(fr[1])
+			}
+		}
+	}
+	if _, e = c.strEnum(root.get("service_tier"), "service_tier", "auto", "standard_only"); e != nil {
+		return e
+	}
+	return nil
 }
 
 // effortForBudget buckets an Anthropic budget_tokens into an OpenAI
@@ -169,100 +341,163 @@ func effortForBudget(b int64) string {
 	return "high"
 }
 
-// anthropicBlocks reads message content: a string or an array of blocks.
-func anthropicBlocks(c gjson.Result, param, role string) ([]canonPart, *Error) {
-	if c.Type == gjson.String {
-		return []canonPart{{kind: partText, text: c.Str}}, nil
+// anthropicBlocks reads message or tool_result content: a string or an
+// array of blocks.
+func anthropicBlocks(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
+	if v.Type == gjson.String {
+		return []canonPart{{kind: partText, text: v.Str}}, nil
 	}
-	if !c.IsArray() {
-		return nil, invalid(param, "%s: must be a string or an array of content blocks", param)
+	if !present(v) {
+		return nil, c.missing(param)
+	}
+	if !v.IsArray() {
+		return nil, c.typeErr(param, wantStrOrArr, v)
 	}
 	var parts []canonPart
 	var err *Error
 	j := 0
 	var bsc objFields
-	c.ForEach(func(_, b gjson.Result) bool {
+	v.ForEach(func(_, b gjson.Result) bool {
 		p := param + "[" + strconv.Itoa(j) + "]"
 		j++
 		if !b.IsObject() {
-			err = invalid(p, "%s: must be an object", p)
+			err = c.typeErr(p, wantObj, b)
 			return false
 		}
 		bsc = fieldsInto(bsc, b)
-		bf := bsc
-		cache := rawOrEmpty(bf.get("cache_control"))
-		switch typ := bf.get("type").String(); typ {
-		case "text":
-			t := bf.get("text")
-			if t.Type != gjson.String {
-				err = invalid(p+".text", "%s.text: must be a string", p)
-				return false
-			}
-			parts = append(parts, canonPart{kind: partText, text: t.Str, cache: cache})
-		case "image", "document":
-			part, e := anthropicSource(b, p, typ)
-			if e != nil {
-				err = e
-				return false
-			}
-			part.cache = cache
-			parts = append(parts, part)
-		case "tool_use":
-			in := bf.get("input")
-			if in.Exists() && !in.IsObject() {
-				err = invalid(p+".input", "%s.input: must be an object", p)
-				return false
-			}
-			args := in.Raw
-			if args == "" {
-				args = "{}"
-			}
-			parts = append(parts, canonPart{kind: partToolCall, id: bf.get("id").String(), name: bf.get("name").String(), args: args, cache: cache})
-		case "tool_result":
-			id := bf.get("tool_use_id")
-			if id.Type != gjson.String || id.Str == "" {
-				err = invalid(p+".tool_use_id", "%s.tool_use_id: required", p)
-				return false
-			}
-			part := canonPart{kind: partToolResult, id: id.Str, isError: bf.get("is_error").Bool(), cache: cache}
-			if rc := bf.get("content"); rc.Exists() && rc.Type != gjson.Null {
-				content, e := anthropicBlocks(rc, p+".content", role)
-				if e != nil {
-					err = e
-					return false
-				}
-				part.content = content
-			}
-			parts = append(parts, part)
-		case "thinking":
-			parts = append(parts, canonPart{kind: partThinking, text: bf.get("thinking").String(), signature: bf.get("signature").String(), raw: b.Raw})
-		case "redacted_thinking":
-			parts = append(parts, canonPart{kind: partRedactedThinking, data: bf.get("data").String(), raw: b.Raw})
-		case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
-			"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
-			"container_upload", "search_result":
-			// server-side tool blocks have no counterpart: dropped
-		default:
-			err = unsupported(p+".type", "%s.type: unsupported content block type %q", p, typ)
+		part, keep, e := anthropicBlock(b, bsc, p, c)
+		if e != nil {
+			err = e
 			return false
+		}
+		if keep {
+			parts = append(parts, part)
 		}
 		return true
 	})
 	return parts, err
 }
 
+// anthropicBlock reads one content block (bf holds its fields); keep is
+// false for server-side tool blocks, which have no counterpart.
+func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part canonPart, keep bool, err *Error) {
+	typ, err := c.reqStr(bf.get("type"), p+".type")
+	if err != nil {
+		return part, false, err
+	}
+	cc := bf.get("cache_control")
+	if err := c.object(cc, p+".cache_control"); err != nil {
+		return part, false, err
+	}
+	cache := rawOrEmpty(cc)
+	// required reads a string field the vendor requires: checked as
+	// required when translating, by type otherwise
+	required := func(name string) string {
+		if err != nil {
+			return ""
+		}
+		var s string
+		if c.translate {
+			s, err = c.reqStr(bf.get(name), p+"."+name)
+		} else {
+			s, err = c.str(bf.get(name), p+"."+name)
+		}
+		return s
+	}
+	switch typ {
+	case "text":
+		t, e := c.reqStr(bf.get("text"), p+".text")
+		return canonPart{kind: partText, text: t, cache: cache}, true, e
+	case "image", "document":
+		part, e := anthropicSource(bf, p, typ, c)
+		part.cache = cache
+		return part, true, e
+	case "tool_use":
+		id, name := required("id"), required("name")
+		if err != nil {
+			return part, false, err
+		}
+		in := bf.get("input")
+		switch {
+		case c.translate && !present(in):
+			return part, false, c.missing(p + ".input")
+		case present(in) && !in.IsObject():
+			return part, false, c.typeErr(p+".input", wantObj, in)
+		}
+		args := in.Raw
+		if args == "" || in.Type == gjson.Null {
+			args = "{}"
+		}
+		return canonPart{kind: partToolCall, id: id, name: name, args: args, cache: cache}, true, nil
+	case "tool_result":
+		id, e := c.reqStr(bf.get("tool_use_id"), p+".tool_use_id")
+		if e == nil && id == "" {
+			e = invalid(p+".tool_use_id", "%s.tool_use_id: required", p)
+		}
+		var isErr bool
+		if e == nil {
+			isErr, _, e = c.boolean(bf.get("is_error"), p+".is_error")
+		}
+		if e != nil {
+			return part, false, e
+		}
+		part = canonPart{kind: partToolResult, id: id, isError: isErr, cache: cache}
+		if rc := bf.get("content"); present(rc) {
+			if part.content, e = anthropicBlocks(rc, p+".content", c); e != nil {
+				return part, false, e
+			}
+		}
+		return part, true, nil
+	case "thinking":
+		text, sig := required("thinking"), required("signature")
+		return canonPart{kind: partThinking, text: text, signature: sig, raw: b.Raw}, true, err
+	case "redacted_thinking":
+		data := required("data")
+		return canonPart{kind: partRedactedThinking, data: data, raw: b.Raw}, true, err
+	case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+		"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
+		"container_upload", "search_result":
+		return part, false, nil // server-side tool blocks have no counterpart: dropped
+	}
+	return part, false, unsupported(p+".type", "%s.type: unsupported content block type %q", p, clip(typ))
+}
+
 // anthropicSource reads the source of an image or document block.
-func anthropicSource(b gjson.Result, p, typ string) (canonPart, *Error) {
+func anthropicSource(bf objFields, p, typ string, c *checker) (canonPart, *Error) {
 	kind := partImage
 	if typ == "document" {
 		kind = partDocument
 	}
-	src := b.Get("source")
-	part := canonPart{kind: kind, filename: b.Get("title").String()}
-	switch st := src.Get("type").String(); st {
+	title, e := c.str(bf.get("title"), p+".title")
+	part := canonPart{kind: kind, filename: title}
+	if e != nil {
+		return part, e
+	}
+	src := bf.get("source")
+	if !present(src) {
+		return part, c.missing(p + ".source")
+	}
+	if !src.IsObject() {
+		return part, c.typeErr(p+".source", wantObj, src)
+	}
+	res := gjson.GetMany(src.Raw, "type", "media_type", "data", "url")
+	st, e := c.reqStr(res[0], p+".source.type")
+	if e != nil {
+		return part, e
+	}
+	switch st {
 	case "base64":
-		part.mediaType = src.Get("media_type").String()
-		part.data = src.Get("data").String()
+		if part.mediaType, e = c.reqStr(res[1], p+".source.media_type"); e != nil {
+			return part, e
+		}
+		if kind == partImage {
+			if e = c.enum(part.mediaType, p+".source.media_type", "image/jpeg", "image/png", "image/gif", "image/webp"); e != nil {
+				return part, e
+			}
+		}
+		if part.data, e = c.reqStr(res[2], p+".source.data"); e != nil {
+			return part, e
+		}
 		if !validBase64(part.data) {
 			return part, invalid(p+".source.data", "%s.source.data: not valid base64", p)
 		}
@@ -270,7 +505,9 @@ func anthropicSource(b gjson.Result, p, typ string) (canonPart, *Error) {
 			return part, invalid(p+".source.media_type", "%s.source.media_type: required", p)
 		}
 	case "url":
-		part.url = src.Get("url").String()
+		if part.url, e = c.reqStr(res[3], p+".source.url"); e != nil {
+			return part, e
+		}
 		if part.url == "" {
 			return part, invalid(p+".source.url", "%s.source.url: required", p)
 		}
@@ -278,10 +515,12 @@ func anthropicSource(b gjson.Result, p, typ string) (canonPart, *Error) {
 		if kind != partDocument {
 			return part, unsupported(p+".source.type", "%s.source.type: \"text\" is only valid for documents", p)
 		}
-		part.text = src.Get("data").String()
+		if part.text, e = c.reqStr(res[2], p+".source.data"); e != nil {
+			return part, e
+		}
 		part.mediaType = "text/plain"
 	default:
-		return part, unsupported(p+".source.type", "%s.source.type: unsupported source type %q", p, st)
+		return part, unsupported(p+".source.type", "%s.source.type: unsupported source type %q", p, clip(st))
 	}
 	return part, nil
 }

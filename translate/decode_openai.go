@@ -7,17 +7,24 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// chatRoles are the message roles OpenAI Chat Completions accepts.
+var chatRoles = []string{"system", "assistant", "user", "function", "tool", "developer"}
+
 // decodeChatRequest decodes an OpenAI Chat Completions request (OpenAI API
-// reference, "Create chat completion") into the canonical form.
-func decodeChatRequest(body []byte) (*canonRequest, *Error) {
+// reference, "Create chat completion") into the canonical form, with the
+// field checks of c (see ValidateRequest).
+func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
-	if err := decodeCommonTop(root, r); err != nil {
+	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}
 	msgs := root.get("messages")
+	if !present(msgs) {
+		return nil, c.missing("messages")
+	}
 	if !msgs.IsArray() {
-		return nil, invalid("messages", "messages: must be an array")
+		return nil, c.typeErr("messages", wantArr, msgs)
 	}
 	var err *Error
 	i := 0
@@ -27,15 +34,22 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 		param := "messages[" + strconv.Itoa(i) + "]"
 		i++
 		if !m.IsObject() {
-			err = invalid(param, "%s: must be an object", param)
+			err = c.typeErr(param, wantObj, m)
 			return false
 		}
 		msc = fieldsInto(msc, m)
 		mf := msc
-		role := mf.get("role").String()
+		role, e := c.reqStr(mf.get("role"), param+".role")
+		if e == nil {
+			_, e = c.str(mf.get("name"), param+".name")
+		}
+		if e != nil {
+			err = e
+			return false
+		}
 		switch role {
 		case "system", "developer":
-			parts, e := chatTextParts(mf.get("content"), param+".content")
+			parts, e := chatTextParts(mf.get("content"), param+".content", c)
 			if e != nil {
 				err = e
 				return false
@@ -47,98 +61,48 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 			}
 			return true
 		case "user":
-			parts, e := chatUserParts(mf.get("content"), param+".content")
+			content := mf.get("content")
+			if !present(content) && c.translate {
+				err = c.missing(param + ".content")
+				return false
+			}
+			parts, e := chatUserParts(content, param+".content", c)
 			if e != nil {
 				err = e
 				return false
 			}
 			r.addMessage("user", parts...)
 		case "assistant":
-			var parts []canonPart
-			if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
-				parts = append(parts, canonPart{kind: partThinking, text: rc})
-			}
-			c := mf.get("content")
-			switch {
-			case c.Type == gjson.String:
-				if c.Str != "" {
-					parts = append(parts, canonPart{kind: partText, text: c.Str})
-				}
-			case c.IsArray():
-				j := 0
-				c.ForEach(func(_, p gjson.Result) bool {
-					pp := param + ".content[" + strconv.Itoa(j) + "]"
-					j++
-					switch p.Get("type").String() {
-					case "text", "output_text":
-						parts = append(parts, canonPart{kind: partText, text: p.Get("text").String()})
-					case "refusal":
-						parts = append(parts, canonPart{kind: partText, text: p.Get("refusal").String()})
-					default:
-						err = unsupported(pp, "%s: unsupported assistant content part type %q", pp, p.Get("type").String())
-						return false
-					}
-					return true
-				})
-				if err != nil {
-					return false
-				}
-			case c.Exists() && c.Type != gjson.Null:
-				err = invalid(param+".content", "%s.content: must be a string, an array or null", param)
-				return false
-			}
-			if rf := mf.get("refusal"); rf.Type == gjson.String && rf.Str != "" && !c.Exists() {
-				parts = append(parts, canonPart{kind: partText, text: rf.Str})
-			}
-			tcs := mf.get("tool_calls")
-			if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
-				err = invalid(param+".tool_calls", "%s.tool_calls: must be an array", param)
-				return false
-			}
-			j := 0
-			tcs.ForEach(func(_, tc gjson.Result) bool {
-				tp := param + ".tool_calls[" + strconv.Itoa(j) + "]"
-				j++
-				if typ := tc.Get("type").String(); typ != "" && typ != "function" {
-					err = unsupported(tp, "%s: tool call type %q cannot be translated", tp, typ)
-					return false
-				}
-				args := tc.Get("function.arguments")
-				if args.Exists() && args.Type != gjson.String && args.Type != gjson.Null {
-					err = invalid(tp+".function.arguments", "%s.function.arguments: must be a JSON string", tp)
-					return false
-				}
-				parts = append(parts, canonPart{kind: partToolCall, id: tc.Get("id").String(), name: tc.Get("function.name").String(), args: args.Str})
-				return true
-			})
-			if err != nil {
-				return false
-			}
-			if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
-				err = unsupported(param+".function_call", "%s.function_call: the deprecated function_call form is not supported; use tool_calls", param)
-				return false
-			}
-			r.addMessage("assistant", parts...)
-		case "tool":
-			id := mf.get("tool_call_id")
-			if id.Type != gjson.String || id.Str == "" {
-				err = invalid(param+".tool_call_id", "%s.tool_call_id: required for role \"tool\"", param)
-				return false
-			}
-			content, e := chatUserParts(mf.get("content"), param+".content")
+			parts, e := chatAssistant(mf, param, c)
 			if e != nil {
 				err = e
 				return false
 			}
-			r.addMessage("user", canonPart{kind: partToolResult, id: id.Str, content: content})
+			r.addMessage("assistant", parts...)
+		case "tool":
+			id, e := c.reqStr(mf.get("tool_call_id"), param+".tool_call_id")
+			if e == nil && id == "" {
+				e = invalid(param+".tool_call_id", "%s.tool_call_id: required for role \"tool\"", param)
+			}
+			if e != nil {
+				err = e
+				return false
+			}
+			content, e := chatUserParts(mf.get("content"), param+".content", c)
+			if e != nil {
+				err = e
+				return false
+			}
+			r.addMessage("user", canonPart{kind: partToolResult, id: id, content: content})
 		case "function":
 			err = unsupported(param+".role", "%s.role: the deprecated \"function\" role is not supported; use \"tool\"", param)
 			return false
-		case "":
-			err = invalid(param+".role", "%s.role: field required", param)
-			return false
 		default:
-			err = unsupported(param+".role", "%s.role: unknown role %q", param, role)
+			if c.translate || role == "" {
+				err = c.badValue(param+".role", role, chatRoles)
+			} else {
+				err = unsupported(param+".role", "%s.role: unknown role %q", param, clip(role))
+			}
 			return false
 		}
 		leading = false
@@ -147,105 +111,381 @@ func decodeChatRequest(body []byte) (*canonRequest, *Error) {
 	if err != nil {
 		return nil, err
 	}
-
-	// tools
-	tools := root.get("tools")
-	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
-		return nil, invalid("tools", "tools: must be an array")
+	if r.tools, err = chatTools(root.get("tools"), c); err != nil {
+		return nil, err
 	}
-	i = 0
-	var tsc objFields
-	tools.ForEach(func(_, t gjson.Result) bool {
-		param := "tools[" + strconv.Itoa(i) + "]"
-		i++
-		tsc = fieldsInto(tsc, t)
-		tf := tsc
-		typ := tf.get("type").String()
-		if typ != "function" && typ != "" {
-			return true // hosted/custom tools have no counterpart: dropped
+	if r.toolChoice, r.toolChoiceName, err = openAIToolChoice(root.get("tool_choice"), c, "function.name", "allowed_tools.mode"); err != nil {
+		return nil, err
+	}
+	if err := chatScalars(root, r, c); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// chatAssistant reads an assistant message: reasoning (in the fields
+// OpenAI-compatible upstreams use), content, refusal and tool_calls.
+func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error) {
+	var parts []canonPart
+	if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
+		parts = append(parts, canonPart{kind: partThinking, text: rc})
+	}
+	content := mf.get("content")
+	switch {
+	case content.Type == gjson.String:
+		if content.Str != "" {
+			parts = append(parts, canonPart{kind: partText, text: content.Str})
 		}
-		f := tf.get("function")
-		name := f.Get("name").String()
-		if name == "" {
-			err = invalid(param+".function.name", "%s.function.name: required", param)
+	case content.IsArray():
+		var err *Error
+		j := 0
+		content.ForEach(func(_, p gjson.Result) bool {
+			pp := param + ".content[" + strconv.Itoa(j) + "]"
+			j++
+			if !p.IsObject() {
+				err = c.typeErr(pp, wantObj, p)
+				return false
+			}
+			typ, e := c.reqStr(p.Get("type"), pp+".type")
+			if e != nil {
+				err = e
+				return false
+			}
+			switch typ {
+			case "text", "output_text":
+				t, e := c.reqStr(p.Get("text"), pp+".text")
+				if e != nil {
+					err = e
+					return false
+				}
+				parts = append(parts, canonPart{kind: partText, text: t})
+			case "refusal":
+				t, e := c.reqStr(p.Get("refusal"), pp+".refusal")
+				if e != nil {
+					err = e
+					return false
+				}
+				parts = append(parts, canonPart{kind: partText, text: t})
+			default:
+				err = unsupported(pp, "%s: unsupported assistant content part type %q", pp, clip(typ))
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	case present(content):
+		return nil, c.typeErr(param+".content", wantStrOrArr, content)
+	}
+	refusal, e := c.str(mf.get("refusal"), param+".refusal")
+	if e != nil {
+		return nil, e
+	}
+	if refusal != "" && !content.Exists() {
+		parts = append(parts, canonPart{kind: partText, text: refusal})
+	}
+	tcs := mf.get("tool_calls")
+	if e := c.array(tcs, param+".tool_calls"); e != nil {
+		return nil, e
+	}
+	var err *Error
+	j := 0
+	tcs.ForEach(func(_, tc gjson.Result) bool {
+		tp := param + ".tool_calls[" + strconv.Itoa(j) + "]"
+		j++
+		if !tc.IsObject() {
+			err = c.typeErr(tp, wantObj, tc)
 			return false
 		}
-		r.tools = append(r.tools, canonTool{name: name, description: f.Get("description").String(),
-			schema: rawOrEmpty(f.Get("parameters")), strict: rawOrEmpty(f.Get("strict"))})
+		id, e := c.str(tc.Get("id"), tp+".id")
+		var typ string
+		if e == nil {
+			typ, e = c.str(tc.Get("type"), tp+".type")
+		}
+		if e != nil {
+			err = e
+			return false
+		}
+		if typ != "" && typ != "function" {
+			err = unsupported(tp, "%s: tool call type %q cannot be translated", tp, clip(typ))
+			return false
+		}
+		f := tc.Get("function")
+		if !present(f) {
+			err = c.missing(tp + ".function")
+			return false
+		}
+		if !f.IsObject() {
+			err = c.typeErr(tp+".function", wantObj, f)
+			return false
+		}
+		name, e := c.str(f.Get("name"), tp+".function.name")
+		if e != nil {
+			err = e
+			return false
+		}
+		args := f.Get("arguments")
+		if present(args) && args.Type != gjson.String {
+			err = c.typeErr(tp+".function.arguments", wantStr, args)
+			return false
+		}
+		parts = append(parts, canonPart{kind: partToolCall, id: id, name: name, args: args.Str})
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	if r.toolChoice, r.toolChoiceName, err = openAIToolChoice(root.get("tool_choice"), "function.name", "allowed_tools.mode"); err != nil {
-		return nil, err
+	if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
+		return nil, unsupported(param+".function_call", "%s.function_call: the deprecated function_call form is not supported; use tool_calls", param)
 	}
-	if p := root.get("parallel_tool_calls"); p.IsBool() {
-		b := p.Bool()
-		r.parallel = &b
-	}
-	if v := root.get("max_completion_tokens"); v.Type == gjson.Number {
-		r.maxTokens = v.Int()
-	} else if v := root.get("max_tokens"); v.Type == gjson.Number {
-		r.maxTokens = v.Int()
-	}
-	switch st := root.get("stop"); {
-	case st.Type == gjson.String:
-		r.stop = []string{st.Str}
-	case st.IsArray():
-		st.ForEach(func(_, s gjson.Result) bool {
-			r.stop = append(r.stop, s.String())
-			return true
-		})
-	}
-	r.user = root.get("user").String()
-	if r.user == "" {
-		r.user = root.get("safety_identifier").String()
-	}
-	r.effort = root.get("reasoning_effort").String()
-	if rf := root.get("response_format"); rf.IsObject() {
-		r.formatType = rf.Get("type").String()
-		if r.formatType == "json_schema" {
-			js := rf.Get("json_schema")
-			r.formatName = js.Get("name").String()
-			r.formatSchema = rawOrEmpty(js.Get("schema"))
-			r.formatStrict = rawOrEmpty(js.Get("strict"))
-		}
-	}
-	if n := root.get("n"); n.Type == gjson.Number {
-		r.n = n.Int()
-	}
-	return r, nil
+	return parts, nil
 }
 
-// decodeCommonTop reads the fields every dialect names the same way.
-func decodeCommonTop(root objFields, r *canonRequest) *Error {
+// chatTools reads Chat function tools; other tool types (custom, hosted)
+// have no counterpart and are dropped.
+func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
+	if e := c.array(tools, "tools"); e != nil {
+		return nil, e
+	}
+	var out []canonTool
+	var err *Error
+	i := 0
+	var tsc objFields
+	tools.ForEach(func(_, t gjson.Result) bool {
+		param := "tools[" + strconv.Itoa(i) + "]"
+		i++
+		if !t.IsObject() {
+			err = c.typeErr(param, wantObj, t)
+			return false
+		}
+		tsc = fieldsInto(tsc, t)
+		typ, e := c.str(tsc.get("type"), param+".type")
+		if e != nil {
+			err = e
+			return false
+		}
+		if typ != "function" && typ != "" {
+			return true // hosted/custom tools have no counterpart: dropped
+		}
+		f := tsc.get("function")
+		if !present(f) {
+			err = c.missing(param + ".function")
+			return false
+		}
+		if !f.IsObject() {
+			err = c.typeErr(param+".function", wantObj, f)
+			return false
+		}
+		tool, e := functionTool(f, param+".function", "parameters", c)
+		if e != nil {
+			err = e
+			return false
+		}
+		out = append(out, tool)
+		return true
+	})
+	return out, err
+}
+
+// functionTool reads an OpenAI function definition (name, description,
+// schema under schemaKey, strict) from the object f.
+func functionTool(f gjson.Result, param, schemaKey string, c *checker) (canonTool, *Error) {
+	res := gjson.GetMany(f.Raw, "name", "description", schemaKey, "strict")
+	name, e := c.reqStr(res[0], param+".name")
+	if e != nil {
+		return canonTool{}, e
+	}
+	if name == "" {
+		return canonTool{}, invalid(param+".name", "%s.name: required", param)
+	}
+	desc, e := c.str(res[1], param+".description")
+	if e == nil {
+		e = c.object(res[2], param+"."+schemaKey)
+	}
+	if e == nil {
+		_, _, e = c.boolean(res[3], param+".strict")
+	}
+	if e != nil {
+		return canonTool{}, e
+	}
+	return canonTool{name: name, description: desc, schema: rawOrEmpty(res[2]), strict: rawOrEmpty(res[3])}, nil
+}
+
+// chatScalars reads and checks the Chat Completions fields other than
+// messages and tools (OpenAI API reference, "Create chat completion").
+func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
+	if e := parallelToolCalls(root, r, c); e != nil {
+		return e
+	}
+	mct, setC, e := c.integer(root.get("max_completion_tokens"), "max_completion_tokens", tokenBounds.withVendor(1, MaxTokenCount))
+	if e != nil {
+		return e
+	}
+	mt, setT, e := c.integer(root.get("max_tokens"), "max_tokens", tokenBounds.withVendor(1, MaxTokenCount))
+	if e != nil {
+		return e
+	}
+	if setC {
+		r.maxTokens = mct
+	} else if setT {
+		r.maxTokens = mt
+	}
+	if r.stop, e = c.strList(root.get("stop"), "stop", true, 4); e != nil {
+		return e
+	}
+	if e := readUser(root, r, c); e != nil {
+		return e
+	}
+	if r.effort, e = c.strEnum(root.get("reasoning_effort"), "reasoning_effort", openAIEfforts...); e != nil {
+		return e
+	}
+	rf := root.get("response_format")
+	if e := c.object(rf, "response_format"); e != nil {
+		return e
+	}
+	if rf.IsObject() {
+		if r.formatType, e = c.reqStr(rf.Get("type"), "response_format.type"); e != nil {
+			return e
+		}
+		if e := c.enum(r.formatType, "response_format.type", "text", "json_object", "json_schema"); e != nil {
+			return e
+		}
+		if r.formatType == "json_schema" {
+			js := rf.Get("json_schema")
+			if c.translate && !present(js) {
+				return c.missing("response_format.json_schema")
+			}
+			if e := c.object(js, "response_format.json_schema"); e != nil {
+				return e
+			}
+			if e := jsonSchemaFormat(js, "response_format.json_schema", r, c); e != nil {
+				return e
+			}
+		}
+	}
+	if r.n, _, e = c.integer(root.get("n"), "n", bounds{1, MaxTokenCount, 1, 128}); e != nil {
+		return e
+	}
+	if _, _, e = c.integer(root.get("seed"), "seed", int64Bounds); e != nil {
+		return e
+	}
+	for _, f := range [...]string{"presence_penalty", "frequency_penalty"} {
+		if _, e := c.number(root.get(f), f, noBounds.withVendor(-2, 2)); e != nil {
+			return e
+		}
+	}
+	if _, _, e = c.boolean(root.get("logprobs"), "logprobs"); e != nil {
+		return e
+	}
+	if _, _, e = c.integer(root.get("top_logprobs"), "top_logprobs", bounds{0, MaxTokenCount, 0, 20}); e != nil {
+		return e
+	}
+	if _, _, e = c.boolean(root.get("store"), "store"); e != nil {
+		return e
+	}
+	if e := c.object(root.get("logit_bias"), "logit_bias"); e != nil {
+		return e
+	}
+	if _, e = c.str(root.get("service_tier"), "service_tier"); e != nil {
+		return e
+	}
+	if e := c.stringMap(root.get("metadata"), "metadata"); e != nil {
+		return e
+	}
+	so := root.get("stream_options")
+	if e := c.object(so, "stream_options"); e != nil {
+		return e
+	}
+	if so.IsObject() {
+		if _, _, e = c.boolean(so.Get("include_usage"), "stream_options.include_usage"); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// jsonSchemaFormat reads an OpenAI json_schema response format (Chat
+// response_format.json_schema or Responses text.format): name, schema,
+// strict.
+func jsonSchemaFormat(js gjson.Result, param string, r *canonRequest, c *checker) *Error {
+	res := gjson.GetMany(js.Raw, "name", "schema", "strict")
+	var e *Error
+	if c.translate {
+		r.formatName, e = c.reqStr(res[0], param+".name")
+	} else {
+		r.formatName, e = c.str(res[0], param+".name")
+	}
+	if e == nil {
+		e = c.object(res[1], param+".schema")
+	}
+	if e == nil {
+		_, _, e = c.boolean(res[2], param+".strict")
+	}
+	r.formatSchema, r.formatStrict = rawOrEmpty(res[1]), rawOrEmpty(res[2])
+	return e
+}
+
+// parallelToolCalls reads OpenAI parallel_tool_calls.
+func parallelToolCalls(root objFields, r *canonRequest, c *checker) *Error {
+	p, set, e := c.boolean(root.get("parallel_tool_calls"), "parallel_tool_calls")
+	if set {
+		r.parallel = &p
+	}
+	return e
+}
+
+// readUser reads OpenAI user and safety_identifier (the end-user id).
+func readUser(root objFields, r *canonRequest, c *checker) *Error {
+	u, e := c.str(root.get("user"), "user")
+	if e != nil {
+		return e
+	}
+	s, e := c.str(root.get("safety_identifier"), "safety_identifier")
+	r.user = firstNonEmpty(u, s)
+	return e
+}
+
+// decodeCommonTop reads the fields every dialect names the same way:
+// model, stream, temperature (OpenAI 0..2, Anthropic 0..1), top_p (0..1)
+// and top_k (Anthropic: an integer >= 0; an extension elsewhere, where a
+// value <= 0 means "off" and is dropped when translating).
+func decodeCommonTop(root objFields, r *canonRequest, c *checker) *Error {
 	m := root.get("model")
 	if m.Type != gjson.String || m.Str == "" {
 		return invalid("model", "model: must be a non-empty string")
 	}
 	r.model = m.Str
-	switch s := root.get("stream"); s.Type {
-	case gjson.True:
-		r.stream = true
-	case gjson.False, gjson.Null:
-	default:
-		if s.Exists() {
-			return invalid("stream", "stream: must be a boolean")
-		}
+	var e *Error
+	if r.stream, _, e = c.boolean(root.get("stream"), "stream"); e != nil {
+		return e
 	}
-	for _, f := range [...]struct {
-		name string
-		dst  *string
-	}{{"temperature", &r.temperature}, {"top_p", &r.topP}, {"top_k", &r.topK}} {
-		v := root.get(f.name)
-		if !v.Exists() || v.Type == gjson.Null {
-			continue
+	tmax := 2.0
+	if c.d == AnthropicMessages {
+		tmax = 1
+	}
+	if r.temperature, e = c.number(root.get("temperature"), "temperature", nonNegBounds.withVendor(0, tmax)); e != nil {
+		return e
+	}
+	if r.topP, e = c.number(root.get("top_p"), "top_p", unitBounds); e != nil {
+		return e
+	}
+	tk := root.get("top_k")
+	if c.d == AnthropicMessages {
+		if _, _, e = c.integer(tk, "top_k", nonNegBounds); e != nil {
+			return e
 		}
-		if v.Type != gjson.Number {
-			return invalid(f.name, "%s: must be a number", f.name)
-		}
-		*f.dst = v.Raw
+		r.topK = rawOrEmpty(tk)
+		return nil
+	}
+	if r.topK, e = c.number(tk, "top_k", noBounds); e != nil || r.topK == "" || !c.translate {
+		return e
+	}
+	if !isInt(r.topK) {
+		return c.typeErr("top_k", wantInt, tk)
+	}
+	if strings.HasPrefix(r.topK, "-") || r.topK == "0" {
+		r.topK = "" // vLLM and others: -1 or 0 turns top-k off
 	}
 	return nil
 }
@@ -274,86 +514,161 @@ func chatReasoning(content, reasoning, details gjson.Result) string {
 }
 
 // chatTextParts reads system/developer content: a string or text parts.
-func chatTextParts(c gjson.Result, param string) ([]canonPart, *Error) {
+func chatTextParts(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
 	switch {
-	case c.Type == gjson.String:
-		return []canonPart{{kind: partText, text: c.Str}}, nil
-	case c.IsArray():
+	case v.Type == gjson.String:
+		return []canonPart{{kind: partText, text: v.Str}}, nil
+	case v.IsArray():
 		var parts []canonPart
 		var err *Error
-		c.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").String() != "text" {
+		j := 0
+		v.ForEach(func(_, p gjson.Result) bool {
+			pp := param + "[" + strconv.Itoa(j) + "]"
+			j++
+			if !p.IsObject() {
+				err = c.typeErr(pp, wantObj, p)
+				return false
+			}
+			typ, e := c.reqStr(p.Get("type"), pp+".type")
+			if e != nil {
+				err = e
+				return false
+			}
+			if typ != "text" {
 				err = unsupported(param, "%s: system messages may only contain text parts", param)
 				return false
 			}
-			parts = append(parts, canonPart{kind: partText, text: p.Get("text").String()})
+			t, e := c.reqStr(p.Get("text"), pp+".text")
+			if e != nil {
+				err = e
+				return false
+			}
+			parts = append(parts, canonPart{kind: partText, text: t})
 			return true
 		})
 		return parts, err
+	case !present(v):
+		return nil, c.missing(param)
 	}
-	return nil, invalid(param, "%s: must be a string or an array of text parts", param)
+	return nil, c.typeErr(param, wantStrOrArr, v)
 }
 
 // chatUserParts reads user or tool content: a string or an array of text,
 // image_url and file parts.
-func chatUserParts(c gjson.Result, param string) ([]canonPart, *Error) {
+func chatUserParts(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
 	switch {
-	case c.Type == gjson.String:
-		return []canonPart{{kind: partText, text: c.Str}}, nil
-	case c.IsArray():
+	case v.Type == gjson.String:
+		return []canonPart{{kind: partText, text: v.Str}}, nil
+	case v.IsArray():
 		var parts []canonPart
 		var err *Error
 		j := 0
-		c.ForEach(func(_, p gjson.Result) bool {
+		var psc objFields
+		v.ForEach(func(_, p gjson.Result) bool {
 			pp := param + "[" + strconv.Itoa(j) + "]"
 			j++
-			switch typ := p.Get("type").String(); typ {
+			if !p.IsObject() {
+				err = c.typeErr(pp, wantObj, p)
+				return false
+			}
+			psc = fieldsInto(psc, p)
+			typ, e := c.reqStr(psc.get("type"), pp+".type")
+			if e != nil {
+				err = e
+				return false
+			}
+			switch typ {
 			case "text":
-				t := p.Get("text")
-				if t.Type != gjson.String {
-					err = invalid(pp+".text", "%s.text: must be a string", pp)
+				t, e := c.reqStr(psc.get("text"), pp+".text")
+				if e != nil {
+					err = e
 					return false
 				}
-				parts = append(parts, canonPart{kind: partText, text: t.Str})
+				parts = append(parts, canonPart{kind: partText, text: t})
 			case "image_url":
-				iu := p.Get("image_url")
-				u := iu.Get("url").String()
-				if iu.Type == gjson.String {
-					u = iu.Str
-				}
-				part, e := imagePartFromURL(u, iu.Get("detail").String(), pp+".image_url.url")
+				part, e := chatImage(psc.get("image_url"), pp+".image_url", c)
 				if e != nil {
 					err = e
 					return false
 				}
 				parts = append(parts, part)
 			case "file":
-				f := p.Get("file")
-				fd := f.Get("file_data").String()
-				mt, data, ok := parseDataURL(fd)
-				if !ok {
-					err = unsupported(pp+".file", "%s.file: only inline file_data (a base64 data URL) can be translated", pp)
+				part, e := chatFile(psc.get("file"), pp+".file", c)
+				if e != nil {
+					err = e
 					return false
 				}
-				if !validBase64(data) {
-					err = invalid(pp+".file.file_data", "%s.file.file_data: not valid base64", pp)
-					return false
-				}
-				parts = append(parts, canonPart{kind: partDocument, mediaType: mt, data: data, filename: f.Get("filename").String()})
+				parts = append(parts, part)
 			case "input_audio":
 				err = unsupported(pp, "%s: audio input cannot be translated to this upstream", pp)
 				return false
 			default:
-				err = unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
+				err = unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, clip(typ))
 				return false
 			}
 			return true
 		})
 		return parts, err
-	case !c.Exists() || c.Type == gjson.Null:
+	case !present(v):
 		return nil, nil
 	}
-	return nil, invalid(param, "%s: must be a string or an array of content parts", param)
+	return nil, c.typeErr(param, wantStrOrArr, v)
+}
+
+// chatImage reads an image_url part's image_url: an object with url and
+// detail (a bare URL string is accepted too, as several OpenAI-compatible
+// servers do).
+func chatImage(iu gjson.Result, param string, c *checker) (canonPart, *Error) {
+	var u, detail string
+	switch {
+	case iu.Type == gjson.String:
+		u = iu.Str
+	case iu.IsObject():
+		res := gjson.GetMany(iu.Raw, "url", "detail")
+		var e *Error
+		if u, e = c.reqStr(res[0], param+".url"); e != nil {
+			return canonPart{}, e
+		}
+		if detail, e = c.strEnum(res[1], param+".detail", "auto", "low", "high"); e != nil {
+			return canonPart{}, e
+		}
+	case !present(iu):
+		return canonPart{}, c.missing(param)
+	default:
+		return canonPart{}, c.typeErr(param, wantObj, iu)
+	}
+	return imagePartFromURL(u, detail, param+".url")
+}
+
+// chatFile reads a file part's file object; only inline file_data
+// translates.
+func chatFile(f gjson.Result, param string, c *checker) (canonPart, *Error) {
+	if !present(f) {
+		return canonPart{}, c.missing(param)
+	}
+	if !f.IsObject() {
+		return canonPart{}, c.typeErr(param, wantObj, f)
+	}
+	res := gjson.GetMany(f.Raw, "file_data", "file_id", "filename")
+	fd, e := c.str(res[0], param+".file_data")
+	if e == nil {
+		_, e = c.str(res[1], param+".file_id")
+	}
+	var name string
+	if e == nil {
+		name, e = c.str(res[2], param+".filename")
+	}
+	if e != nil {
+		return canonPart{}, e
+	}
+	mt, data, ok := parseDataURL(fd)
+	if !ok {
+		return canonPart{}, unsupported(param, "%s: only inline file_data (a base64 data URL) can be translated", param)
+	}
+	if !validBase64(data) {
+		return canonPart{}, invalid(param+".file_data", "%s.file_data: not valid base64", param)
+	}
+	return canonPart{kind: partDocument, mediaType: mt, data: data, filename: name}, nil
 }
 
 // addMessage appends parts to the conversation, merging into the previous
@@ -441,9 +756,12 @@ func chatFinish(stop string) string {
 // openAIToolChoice decodes an OpenAI tool_choice (Chat Completions and
 // Responses differ only in where the named tool and the allowed_tools mode
 // sit: namePath and modePath) into the canonical choice ("", "auto",
-// "none", "any" or "tool") and the named tool.
-func openAIToolChoice(tc gjson.Result, namePath, modePath string) (choice, name string, err *Error) {
+// "none", "any" or "tool") and the named tool. Hosted-tool choices have no
+// counterpart and give "".
+func openAIToolChoice(tc gjson.Result, c *checker, namePath, modePath string) (choice, name string, err *Error) {
 	switch {
+	case !present(tc):
+		return "", "", nil
 	case tc.Type == gjson.String:
 		switch tc.Str {
 		case "auto", "none":
@@ -451,20 +769,35 @@ func openAIToolChoice(tc gjson.Result, namePath, modePath string) (choice, name 
 		case "required":
 			return "any", "", nil
 		}
-		return "", "", unsupported("tool_choice", "tool_choice: unknown value %q", tc.Str)
+		if c.translate {
+			return "", "", c.badValue("tool_choice", tc.Str, []string{"none", "auto", "required"})
+		}
+		return "", "", unsupported("tool_choice", "tool_choice: unknown value %q", clip(tc.Str))
 	case tc.IsObject():
-		switch tc.Get("type").String() {
+		typ, e := c.reqStr(tc.Get("type"), "tool_choice.type")
+		if e != nil {
+			return "", "", e
+		}
+		switch typ {
 		case "function":
-			if name = tc.Get(namePath).String(); name == "" {
+			if name, e = c.reqStr(tc.Get(namePath), "tool_choice."+namePath); e != nil {
+				return "", "", e
+			}
+			if name == "" {
 				return "", "", invalid("tool_choice."+namePath, "tool_choice.%s: required", namePath)
 			}
 			return "tool", name, nil
 		case "allowed_tools":
-			if tc.Get(modePath).String() == "required" {
+			mode, e := c.strEnum(tc.Get(modePath), "tool_choice."+modePath, "auto", "required")
+			if e != nil {
+				return "", "", e
+			}
+			if mode == "required" {
 				return "any", "", nil
 			}
 			return "auto", "", nil
 		}
+		return "", "", nil
 	}
-	return "", "", nil
+	return "", "", c.typeErr("tool_choice", wantStrOrObj, tc)
 }

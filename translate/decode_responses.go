@@ -7,264 +7,466 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// responsesRoles are the message roles of Responses input messages.
+var responsesRoles = []string{"user", "assistant", "system", "developer"}
+
 // decodeResponsesRequest decodes an OpenAI Responses request (OpenAI API
-// reference, "Create a model response") into the canonical form. The
-// gateway is stateless, so previous_response_id, conversation and
-// item_reference inputs are rejected with a clear message.
-func decodeResponsesRequest(body []byte) (*canonRequest, *Error) {
+// reference, "Create a model response") into the canonical form, with the
+// field checks of c (see ValidateRequest). The gateway is stateless, so
+// previous_response_id, conversation and item_reference inputs are
+// rejected with a clear message.
+func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
-	if err := decodeCommonTop(root, r); err != nil {
+	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}
-	if p := root.get("previous_response_id"); p.Type == gjson.String && p.Str != "" {
+	prev, err := c.str(root.get("previous_response_id"), "previous_response_id")
+	if err != nil {
+		return nil, err
+	}
+	if prev != "" {
 		return nil, unsupported("previous_response_id", "previous_response_id: not supported by this gateway (it keeps no state); send the whole conversation in input")
 	}
-	if c := root.get("conversation"); c.Exists() && c.Type != gjson.Null {
+	if conv := root.get("conversation"); present(conv) {
 		return nil, unsupported("conversation", "conversation: not supported by this gateway (it keeps no state); send the whole conversation in input")
 	}
-	if ins := root.get("instructions"); ins.Type == gjson.String && ins.Str != "" {
-		r.system = []canonPart{{kind: partText, text: ins.Str}}
+	switch ins := root.get("instructions"); {
+	case ins.Type == gjson.String:
+		if ins.Str != "" {
+			r.system = []canonPart{{kind: partText, text: ins.Str}}
+		}
+	case ins.IsArray():
+		if c.translate {
+			return nil, unsupported("instructions", "instructions: only a string can be translated; put the items in input")
+		}
+	case present(ins):
+		return nil, c.typeErr("instructions", wantStr, ins)
 	}
 	input := root.get("input")
-	leading := true
 	switch {
 	case input.Type == gjson.String:
 		r.addMessage("user", canonPart{kind: partText, text: input.Str})
 	case input.IsArray():
-		var err *Error
-		i := 0
-		var isc objFields
-		input.ForEach(func(_, it gjson.Result) bool {
-			p := "input[" + strconv.Itoa(i) + "]"
-			i++
-			if !it.IsObject() {
-				err = invalid(p, "%s: must be an object", p)
-				return false
-			}
-			isc = fieldsInto(isc, it)
-			itf := isc
-			typ := itf.get("type").String()
-			if typ == "" && itf.get("role").Exists() {
-				typ = "message"
-			}
-			switch typ {
-			case "message":
-				role := itf.get("role").String()
-				parts, e := responsesContent(itf.get("content"), p+".content")
-				if e != nil {
-					err = e
-					return false
-				}
-				switch role {
-				case "system", "developer":
-					if leading {
-						r.system = append(r.system, parts...)
-					} else {
-						r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
-					}
-					return true
-				case "user", "assistant":
-					r.addMessage(role, parts...)
-				default:
-					err = unsupported(p+".role", "%s.role: unknown role %q", p, role)
-					return false
-				}
-			case "function_call":
-				callID := itf.get("call_id").String()
-				if callID == "" {
-					err = invalid(p+".call_id", "%s.call_id: required", p)
-					return false
-				}
-				args := itf.get("arguments")
-				if args.Exists() && args.Type != gjson.String {
-					err = invalid(p+".arguments", "%s.arguments: must be a JSON string", p)
-					return false
-				}
-				r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: itf.get("name").String(), args: args.Str})
-			case "function_call_output":
-				callID := itf.get("call_id").String()
-				if callID == "" {
-					err = invalid(p+".call_id", "%s.call_id: required", p)
-					return false
-				}
-				out := itf.get("output")
-				var content []canonPart
-				if out.Type == gjson.String {
-					content = []canonPart{{kind: partText, text: out.Str}}
-				} else if out.IsArray() {
-					c, e := responsesContent(out, p+".output")
-					if e != nil {
-						err = e
-						return false
-					}
-					content = c
-				} else {
-					err = invalid(p+".output", "%s.output: must be a string or an array", p)
-					return false
-				}
-				r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
-			case "reasoning":
-				var text string
-				n := 0
-				itf.get("summary").ForEach(func(_, x gjson.Result) bool {
-					if n > 0 {
-						text += "\n\n"
-					}
-					n++
-					text += x.Get("text").String()
-					return true
-				})
-				if text == "" {
-					itf.get("content").ForEach(func(_, x gjson.Result) bool {
-						text += x.Get("text").String()
-						return true
-					})
-				}
-				enc := itf.get("encrypted_content").String()
-				switch {
-				case strings.HasPrefix(enc, sigPrefixThinking):
-					// an Anthropic thinking block that went out as this item
-					sig := enc[len(sigPrefixThinking):]
-					raw := appendString([]byte(`{"type":"thinking","thinking":`), text)
-					raw = append(appendStrField(raw, "signature", sig), '}')
-					r.addMessage("assistant", canonPart{kind: partThinking, text: text, signature: sig, raw: string(raw)})
-				case strings.HasPrefix(enc, sigPrefixRedacted):
-					data := enc[len(sigPrefixRedacted):]
-					raw := append(appendString([]byte(`{"type":"redacted_thinking","data":`), data), '}')
-					r.addMessage("assistant", canonPart{kind: partRedactedThinking, data: data, raw: string(raw)})
-				case text != "":
-					// OpenAI encrypted_content is only valid for OpenAI; the
-					// readable text is kept for upstreams that want it echoed.
-					r.addMessage("assistant", canonPart{kind: partThinking, text: text})
-				}
-			case "item_reference":
-				err = unsupported(p+".type", "%s: item_reference is not supported by this gateway (it keeps no state); send the items themselves", p)
-				return false
-			default:
-				// hosted tool calls and their outputs (web_search_call,
-				// file_search_call, computer_call, …) have no counterpart
-				return true
-			}
-			leading = false
-			return true
-		})
-		if err != nil {
+		if err := responsesInput(input, r, c); err != nil {
 			return nil, err
 		}
+	case !present(input):
+		return nil, c.missing("input")
 	default:
-		return nil, invalid("input", "input: must be a string or an array of input items")
+		return nil, c.typeErr("input", wantStrOrArr, input)
 	}
-
-	var err *Error
-	i := 0
-	tools := root.get("tools")
-	if tools.Exists() && !tools.IsArray() {
-		return nil, invalid("tools", "tools: must be an array")
-	}
-	var tsc objFields
-	tools.ForEach(func(_, t gjson.Result) bool {
-		p := "tools[" + strconv.Itoa(i) + "]"
-		i++
-		tsc = fieldsInto(tsc, t)
-		tf := tsc
-		if tf.get("type").String() != "function" {
-			return true // hosted tools have no counterpart: dropped
-		}
-		name := tf.get("name").String()
-		if name == "" {
-			err = invalid(p+".name", "%s.name: required", p)
-			return false
-		}
-		r.tools = append(r.tools, canonTool{name: name, description: tf.get("description").String(),
-			schema: rawOrEmpty(tf.get("parameters")), strict: rawOrEmpty(tf.get("strict"))})
-		return true
-	})
-	if err != nil {
+	if r.tools, err = responsesTools(root.get("tools"), c); err != nil {
 		return nil, err
 	}
-	if r.toolChoice, r.toolChoiceName, err = openAIToolChoice(root.get("tool_choice"), "name", "mode"); err != nil {
+	if r.toolChoice, r.toolChoiceName, err = openAIToolChoice(root.get("tool_choice"), c, "name", "mode"); err != nil {
 		return nil, err
 	}
-	if p := root.get("parallel_tool_calls"); p.IsBool() {
-		b := p.Bool()
-		r.parallel = &b
-	}
-	if v := root.get("max_output_tokens"); v.Type == gjson.Number {
-		r.maxTokens = v.Int()
-	}
-	r.user = root.get("user").String()
-	if r.user == "" {
-		r.user = root.get("safety_identifier").String()
-	}
-	r.effort = root.get("reasoning").Get("effort").String()
-	if f := root.get("text").Get("format"); f.IsObject() {
-		r.formatType = f.Get("type").String()
-		if r.formatType == "json_schema" {
-			r.formatName = f.Get("name").String()
-			r.formatSchema = rawOrEmpty(f.Get("schema"))
-			r.formatStrict = rawOrEmpty(f.Get("strict"))
-		}
+	if err := responsesScalars(root, r, c); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
-// responsesContent reads Responses message content: a string or an array
-// of input_text / output_text / refusal / input_image / input_file parts.
-func responsesContent(c gjson.Result, param string) ([]canonPart, *Error) {
-	if c.Type == gjson.String {
-		return []canonPart{{kind: partText, text: c.Str}}, nil
-	}
-	if !c.IsArray() {
-		return nil, invalid(param, "%s: must be a string or an array of content parts", param)
-	}
-	var parts []canonPart
+// responsesInput reads the input items.
+func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
+	leading := true
 	var err *Error
-	j := 0
-	c.ForEach(func(_, p gjson.Result) bool {
-		pp := param + "[" + strconv.Itoa(j) + "]"
-		j++
-		switch typ := p.Get("type").String(); typ {
-		case "input_text", "output_text", "text":
-			t := p.Get("text")
-			if t.Type != gjson.String {
-				err = invalid(pp+".text", "%s.text: must be a string", pp)
-				return false
-			}
-			parts = append(parts, canonPart{kind: partText, text: t.Str})
-		case "refusal":
-			parts = append(parts, canonPart{kind: partText, text: p.Get("refusal").String()})
-		case "input_image":
-			if p.Get("file_id").String() != "" && p.Get("image_url").String() == "" {
-				err = unsupported(pp+".file_id", "%s.file_id: file references cannot be translated; send image_url", pp)
-				return false
-			}
-			part, e := imagePartFromURL(p.Get("image_url").String(), p.Get("detail").String(), pp+".image_url")
+	i := 0
+	var isc objFields
+	input.ForEach(func(_, it gjson.Result) bool {
+		p := "input[" + strconv.Itoa(i) + "]"
+		i++
+		if !it.IsObject() {
+			err = c.typeErr(p, wantObj, it)
+			return false
+		}
+		isc = fieldsInto(isc, it)
+		itf := isc
+		typ, e := c.str(itf.get("type"), p+".type")
+		if e != nil {
+			err = e
+			return false
+		}
+		if typ == "" && itf.get("role").Exists() {
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			role, e := c.reqStr(itf.get("role"), p+".role")
 			if e != nil {
 				err = e
 				return false
 			}
-			parts = append(parts, part)
-		case "input_file":
-			if u := p.Get("file_url").String(); u != "" {
-				parts = append(parts, canonPart{kind: partDocument, url: u, filename: p.Get("filename").String()})
+			parts, e := responsesContent(itf.get("content"), p+".content", c)
+			if e != nil {
+				err = e
+				return false
+			}
+			switch role {
+			case "system", "developer":
+				if leading {
+					r.system = append(r.system, parts...)
+				} else {
+					r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
+				}
 				return true
-			}
-			mt, data, ok := parseDataURL(p.Get("file_data").String())
-			if !ok {
-				err = unsupported(pp, "%s: only inline file_data (a base64 data URL) or file_url can be translated", pp)
+			case "user", "assistant":
+				r.addMessage(role, parts...)
+			default:
+				if c.translate || role == "" {
+					err = c.badValue(p+".role", role, responsesRoles)
+				} else {
+					err = unsupported(p+".role", "%s.role: unknown role %q", p, clip(role))
+				}
 				return false
 			}
-			if !validBase64(data) {
-				err = invalid(pp+".file_data", "%s.file_data: not valid base64", pp)
+		case "function_call":
+			callID, e := c.reqStr(itf.get("call_id"), p+".call_id")
+			if e == nil && callID == "" {
+				e = invalid(p+".call_id", "%s.call_id: required", p)
+			}
+			var name string
+			if e == nil {
+				if c.translate {
+					name, e = c.reqStr(itf.get("name"), p+".name")
+				} else {
+					name, e = c.str(itf.get("name"), p+".name")
+				}
+			}
+			args := itf.get("arguments")
+			if e == nil {
+				if c.translate && !present(args) {
+					e = c.missing(p + ".arguments")
+				} else if present(args) && args.Type != gjson.String {
+					e = c.typeErr(p+".arguments", wantStr, args)
+				}
+			}
+			if e != nil {
+				err = e
 				return false
 			}
-			parts = append(parts, canonPart{kind: partDocument, mediaType: mt, data: data, filename: p.Get("filename").String()})
+			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: args.Str})
+		case "function_call_output":
+			callID, e := c.reqStr(itf.get("call_id"), p+".call_id")
+			if e == nil && callID == "" {
+				e = invalid(p+".call_id", "%s.call_id: required", p)
+			}
+			if e != nil {
+				err = e
+				return false
+			}
+			out := itf.get("output")
+			var content []canonPart
+			switch {
+			case out.Type == gjson.String:
+				content = []canonPart{{kind: partText, text: out.Str}}
+			case out.IsArray():
+				if content, e = responsesContent(out, p+".output", c); e != nil {
+					err = e
+					return false
+				}
+			case !present(out):
+				err = c.missing(p + ".output")
+				return false
+			default:
+				err = c.typeErr(p+".output", wantStrOrArr, out)
+				return false
+			}
+			r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
+		case "reasoning":
+			part, keep, e := responsesReasoning(itf, p, c)
+			if e != nil {
+				err = e
+				return false
+			}
+			if keep {
+				r.addMessage("assistant", part)
+			}
+		case "item_reference":
+			err = unsupported(p+".type", "%s: item_reference is not supported by this gateway (it keeps no state); send the items themselves", p)
+			return false
 		default:
-			err = unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, typ)
+			// hosted tool calls and their outputs (web_search_call,
+			// file_search_call, computer_call, …) have no counterpart
+			return true
+		}
+		leading = false
+		return true
+	})
+	return err
+}
+
+// responsesReasoning reads a reasoning item: its summary (or content)
+// text and, when it carries an Anthropic signature or redacted thinking
+// (see sigPrefixThinking), the block to replay.
+func responsesReasoning(itf objFields, p string, c *checker) (canonPart, bool, *Error) {
+	summary, content := itf.get("summary"), itf.get("content")
+	if e := c.array(summary, p+".summary"); e != nil {
+		return canonPart{}, false, e
+	}
+	if e := c.array(content, p+".content"); e != nil {
+		return canonPart{}, false, e
+	}
+	enc, e := c.str(itf.get("encrypted_content"), p+".encrypted_content")
+	if e != nil {
+		return canonPart{}, false, e
+	}
+	var sb strings.Builder
+	var err *Error
+	n := 0
+	collect := func(arr gjson.Result, path, sep string) {
+		j := 0
+		arr.ForEach(func(_, x gjson.Result) bool {
+			xp := path + "[" + strconv.Itoa(j) + "]"
+			j++
+			if !x.IsObject() {
+				err = c.typeErr(xp, wantObj, x)
+				return false
+			}
+			t, e := c.str(x.Get("text"), xp+".text")
+			if e != nil {
+				err = e
+				return false
+			}
+			if n > 0 {
+				sb.WriteString(sep)
+			}
+			n++
+			sb.WriteString(t)
+			return true
+		})
+	}
+	collect(summary, p+".summary", "\n\n")
+	if err == nil && sb.Len() == 0 {
+		n = 0
+		collect(content, p+".content", "")
+	}
+	if err != nil {
+		return canonPart{}, false, err
+	}
+	text := sb.String()
+	switch {
+	case strings.HasPrefix(enc, sigPrefixThinking):
+		// an Anthropic thinking block that went out as this item
+		sig := enc[len(sigPrefixThinking):]
+		raw := appendString([]byte(`{"type":"thinking","thinking":`), text)
+		raw = append(appendStrField(raw, "signature", sig), '}')
+		return canonPart{kind: partThinking, text: text, signature: sig, raw: string(raw)}, true, nil
+	case strings.HasPrefix(enc, sigPrefixRedacted):
+		data := enc[len(sigPrefixRedacted):]
+		raw := append(appendString([]byte(`{"type":"redacted_thinking","data":`), data), '}')
+		return canonPart{kind: partRedactedThinking, data: data, raw: string(raw)}, true, nil
+	case text != "":
+		// OpenAI encrypted_content is only valid for OpenAI; the readable
+		// text is kept for upstreams that want it echoed.
+		return canonPart{kind: partThinking, text: text}, true, nil
+	}
+	return canonPart{}, false, nil
+}
+
+// responsesTools reads function tools; hosted tools have no counterpart
+// and are dropped.
+func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
+	if e := c.array(tools, "tools"); e != nil {
+		return nil, e
+	}
+	var out []canonTool
+	var err *Error
+	i := 0
+	tools.ForEach(func(_, t gjson.Result) bool {
+		p := "tools[" + strconv.Itoa(i) + "]"
+		i++
+		if !t.IsObject() {
+			err = c.typeErr(p, wantObj, t)
 			return false
 		}
+		typ, e := c.reqStr(t.Get("type"), p+".type")
+		if e != nil {
+			err = e
+			return false
+		}
+		if typ != "function" {
+			return true // hosted tools have no counterpart: dropped
+		}
+		tool, e := functionTool(t, p, "parameters", c)
+		if e != nil {
+			err = e
+			return false
+		}
+		out = append(out, tool)
+		return true
+	})
+	return out, err
+}
+
+// responsesScalars reads and checks the Responses fields other than
+// input and tools (OpenAI API reference, "Create a model response").
+func responsesScalars(root objFields, r *canonRequest, c *checker) *Error {
+	if e := parallelToolCalls(root, r, c); e != nil {
+		return e
+	}
+	var e *Error
+	if r.maxTokens, _, e = c.integer(root.get("max_output_tokens"), "max_output_tokens", tokenBounds.withVendor(16, MaxTokenCount)); e != nil {
+		return e
+	}
+	if e := readUser(root, r, c); e != nil {
+		return e
+	}
+	rs := root.get("reasoning")
+	if e := c.object(rs, "reasoning"); e != nil {
+		return e
+	}
+	if rs.IsObject() {
+		res := gjson.GetMany(rs.Raw, "effort", "summary")
+		if r.effort, e = c.strEnum(res[0], "reasoning.effort", openAIEfforts...); e != nil {
+			return e
+		}
+		if _, e = c.strEnum(res[1], "reasoning.summary", "auto", "concise", "detailed"); e != nil {
+			return e
+		}
+	}
+	text := root.get("text")
+	if e := c.object(text, "text"); e != nil {
+		return e
+	}
+	if text.IsObject() {
+		res := gjson.GetMany(text.Raw, "format", "verbosity")
+		if _, e = c.strEnum(res[1], "text.verbosity", "low", "medium", "high"); e != nil {
+			return e
+		}
+		f := res[0]
+		if e := c.object(f, "text.format"); e != nil {
+			return e
+		}
+		if f.IsObject() {
+			if r.formatType, e = c.reqStr(f.Get("type"), "text.format.type"); e != nil {
+				return e
+			}
+			if e := c.enum(r.formatType, "text.format.type", "text", "json_schema", "json_object"); e != nil {
+				return e
+			}
+			if r.formatType == "json_schema" {
+				if c.translate && !f.Get("schema").Exists() {
+					return c.missing("text.format.schema")
+				}
+				if e := jsonSchemaFormat(f, "text.format", r, c); e != nil {
+					return e
+				}
+			}
+		}
+	}
+	for _, b := range [...]string{"store", "background"} {
+		if _, _, e = c.boolean(root.get(b), b); e != nil {
+			return e
+		}
+	}
+	if _, _, e = c.integer(root.get("top_logprobs"), "top_logprobs", bounds{0, MaxTokenCount, 0, 20}); e != nil {
+		return e
+	}
+	if _, _, e = c.integer(root.get("max_tool_calls"), "max_tool_calls", bounds{0, MaxTokenCount, 1, MaxTokenCount}); e != nil {
+		return e
+	}
+	if _, e = c.strList(root.get("include"), "include", false, 0); e != nil {
+		return e
+	}
+	if _, e = c.strEnum(root.get("truncation"), "truncation", "auto", "disabled"); e != nil {
+		return e
+	}
+	for _, s := range [...]string{"service_tier", "prompt_cache_key"} {
+		if _, e = c.str(root.get(s), s); e != nil {
+			return e
+		}
+	}
+	if e := c.stringMap(root.get("metadata"), "metadata"); e != nil {
+		return e
+	}
+	return c.object(root.get("stream_options"), "stream_options")
+}
+
+// responsesContent reads Responses message content: a string or an array
+// of input_text / output_text / refusal / input_image / input_file parts.
+func responsesContent(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
+	if v.Type == gjson.String {
+		return []canonPart{{kind: partText, text: v.Str}}, nil
+	}
+	if !present(v) {
+		return nil, c.missing(param)
+	}
+	if !v.IsArray() {
+		return nil, c.typeErr(param, wantStrOrArr, v)
+	}
+	var parts []canonPart
+	var err *Error
+	j := 0
+	var psc objFields
+	v.ForEach(func(_, p gjson.Result) bool {
+		pp := param + "[" + strconv.Itoa(j) + "]"
+		j++
+		if !p.IsObject() {
+			err = c.typeErr(pp, wantObj, p)
+			return false
+		}
+		psc = fieldsInto(psc, p)
+		part, e := responsesPart(psc, pp, c)
+		if e != nil {
+			err = e
+			return false
+		}
+		parts = append(parts, part)
 		return true
 	})
 	return parts, err
+}
+
+// responsesPart reads one content part (pf holds its fields).
+func responsesPart(pf objFields, pp string, c *checker) (canonPart, *Error) {
+	typ, e := c.reqStr(pf.get("type"), pp+".type")
+	if e != nil {
+		return canonPart{}, e
+	}
+	switch typ {
+	case "input_text", "output_text", "text":
+		t, e := c.reqStr(pf.get("text"), pp+".text")
+		return canonPart{kind: partText, text: t}, e
+	case "refusal":
+		t, e := c.reqStr(pf.get("refusal"), pp+".refusal")
+		return canonPart{kind: partText, text: t}, e
+	case "input_image":
+		u, e := c.str(pf.get("image_url"), pp+".image_url")
+		var fileID, detail string
+		if e == nil {
+			fileID, e = c.str(pf.get("file_id"), pp+".file_id")
+		}
+		if e == nil {
+			detail, e = c.strEnum(pf.get("detail"), pp+".detail", "auto", "low", "high")
+		}
+		if e != nil {
+			return canonPart{}, e
+		}
+		if fileID != "" && u == "" {
+			return canonPart{}, unsupported(pp+".file_id", "%s.file_id: file references cannot be translated; send image_url", pp)
+		}
+		return imagePartFromURL(u, detail, pp+".image_url")
+	case "input_file":
+		res := [...]gjson.Result{pf.get("file_url"), pf.get("file_data"), pf.get("filename"), pf.get("file_id")}
+		var s [4]string
+		for k, name := range [...]string{"file_url", "file_data", "filename", "file_id"} {
+			if s[k], e = c.str(res[k], pp+"."+name); e != nil {
+				return canonPart{}, e
+			}
+		}
+		if s[0] != "" {
+			return canonPart{kind: partDocument, url: s[0], filename: s[2]}, nil
+		}
+		mt, data, ok := parseDataURL(s[1])
+		if !ok {
+			return canonPart{}, unsupported(pp, "%s: only inline file_data (a base64 data URL) or file_url can be translated", pp)
+		}
+		if !validBase64(data) {
+			return canonPart{}, invalid(pp+".file_data", "%s.file_data: not valid base64", pp)
+		}
+		return canonPart{kind: partDocument, mediaType: mt, data: data, filename: s[2]}, nil
+	}
+	return canonPart{}, unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, clip(typ))
 }

@@ -193,6 +193,11 @@ type Error struct {
 	Class   ErrorClass
 	Param   string
 	Message string
+	// Code is the OpenAI error.code for a request the gateway rejects
+	// itself ("invalid_type", "invalid_value", "missing_required_parameter",
+	// "integer_below_min_value", ...; per OpenAI's error bodies), "" for
+	// the class's default. Anthropic error bodies have no code.
+	Code string
 
 	// untranslatable marks a request feature that is valid in its own
 	// dialect but has no counterpart in the others; ValidateRequest
@@ -203,9 +208,12 @@ type Error struct {
 // Error returns the client-facing message.
 func (e *Error) Error() string { return e.Message }
 
-// Body renders the error in dialect d (see ErrorBody), with param filled in
-// for OpenAI dialects.
+// Body renders the error in dialect d (see ErrorBody), with param and
+// code (when set) filled in for OpenAI dialects.
 func (e *Error) Body(d Dialect) []byte {
+	if e.Code != "" && d != AnthropicMessages {
+		return errorBodyCode(d, e.Class, e.Message, e.Param, e.Code)
+	}
 	return errorBody(d, e.Class, e.Message, e.Param)
 }
 

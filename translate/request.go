@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -19,48 +20,52 @@ const MaxRequestSize = 32 << 20
 // the right type: "messages" must be an array (OpenAIChat,
 // AnthropicMessages), "input" a string or an array (OpenAIResponses).
 //
-// The error is an *Error whose message is client-facing and free of
-// secrets; the handler renders it with (*Error).Body as a 400.
+// The error is an *Error whose message is client-facing, free of secrets
+// and worded as the client's vendor words it (see ValidateRequest); the
+// handler renders it with (*Error).Body as a 400. The returned model is a
+// copy, not a view of body.
 func RequestInfo(d Dialect, body []byte) (model string, stream bool, err error) {
 	if e := checkBody(body); e != nil {
 		return "", false, e
 	}
-	res := gjson.GetManyBytes(body, "model", "stream", "messages", "input")
-	m, s, msgs, input := res[0], res[1], res[2], res[3]
-	if !m.Exists() {
-		return "", false, invalid("model", "model: field required")
+	if !d.valid() {
+		return "", false, invalid("", "unknown dialect")
 	}
-	if m.Type != gjson.String || m.Str == "" {
+	// read in place: GetManyBytes would copy "messages", most of the body
+	res := gjson.GetMany(view(body), "model", "stream", "messages", "input")
+	m, s, msgs, input := res[0], res[1], res[2], res[3]
+	c := &checker{d: d}
+	if !m.Exists() {
+		return "", false, c.missing("model")
+	}
+	if m.Type != gjson.String {
+		return "", false, c.typeErr("model", wantStr, m)
+	}
+	if m.Str == "" {
 		return "", false, invalid("model", "model: must be a non-empty string")
 	}
-	switch s.Type {
-	case gjson.True:
-		stream = true
-	case gjson.False, gjson.Null:
-	default:
-		if s.Exists() {
-			return "", false, invalid("stream", "stream: must be a boolean")
-		}
+	stream, _, e := c.boolean(s, "stream")
+	if e != nil {
+		return "", false, e
 	}
 	switch d {
 	case OpenAIChat, AnthropicMessages:
-		if !msgs.Exists() {
-			return "", false, invalid("messages", "messages: field required")
+		if !present(msgs) {
+			return "", false, c.missing("messages")
 		}
 		if !msgs.IsArray() {
-			return "", false, invalid("messages", "messages: must be an array")
-		}
-	case OpenAIResponses:
-		if !input.Exists() {
-			return "", false, invalid("input", "input: field required")
-		}
-		if input.Type != gjson.String && !input.IsArray() {
-			return "", false, invalid("input", "input: must be a string or an array of input items")
+			return "", false, c.typeErr("messages", wantArr, msgs)
 		}
 	default:
-		return "", false, invalid("", "unknown dialect")
+		if !present(input) {
+			return "", false, c.missing("input")
+		}
+		if input.Type != gjson.String && !input.IsArray() {
+			return "", false, c.typeErr("input", wantStrOrArr, input)
+		}
 	}
-	return m.Str, stream, nil
+	// the model outlives the call; the body's bytes may not
+	return strings.Clone(m.Str), stream, nil
 }
 
 // checkBody rejects bodies that are too large, not valid JSON or not an
@@ -83,7 +88,7 @@ func checkBody(body []byte) *Error {
 		// decoders disagree on which copy wins (gjson: the first, most
 		// others: the last), so a duplicate could route by one model and
 		// run another
-		return invalid(k, "request body has the field %q more than once", k)
+		return invalid(clip(k), "request body has the field %q more than once", clip(k))
 	}
 	return nil
 }
@@ -94,7 +99,7 @@ func duplicateTopLevelKey(body []byte) string {
 	var seen [32]string
 	keys := seen[:0]
 	var dup string
-	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+	gjson.Parse(view(body)).ForEach(func(k, _ gjson.Result) bool { // in place: ParseBytes copies the body
 		name := k.String()
 		for _, s := range keys {
 			if s == name {
@@ -152,7 +157,7 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 	if !from.valid() || (to != OpenAIChat && to != AnthropicMessages) {
 		return nil, invalid("", "translation from %s to %s is not supported", from, to)
 	}
-	req, err := decodeRequest(from, body)
+	req, err := decodeRequest(from, body, true)
 	if err != nil {
 		return nil, err
 	}
@@ -173,14 +178,18 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 	}
 }
 
-func decodeRequest(from Dialect, body []byte) (*canonRequest, *Error) {
+// decodeRequest decodes a request of dialect from into the canonical form.
+// translate adds the vendor's ranges and enums to the field checks (see
+// ValidateRequest).
+func decodeRequest(from Dialect, body []byte, translate bool) (*canonRequest, *Error) {
+	c := &checker{d: from, translate: translate}
 	switch from {
 	case OpenAIChat:
-		return decodeChatRequest(body)
+		return decodeChatRequest(body, c)
 	case AnthropicMessages:
-		return decodeAnthropicRequest(body)
+		return decodeAnthropicRequest(body, c)
 	default:
-		return decodeResponsesRequest(body)
+		return decodeResponsesRequest(body, c)
 	}
 }
 

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,9 +139,26 @@ func TestRequestFixturesAllDirections(t *testing.T) {
 			if _, _, err := RequestInfo(from, body); err != nil {
 				t.Errorf("%s: RequestInfo: %v", name, err)
 			}
+			// a request the vendor answered with a 400: translating it is
+			// refused with the vendor's own message, param and code
+			vendorErr := recordedError(t, from, name)
 			for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
 				label := from.String() + "/" + name + " -> " + to.String()
 				out, err := TranslateRequest(from, to, body, "upstream-model")
+				if vendorErr.Exists() && from != to {
+					var e *Error
+					if !errors.As(err, &e) {
+						t.Fatalf("%s: the vendor answered %s, translation gave %v", label, vendorErr.Raw, err)
+					}
+					got := gjson.ParseBytes(e.Body(from)).Get("error")
+					for _, f := range []string{"message", "type", "param", "code"} {
+						if got.Get(f).Raw != vendorErr.Get(f).Raw {
+							t.Errorf("%s: error.%s = %s, vendor %s", label, f, got.Get(f).Raw, vendorErr.Get(f).Raw)
+						}
+					}
+					n++
+					continue
+				}
 				if err != nil {
 					t.Fatalf("%s: %v", label, err)
 				}
@@ -179,6 +197,22 @@ func TestRequestFixturesAllDirections(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("only %d request translations", n)
 	}
+}
+
+// recordedError returns the error object of the recorded answer to the
+// request fixture name (its NN.response.json) when the vendor refused the
+// request as invalid, or a non-existent result.
+func recordedError(t *testing.T, d Dialect, name string) gjson.Result {
+	t.Helper()
+	p := filepath.Join(fixturesDir(t), dialectDir(d), "extracted", strings.Replace(name, ".request.json", ".response.json", 1))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return gjson.Result{}
+	}
+	if e := gjson.GetBytes(b, "error"); e.Get("type").Str == "invalid_request_error" {
+		return e
+	}
+	return gjson.Result{}
 }
 
 func countTexts(b []byte) int {

@@ -182,11 +182,11 @@ func TestBadRequests(t *testing.T) {
 		want string
 	}{
 		{OpenAIChat, `{"model":"m"}`, "messages"},
-		{OpenAIChat, `{"model":"m","messages":"hi"}`, "messages: must be an array"},
+		{OpenAIChat, `{"model":"m","messages":"hi"}`, "Invalid type for 'messages': expected an array, but got a string instead."},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"tool","tool_call_id":"x","content":"r"}]}`, "no matching tool call"},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,@@@"}}]}]}`, "not valid base64"},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":5}]}`, "messages[0].content"},
-		{OpenAIChat, `{"model":"m","messages":[{"role":"wizard","content":"x"}]}`, "unknown role"},
+		{OpenAIChat, `{"model":"m","messages":[{"role":"wizard","content":"x"}]}`, "Invalid value: 'wizard'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'."},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"}],"n":3}`, "n=1"},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}]}`, "not a JSON object"},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":"hot"}`, "temperature"},

@@ -1,5 +1,14 @@
 package translate
 
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
 // ValidateRequest checks a client request body of dialect d as thoroughly
 // as TranslateRequest does when it translates (JSON shape, field types,
 // messages/input present, tool results paired with a preceding tool call,
@@ -7,6 +16,31 @@ package translate
 // gateway calls it for same-dialect passthrough, so a request that would
 // be rejected when translated is rejected the same way when it is not, and
 // never reaches an upstream.
+//
+// Field checks (per the OpenAI Chat Completions / Responses and Anthropic
+// Messages API references) come in two levels. Both levels run here and in
+// TranslateRequest:
+//   - JSON type: a field the dialect defines as an integer, number, string,
+//     boolean, object or array must have that type (null counts as absent);
+//     an integer must be written as one ("1024", not "1024.0" or "1e3").
+//   - impossible values: token counts (max_tokens, max_completion_tokens,
+//     max_output_tokens, thinking.budget_tokens) outside 0..2^31-1,
+//     numbers too large for a float64, a negative temperature, top_p outside
+//     0..1, n below 1.
+//
+// The vendor's own ranges and enums (temperature <= 2 for OpenAI and <= 1
+// for Anthropic, penalties within -2..2, n <= 128, at most 4 stop
+// sequences, max_output_tokens >= 16, budget_tokens >= 1024, roles,
+// reasoning efforts, tool_choice values, ...) are enforced only by
+// TranslateRequest: a same-dialect upstream may be a compatible server that
+// accepts more (temperature up to 2 on an Anthropic-compatible endpoint,
+// a role or effort OpenAI added later), and it answers for itself.
+//
+// Messages are worded as the client's vendor words them: OpenAI
+// "Invalid type for 'max_output_tokens': expected an integer, but got a
+// string instead." (with Param and Code "invalid_type"), Anthropic
+// "max_tokens: Input should be a valid integer". Strings quoted from the
+// request are cut to 256 bytes.
 //
 // Errors are *Error values with client-facing messages (class
 // ErrInvalidRequest or ErrRequestTooLarge).
@@ -17,7 +51,7 @@ func ValidateRequest(d Dialect, body []byte) error {
 	if !d.valid() {
 		return invalid("", "unknown dialect")
 	}
-	req, e := decodeRequest(d, body)
+	req, e := decodeRequest(d, body, false)
 	if e != nil {
 		if e.untranslatable {
 			// valid in its own dialect, only untranslatable: the upstream
@@ -30,4 +64,456 @@ func ValidateRequest(d Dialect, body []byte) error {
 		return e
 	}
 	return nil
+}
+
+// MaxTokenCount is the largest token count (max_tokens,
+// max_completion_tokens, max_output_tokens, thinking.budget_tokens) a
+// request may carry: 2^31-1. No model comes near it; a larger value is a
+// mistake that would otherwise turn into "no limit" or an int64 overflow
+// on the way to the upstream.
+const MaxTokenCount = 1<<31 - 1
+
+// clipLen is how many bytes of a client-supplied string an error message
+// quotes.
+const clipLen = 256
+
+// clip cuts a client-supplied string to clipLen bytes (on a UTF-8
+// boundary) for quoting in an error message.
+func clip(s string) string {
+	if len(s) <= clipLen {
+		return s
+	}
+	s = s[:clipLen]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
+
+// checker applies the field checks of ValidateRequest for the client
+// dialect d; translating adds the vendor's ranges and enums.
+type checker struct {
+	d         Dialect
+	translate bool
+}
+
+// want is the JSON type a field must have.
+type want uint8
+
+const (
+	wantInt want = iota + 1
+	wantNum
+	wantStr
+	wantBool
+	wantObj
+	wantArr
+	wantStrOrArr // string or array of parts/items
+	wantStrOrObj // tool_choice
+)
+
+// present reports whether v is set to something other than null (null is
+// "absent" for every optional field, as both vendors treat it).
+func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
+
+// isInt reports whether a JSON number literal is written as an integer
+// (digits with an optional minus sign): both vendors reject 1024.0 and 1e3
+// where an integer is expected.
+func isInt(raw string) bool {
+	if strings.HasPrefix(raw, "-") {
+		raw = raw[1:]
+	}
+	if raw == "" {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// path renders a field path in the client's notation: OpenAI
+// "messages[0].content[1].text", Anthropic "messages.0.content.1.text".
+func (c *checker) path(p string) string {
+	if c.d != AnthropicMessages || strings.IndexByte(p, '[') < 0 {
+		return p
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			b = append(b, '.')
+		case ']':
+		default:
+			b = append(b, p[i])
+		}
+	}
+	return string(b)
+}
+
+// fail builds the error for path with an OpenAI message and code or an
+// Anthropic message, by client dialect.
+func (c *checker) fail(path, code, openai, anthropic string) *Error {
+	if c.d == AnthropicMessages {
+		return &Error{Class: ErrInvalidRequest, Param: path, Message: c.path(path) + ": " + anthropic}
+	}
+	return &Error{Class: ErrInvalidRequest, Param: path, Code: code, Message: openai}
+}
+
+// typeErr reports a field of the wrong JSON type.
+func (c *checker) typeErr(path string, w want, got gjson.Result) *Error {
+	var oa, an string
+	switch w {
+	case wantInt:
+		oa, an = "an integer", "Input should be a valid integer"
+		if f := got.Num; got.Type == gjson.Number && f != math.Trunc(f) {
+			an += ", got a number with a fractional part"
+		}
+	case wantNum:
+		oa, an = "a number", "Input should be a valid number"
+	case wantStr:
+		oa, an = "a string", "Input should be a valid string"
+	case wantBool:
+		oa, an = "a boolean", "Input should be a valid boolean"
+	case wantObj:
+		oa, an = "an object", "Input should be a valid dictionary"
+	case wantArr:
+		oa, an = "an array", "Input should be a valid list"
+	case wantStrOrArr:
+		oa, an = "one of a string or array", "Input should be a valid string or a valid list"
+	case wantStrOrObj:
+		oa, an = "one of a string or object", "Input should be a valid dictionary"
+	}
+	return c.fail(path, "invalid_type", "Invalid type for '"+path+"': expected "+oa+", but got "+gotKind(got)+" instead.", an)
+}
+
+// gotKind names a JSON value's type the way OpenAI's messages do.
+func gotKind(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return "a string"
+	case gjson.Number:
+		if isInt(v.Raw) {
+			return "an integer"
+		}
+		return "a decimal number"
+	case gjson.True, gjson.False:
+		return "a boolean"
+	case gjson.Null:
+		return "null"
+	}
+	if v.IsArray() {
+		return "an array"
+	}
+	return "an object"
+}
+
+// missing reports a required field that is absent.
+func (c *checker) missing(path string) *Error {
+	return c.fail(path, "missing_required_parameter", "Missing required parameter: '"+path+"'.", "Field required")
+}
+
+// badValue reports a string outside the vendor's enum.
+func (c *checker) badValue(path, got string, values []string) *Error {
+	var oa, an strings.Builder
+	for i, v := range values {
+		switch {
+		case i == 0:
+		case i == len(values)-1 && len(values) > 2:
+			oa.WriteString(", and ")
+		case i == len(values)-1:
+			oa.WriteString(" and ")
+		default:
+			oa.WriteString(", ")
+		}
+		switch {
+		case i == 0:
+		case i == len(values)-1:
+			an.WriteString(" or ")
+		default:
+			an.WriteString(", ")
+		}
+		oa.WriteString("'" + v + "'")
+		an.WriteString("'" + v + "'")
+	}
+	return c.fail(path, "invalid_value", "Invalid value: '"+clip(got)+"'. Supported values are: "+oa.String()+".", "Input should be "+an.String())
+}
+
+// outOfRange reports a number below min (below) or above max.
+func (c *checker) outOfRange(path string, isInteger, below bool, bound float64, raw string) *Error {
+	kind := "decimal"
+	if isInteger {
+		kind = "integer"
+	}
+	b := strconv.FormatFloat(bound, 'f', -1, 64)
+	if math.Abs(bound) > 1<<63 {
+		b = strconv.FormatFloat(bound, 'g', -1, 64)
+	}
+	got := clip(raw)
+	if below {
+		return c.fail(path, kind+"_below_min_value",
+			"Invalid '"+path+"': "+kind+" below minimum value. Expected a value >= "+b+", but got "+got+" instead.",
+			"Input should be greater than or equal to "+b)
+	}
+	return c.fail(path, kind+"_above_max_value",
+		"Invalid '"+path+"': "+kind+" above maximum value. Expected a value <= "+b+", but got "+got+" instead.",
+		"Input should be less than or equal to "+b)
+}
+
+// tooLong reports an array with more than max items.
+func (c *checker) tooLong(path string, max, n int) *Error {
+	return c.fail(path, "array_above_max_length",
+		sprintf("Invalid '%s': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", path, max, n),
+		sprintf("List should have at most %d items after validation, not %d", max, n))
+}
+
+// bounds are the limits of a numeric field: min/max always apply (values
+// no upstream accepts), vmin/vmax only when translating (the vendor's
+// documented range). Unset bounds are infinite.
+type bounds struct{ min, max, vmin, vmax float64 }
+
+var (
+	noBounds     = bounds{math.Inf(-1), math.Inf(1), math.Inf(-1), math.Inf(1)}
+	tokenBounds  = bounds{0, MaxTokenCount, 0, MaxTokenCount}
+	unitBounds   = bounds{0, 1, 0, 1}
+	int64Bounds  = bounds{math.MinInt64, math.MaxInt64, math.MinInt64, math.MaxInt64}
+	nonNegBounds = bounds{0, math.Inf(1), 0, math.Inf(1)}
+)
+
+// withVendor returns b with the vendor range vmin..vmax.
+func (b bounds) withVendor(vmin, vmax float64) bounds {
+	b.vmin, b.vmax = math.Max(b.min, vmin), math.Min(b.max, vmax)
+	return b
+}
+
+// check applies the bounds to f (raw is the literal, for the message).
+func (c *checker) check(path string, isInteger bool, b bounds, f float64, raw string) *Error {
+	lo, hi := b.min, b.max
+	if c.translate {
+		lo, hi = b.vmin, b.vmax
+	}
+	// a value beyond float64 breaks every bound; an infinite bound is
+	// reported as the vendor's, or float64's
+	if f < lo || math.IsInf(f, -1) {
+		return c.outOfRange(path, isInteger, true, finite(lo, b.vmin, -math.MaxFloat64), raw)
+	}
+	if f > hi || math.IsInf(f, 1) {
+		return c.outOfRange(path, isInteger, false, finite(hi, b.vmax, math.MaxFloat64), raw)
+	}
+	return nil
+}
+
+// finite returns the first of bounds that is finite.
+func finite(bounds ...float64) float64 {
+	for _, b := range bounds {
+		if !math.IsInf(b, 0) {
+			return b
+		}
+	}
+	return 0
+}
+
+// integer reads an optional integer field within b. set is false when it
+// is absent or null.
+func (c *checker) integer(v gjson.Result, path string, b bounds) (n int64, set bool, err *Error) {
+	if !present(v) {
+		return 0, false, nil
+	}
+	if v.Type != gjson.Number || !isInt(v.Raw) {
+		return 0, false, c.typeErr(path, wantInt, v)
+	}
+	n, perr := strconv.ParseInt(v.Raw, 10, 64)
+	f := float64(n)
+	if perr != nil { // beyond int64: certainly out of range
+		f = math.Inf(1)
+		if strings.HasPrefix(v.Raw, "-") {
+			f = math.Inf(-1)
+		}
+	}
+	if e := c.check(path, true, b, f, v.Raw); e != nil {
+		return 0, false, e
+	}
+	return n, true, nil
+}
+
+// number reads an optional number field within b and returns its literal
+// ("" when absent or null).
+func (c *checker) number(v gjson.Result, path string, b bounds) (string, *Error) {
+	if !present(v) {
+		return "", nil
+	}
+	if v.Type != gjson.Number {
+		return "", c.typeErr(path, wantNum, v)
+	}
+	f, _ := strconv.ParseFloat(v.Raw, 64) // ±Inf beyond float64
+	if e := c.check(path, false, b, f, v.Raw); e != nil {
+		return "", e
+	}
+	return v.Raw, nil
+}
+
+// str reads an optional string field.
+func (c *checker) str(v gjson.Result, path string) (string, *Error) {
+	if !present(v) {
+		return "", nil
+	}
+	if v.Type != gjson.String {
+		return "", c.typeErr(path, wantStr, v)
+	}
+	return v.Str, nil
+}
+
+// reqStr reads a required string field (null counts as missing).
+func (c *checker) reqStr(v gjson.Result, path string) (string, *Error) {
+	if !present(v) {
+		return "", c.missing(path)
+	}
+	return c.str(v, path)
+}
+
+// boolean reads an optional boolean field.
+func (c *checker) boolean(v gjson.Result, path string) (val, set bool, err *Error) {
+	if !present(v) {
+		return false, false, nil
+	}
+	if !v.IsBool() {
+		return false, false, c.typeErr(path, wantBool, v)
+	}
+	return v.Bool(), true, nil
+}
+
+// object checks an optional object field.
+func (c *checker) object(v gjson.Result, path string) *Error {
+	if present(v) && !v.IsObject() {
+		return c.typeErr(path, wantObj, v)
+	}
+	return nil
+}
+
+// array checks an optional array field.
+func (c *checker) array(v gjson.Result, path string) *Error {
+	if present(v) && !v.IsArray() {
+		return c.typeErr(path, wantArr, v)
+	}
+	return nil
+}
+
+// enum checks, when translating, that a string field set to s (""
+// = absent) is one of values.
+func (c *checker) enum(s, path string, values ...string) *Error {
+	if !c.translate || s == "" {
+		return nil
+	}
+	for _, v := range values {
+		if s == v {
+			return nil
+		}
+	}
+	return c.badValue(path, s, values)
+}
+
+// strEnum reads an optional string field and checks its enum.
+func (c *checker) strEnum(v gjson.Result, path string, values ...string) (string, *Error) {
+	s, err := c.str(v, path)
+	if err == nil {
+		err = c.enum(s, path, values...)
+	}
+	return s, err
+}
+
+// strList reads an optional array of strings (stop sequences); when
+// single is true a lone string is accepted too (OpenAI stop). max > 0
+// limits the count when translating.
+func (c *checker) strList(v gjson.Result, path string, single bool, max int) ([]string, *Error) {
+	if !present(v) {
+		return nil, nil
+	}
+	if single && v.Type == gjson.String {
+		return []string{v.Str}, nil
+	}
+	if !v.IsArray() {
+		if single {
+			return nil, c.typeErr(path, wantStrOrArr, v)
+		}
+		return nil, c.typeErr(path, wantArr, v)
+	}
+	var out []string
+	var err *Error
+	i := 0
+	v.ForEach(func(_, s gjson.Result) bool {
+		if s.Type != gjson.String {
+			err = c.typeErr(path+"["+strconv.Itoa(i)+"]", wantStr, s)
+			return false
+		}
+		out = append(out, s.Str)
+		i++
+		return true
+	})
+	if err == nil && c.translate && max > 0 && len(out) > max {
+		err = c.tooLong(path, max, len(out))
+	}
+	return out, err
+}
+
+// stringMap checks OpenAI metadata: an object of string values; when
+// translating, at most 16 pairs, keys up to 64 and values up to 512
+// characters (OpenAI API reference, "metadata").
+func (c *checker) stringMap(v gjson.Result, path string) *Error {
+	if !present(v) {
+		return nil
+	}
+	if !v.IsObject() {
+		return c.typeErr(path, wantObj, v)
+	}
+	var err *Error
+	n := 0
+	v.ForEach(func(k, s gjson.Result) bool {
+		n++
+		p := path + "." + clip(k.Str)
+		if s.Type != gjson.String {
+			err = c.typeErr(p, wantStr, s)
+			return false
+		}
+		if !c.translate {
+			return true
+		}
+		if l := utf8.RuneCountInString(k.Str); l > 64 {
+			err = c.fail(p, "string_above_max_length", sprintf("Invalid '%s': key too long. Expected a key with maximum length 64, but got a key with length %d instead.", p, l), "String should have at most 64 characters")
+			return false
+		}
+		if l := utf8.RuneCountInString(s.Str); l > 512 {
+			err = c.fail(p, "string_above_max_length", sprintf("Invalid '%s': string too long. Expected a string with maximum length 512, but got a string with length %d instead.", p, l), "String should have at most 512 characters")
+			return false
+		}
+		return true
+	})
+	if err == nil && c.translate && n > 16 {
+		err = c.fail(path, "object_above_max_properties", sprintf("Invalid '%s': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", path, n), "Dictionary should have at most 16 items")
+	}
+	return err
+}
+
+// efforts are the reasoning efforts OpenAI accepts (reasoning_effort,
+// reasoning.effort).
+var openAIEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// errorBodyCode is errorBody for OpenAI dialects with an explicit
+// error.code.
+func errorBodyCode(d Dialect, class ErrorClass, message, param, code string) []byte {
+	typ, _ := class.openAIType()
+	b := make([]byte, 0, 96+len(message)+len(param))
+	b = append(b, `{"error":{"message":`...)
+	b = appendString(b, message)
+	b = append(b, `,"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","param":`...)
+	if param == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, param)
+	}
+	b = append(b, `,"code":`...)
+	b = appendString(b, code)
+	return append(b, "}}"...)
 }
