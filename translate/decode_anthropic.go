@@ -125,7 +125,7 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 // anthropicTools reads custom tools; server tools (web_search_…, bash_…,
 // …) have no counterpart and are dropped.
 func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
-	if e := c.array(tools, "tools"); e != nil {
+	if e := c.array(tools, "tools"); e != nil || !tools.IsArray() {
 		return nil, e
 	}
 	var out []canonTool
@@ -413,7 +413,11 @@ func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part ca
 		part.cache = cache
 		return part, true, e
 	case "tool_use":
-		id, name := required("id"), required("name")
+		id, err := c.reqStr(bf.get("id"), p+".id")
+		var name string
+		if err == nil {
+			name, err = c.reqStr(bf.get("name"), p+".name")
+		}
 		if err != nil {
 			return part, false, err
 		}

@@ -191,6 +191,9 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 	}
 	var err *Error
 	j := 0
+	if !tcs.IsArray() {
+		tcs = gjson.Result{} // null: no calls
+	}
 	tcs.ForEach(func(_, tc gjson.Result) bool {
 		tp := param + ".tool_calls[" + strconv.Itoa(j) + "]"
 		j++
@@ -198,7 +201,7 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 			err = c.typeErr(tp, wantObj, tc)
 			return false
 		}
-		id, e := c.str(tc.Get("id"), tp+".id")
+		id, e := c.reqStr(tc.Get("id"), tp+".id")
 		var typ string
 		if e == nil {
 			typ, e = c.str(tc.Get("type"), tp+".type")
@@ -220,7 +223,7 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 			err = c.typeErr(tp+".function", wantObj, f)
 			return false
 		}
-		name, e := c.str(f.Get("name"), tp+".function.name")
+		name, e := c.reqStr(f.Get("name"), tp+".function.name")
 		if e != nil {
 			err = e
 			return false
@@ -245,7 +248,7 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 // chatTools reads Chat function tools; other tool types (custom, hosted)
 // have no counterpart and are dropped.
 func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
-	if e := c.array(tools, "tools"); e != nil {
+	if e := c.array(tools, "tools"); e != nil || !tools.IsArray() {
 		return nil, e
 	}
 	var out []canonTool

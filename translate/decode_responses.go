@@ -128,11 +128,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			}
 			var name string
 			if e == nil {
-				if c.translate {
-					name, e = c.reqStr(itf.get("name"), p+".name")
-				} else {
-					name, e = c.str(itf.get("name"), p+".name")
-				}
+				name, e = c.reqStr(itf.get("name"), p+".name")
 			}
 			args := itf.get("arguments")
 			if e == nil {
@@ -216,6 +212,9 @@ func responsesReasoning(itf objFields, p string, c *checker) (canonPart, bool, *
 	var err *Error
 	n := 0
 	collect := func(arr gjson.Result, path, sep string) {
+		if !arr.IsArray() {
+			return
+		}
 		j := 0
 		arr.ForEach(func(_, x gjson.Result) bool {
 			xp := path + "[" + strconv.Itoa(j) + "]"
@@ -268,7 +267,7 @@ func responsesReasoning(itf objFields, p string, c *checker) (canonPart, bool, *
 // responsesTools reads function tools; hosted tools have no counterpart
 // and are dropped.
 func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
-	if e := c.array(tools, "tools"); e != nil {
+	if e := c.array(tools, "tools"); e != nil || !tools.IsArray() {
 		return nil, e
 	}
 	var out []canonTool

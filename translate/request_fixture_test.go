@@ -142,6 +142,10 @@ func TestRequestFixturesAllDirections(t *testing.T) {
 			// a request the vendor answered with a 400: translating it is
 			// refused with the vendor's own message, param and code
 			vendorErr := recordedError(t, from, name)
+			// passthrough accepts every request the vendor accepted
+			if err := ValidateRequest(from, body); (err != nil) != vendorErr.Exists() {
+				t.Errorf("%s: ValidateRequest: %v; the vendor answered %s", name, err, vendorErr.Raw)
+			}
 			for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
 				label := from.String() + "/" + name + " -> " + to.String()
 				out, err := TranslateRequest(from, to, body, "upstream-model")
