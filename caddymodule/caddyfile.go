@@ -25,7 +25,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	llm_gateway {
-//	    api_key <token> [{                # repeatable
+//	    api_key <token>|sha256:<hex> [{   # repeatable
 //	        id <label>
 //	        pools <names...>
 //	        models <patterns...>
@@ -34,6 +34,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    }]
 //	    auth off
 //	    max_request_body <size>          # e.g. 8MiB
+//	    client_write_timeout <duration>  # cut a stream the client stops reading; default 30s
 //	    usage_file <path>|off
 //	    log_payloads
 //	    state memory|redis [{ ... }]     # see StateConfig
@@ -134,6 +135,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_request_body: bad size '%s'", v)
 			}
 			h.MaxRequestBody = int64(size)
+		case "client_write_timeout":
+			if err := durationArg(d, &h.ClientWriteTimeout); err != nil {
+				return err
+			}
 		case "state":
 			sc, err := unmarshalState(d)
 			if err != nil {

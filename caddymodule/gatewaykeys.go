@@ -1,7 +1,9 @@
 package caddymodule
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,50 +11,53 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 )
 
-// gwKey is a provisioned gateway key. The token is a secret: never
-// log it.
+// gwKey is a provisioned gateway key. Only the SHA-256 of its token is
+// kept, whether the token was configured in plain or as a hash.
 type gwKey struct {
 	id       string
-	token    []byte
-	pools    map[string]bool // nil: all pools
-	models   []string        // nil: all models
-	limiter  *rate.Limiter   // nil: no rpm limit
+	digest   [sha256.Size]byte // SHA-256 of the token
+	pools    map[string]bool   // nil: all pools
+	models   []string          // nil: all models
+	limiter  *rate.Limiter     // nil: no rpm limit
 	maxConc  int64
 	inFlight atomic.Int64
 }
 
 // provisionGatewayKeys resolves the plain APIKeys and the scoped
-// GatewayKeys into one list.
+// GatewayKeys into one list. A key is written as its token, a placeholder
+// ({env.NAME}, {file.PATH}) or "sha256:<64 hex digits>", the SHA-256 of
+// the token (see parseGatewayKey). Keys written literally are warned
+// about: GET /config/ and autosave.json show them.
 func (h *Handler) provisionGatewayKeys(repl *caddy.Replacer) error {
+	var literal []string
 	for i, k := range h.APIKeys {
-		v, err := repl.ReplaceOrErr(k, true, true)
-		if err == nil && strings.TrimSpace(v) == "" {
-			err = errors.New("blank")
-		}
+		gk, isLiteral, err := parseGatewayKey(repl, k)
 		if err != nil {
-			return fmt.Errorf("api_key %d: resolving placeholder: value is empty or unknown", i+1)
+			return fmt.Errorf("api_key %d: %v", i+1, err)
 		}
-		v = strings.TrimSpace(v)
-		h.gatewayKeys = append(h.gatewayKeys, &gwKey{id: maskSecret(v), token: []byte(v)})
+		if isLiteral {
+			literal = append(literal, gk.id)
+		}
+		h.gatewayKeys = append(h.gatewayKeys, gk)
 	}
 	for i, gc := range h.GatewayKeys {
 		if gc == nil || gc.Key == "" {
 			return fmt.Errorf("gateway key %d: key is required", i+1)
 		}
-		v, err := repl.ReplaceOrErr(gc.Key, true, true)
-		if err == nil && strings.TrimSpace(v) == "" {
-			err = errors.New("blank")
-		}
-		v = strings.TrimSpace(v)
+		gk, isLiteral, err := parseGatewayKey(repl, gc.Key)
 		if err != nil {
-			return fmt.Errorf("gateway key %d: resolving placeholder: value is empty or unknown", i+1)
+			return fmt.Errorf("gateway key %d: %v", i+1, err)
 		}
-		gk := &gwKey{id: gc.ID, token: []byte(v), models: gc.Models, maxConc: int64(gc.MaxConcurrency)}
-		if gk.id == "" {
-			gk.id = maskSecret(v)
+		gk.models, gk.maxConc = gc.Models, int64(gc.MaxConcurrency)
+		if gc.ID != "" {
+			gk.id = gc.ID
+		}
+		if isLiteral {
+			literal = append(literal, gk.id)
 		}
 		if len(gc.Pools) > 0 {
 			gk.pools = map[string]bool{}
@@ -68,14 +73,56 @@ func (h *Handler) provisionGatewayKeys(repl *caddy.Replacer) error {
 		}
 		h.gatewayKeys = append(h.gatewayKeys, gk)
 	}
-	seen := map[string]bool{}
+	seen := map[[sha256.Size]byte]bool{}
 	for _, gk := range h.gatewayKeys {
-		if seen[string(gk.token)] {
+		if seen[gk.digest] {
 			return fmt.Errorf("gateway key %s: configured twice", gk.id)
 		}
-		seen[string(gk.token)] = true
+		seen[gk.digest] = true
+	}
+	if len(literal) > 0 && h.logger != nil {
+		h.logger.Warn("gateway keys written literally in the config are shown by the admin API (GET /config/) and saved in autosave.json; "+
+			"write them as sha256:<hex> (caddy llm-gateway-hash-key) or {env.NAME}", zap.Strings("gateway_keys", literal))
 	}
 	return nil
+}
+
+// gatewayKeyHashPrefix marks a gateway key written as the SHA-256 of its
+// token: "sha256:" followed by 64 hex digits.
+const gatewayKeyHashPrefix = "sha256:"
+
+// parseGatewayKey resolves one configured gateway key: placeholders
+// first, then either "sha256:<64 hex digits>" (the token's SHA-256, hex in
+// either case) or the token itself (surrounding white space trimmed, as
+// clients' tokens are). literal reports a token written in the config as
+// is (neither a placeholder nor a hash). Errors never show the value.
+func parseGatewayKey(repl *caddy.Replacer, raw string) (gk *gwKey, literal bool, err error) {
+	v, err := repl.ReplaceOrErr(raw, true, true)
+	if err == nil && strings.TrimSpace(v) == "" {
+		err = errors.New("blank")
+	}
+	if err != nil {
+		return nil, false, errors.New("resolving placeholder: value is empty or unknown")
+	}
+	v = strings.TrimSpace(v)
+	if rest, ok := strings.CutPrefix(v, gatewayKeyHashPrefix); ok {
+		b, err := hex.DecodeString(rest)
+		if err != nil || len(b) != sha256.Size {
+			return nil, false, errors.New("a hashed key is sha256: followed by 64 hex digits (the SHA-256 of the token)")
+		}
+		gk = &gwKey{id: gatewayKeyHashPrefix + strings.ToLower(rest[:8])}
+		copy(gk.digest[:], b)
+		return gk, false, nil
+	}
+	return &gwKey{id: maskSecret(v), digest: sha256.Sum256([]byte(v))}, v == strings.TrimSpace(raw), nil
+}
+
+// hashGatewayKey returns the configuration form of a gateway token,
+// "sha256:<64 lower-case hex digits>". The token is trimmed of surrounding
+// white space first, as tokens are when presented.
+func hashGatewayKey(token string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return gatewayKeyHashPrefix + hex.EncodeToString(sum[:])
 }
 
 // validateGatewayKeyScopes checks that scoped pools exist.
@@ -94,15 +141,18 @@ func (h *Handler) validateGatewayKeyScopes() error {
 	return nil
 }
 
-// lookupGatewayKey returns the gateway key matching token, comparing
-// against every configured key in constant time, or nil.
+// lookupGatewayKey returns the gateway key matching token, or nil. The
+// token is hashed once (SHA-256) and the digest is compared with every
+// configured key's, hashed or plain, in constant time: the time taken
+// depends on neither the token nor which key matched.
 func (h *Handler) lookupGatewayKey(token string) *gwKey {
 	if token == "" {
 		return nil
 	}
+	sum := sha256.Sum256([]byte(token))
 	var found *gwKey
 	for _, gk := range h.gatewayKeys {
-		if subtle.ConstantTimeCompare([]byte(token), gk.token) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], gk.digest[:]) == 1 {
 			found = gk
 		}
 	}

@@ -59,7 +59,7 @@ func TestBrokenUpstreamAnswers(t *testing.T) {
 }
 
 // TestEscapedSecretNeverRelayed: an upstream 400 that echoes the key, even
-// JSON-escaped, is not relayed as is.
+// JSON-escaped, is relayed with the key redacted.
 func TestEscapedSecretNeverRelayed(t *testing.T) {
 	const secret = "AKIAabc/DEF+ghiJKLmnoPQRstu/vwxyz"
 	escaped := strings.ReplaceAll(secret, "/", `\/`)
@@ -68,7 +68,7 @@ func TestEscapedSecretNeverRelayed(t *testing.T) {
 	gw := gateway(t, gatewayBlock("\t\tpool esc {\n\t\t\tkey {env.LLMGW_ESCAPED_SECRET} "+base+"\n\t\t}\n"))
 	resp, body := post(t, gw+"/v1/chat/completions", chatBody("m", "hi", false))
 	msg := gjson.GetBytes(body, "error.message").String()
-	if resp.StatusCode != 400 || strings.Contains(msg, secret) || strings.Contains(string(body), escaped) || !strings.Contains(msg, "withheld") {
+	if resp.StatusCode != 400 || strings.Contains(msg, secret) || strings.Contains(string(body), escaped) || msg != "bad key [redacted]" {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }

@@ -80,6 +80,15 @@ type Handler struct {
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
+	// ClientWriteTimeout cuts a stream whose client accepts no bytes for
+	// this long (a write or flush to the client that does not complete):
+	// the upstream request is cancelled, the key's slot is freed at once,
+	// and the request is logged with status 499 and stream_error
+	// "client_write_timeout" (the client's fault, never the key's). It is
+	// one value for the handler because it is about the client's
+	// connection, not about any pool. Default: 30s.
+	ClientWriteTimeout caddy.Duration `json:"client_write_timeout,omitempty"`
+
 	// State chooses where pool runtime state lives: in this instance's
 	// memory (default) or in Redis, shared by several instances. See
 	// StateConfig.
@@ -204,6 +213,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.metrics = h.provisionInstrumentation(ctx)
+	h.warnTimeouts()
 	return nil
 }
 
@@ -461,6 +471,9 @@ func (h *Handler) Validate() error {
 	}
 	if len(h.pools) == 0 {
 		return errors.New("at least one pool is required")
+	}
+	if h.ClientWriteTimeout < 0 {
+		return errors.New("client_write_timeout must not be negative")
 	}
 	names := map[string]bool{}
 	for _, p := range h.pools {

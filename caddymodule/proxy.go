@@ -459,7 +459,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	var errBody []byte
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
-		errBody = bytes.ReplaceAll(errBody, []byte(uk.secret), []byte("[redacted]"))
+		errBody = redactSecret(errBody, uk.secret) // every form: literal, %-encoded, base64
 	}
 	o := keypool.ClassifyResponse(resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
 	if o.Kind == keypool.RateLimited && o.HasRetryAfter && o.RetryAfter <= 0 {
@@ -579,7 +579,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
 	hdr.Del("Content-Length")
 	w.WriteHeader(http.StatusOK)
-	fw := &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl}
+	fw := newFlushWriter(w, rl, h.clientWriteTimeout(), uk.secret)
 	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), fw)
 	if c.hideUsage && up == c.dialect {
 		st.HideUsageChunk()
@@ -613,13 +613,21 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	return attemptResult{done: true}
 }
 
-// scrubbedError renders an upstream error body in the client's dialect,
-// withholding the upstream's message when it mentions the key.
+// scrubbedError renders an upstream error body in the client's dialect
+// with the upstream key redacted in every form secretForms knows (literal,
+// percent-encoded, base64 in either alphabet, inside Basic credentials,
+// JSON-escaped). When the rendered body would still show the key, the
+// upstream's message is withheld altogether.
 func scrubbedError(up, client translate.Dialect, status int, errBody []byte, secret string) []byte {
-	out := translate.TranslateError(up, client, status, errBody)
-	if mentionsSecret(out, secret) {
-		out = translate.ErrorBody(client, translate.ClassForStatus(status),
-			"upstream rejected the request ("+strconv.Itoa(status)+"); its message was withheld because it contained credentials")
+	f := newSecretForms(secret)
+	out := translate.TranslateError(up, client, status, f.redact(errBody))
+	if f.contains(out) {
+		// the translation decoded a form the raw body hid
+		out = f.redact(out)
+		if f.contains(out) || !gjson.ValidBytes(out) {
+			out = translate.ErrorBody(client, translate.ClassForStatus(status),
+				"upstream rejected the request ("+strconv.Itoa(status)+"); its message was withheld because it contained credentials")
+		}
 	}
 	return out
 }
@@ -634,27 +642,6 @@ func usageTokens(u translate.Usage) int64 {
 		n += *u.OutputTokens
 	}
 	return n
-}
-
-// mentionsSecret reports whether any JSON string in body, once unescaped,
-// contains the secret (upstreams echo keys in \u or \/ escapes too).
-func mentionsSecret(body []byte, secret string) bool {
-	if len(secret) < 8 {
-		return false
-	}
-	found := false
-	var walk func(r gjson.Result) bool
-	walk = func(r gjson.Result) bool {
-		switch {
-		case r.IsObject() || r.IsArray():
-			r.ForEach(func(_, v gjson.Result) bool { return walk(v) })
-		case r.Type == gjson.String && strings.Contains(r.Str, secret):
-			found = true
-		}
-		return !found
-	}
-	walk(gjson.ParseBytes(body))
-	return found || bytes.Contains(body, []byte(secret))
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream.
@@ -686,12 +673,73 @@ func (i *idleReader) Read(p []byte) (int, error) {
 // soon as the upstream bytes that carry it have been read, with no timer
 // and no added delay, but the events of one upstream read share one flush
 // (one chunk, one syscall) instead of one each.
+//
+// Slow readers: every write and flush runs under a write deadline of
+// client_write_timeout from its start (http.ResponseController
+// SetWriteDeadline; large events are written in 16 KiB pieces, each with
+// its own deadline). A client that accepts no bytes for that long fails
+// the write; the translator stops, so the upstream is no longer read, the
+// attempt ends (the key's slot is released as "canceled", never counted
+// against the key) and the upstream request is cancelled. Since the
+// upstream is read only after the previous read's events were flushed,
+// the gateway holds at most one upstream read (16 KiB, or one larger
+// event) that the client has not accepted, besides the sockets' buffers.
+//
+// Upstream keys echoed in the stream (an in-band error event quoting the
+// key, in any form secretForms knows) are redacted before they leave.
 type flushWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	rl      *requestLog
-	pending bool
-	err     error
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	rl       *requestLog
+	timeout  time.Duration // client_write_timeout; 0: no deadline
+	deadline time.Time     // the write deadline last set, zero when none
+	secret   *secretForms  // nil: nothing to redact
+	pending  bool
+	err      error
+}
+
+// newFlushWriter returns the stream writer for one attempt: timeout is the
+// client_write_timeout (0: none), secret the key whose forms are redacted
+// from the events ("" for none).
+func newFlushWriter(w http.ResponseWriter, rl *requestLog, timeout time.Duration, secret string) *flushWriter {
+	f := &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl, timeout: timeout}
+	if secret != "" {
+		f.secret = newSecretForms(secret)
+	}
+	return f
+}
+
+// arm sets the write deadline for the next write or flush to
+// client_write_timeout from now. It is moved only when it has aged by a
+// sixteenth of the timeout (the effective bound is 15/16 to 16/16 of it),
+// so that a stream of many small events does not pay for one deadline
+// change each. A writer that cannot take deadlines (not a network
+// connection) is left without one.
+func (f *flushWriter) arm() {
+	if f.timeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if !f.deadline.IsZero() && f.deadline.Sub(now) > f.timeout-f.timeout/16 {
+		return
+	}
+	d := now.Add(f.timeout)
+	if err := f.rc.SetWriteDeadline(d); err != nil {
+		f.timeout = 0
+		return
+	}
+	f.deadline = d
+}
+
+// failed records a write error; one past the write deadline is the
+// client's fault and is logged as client_write_timeout.
+func (f *flushWriter) failed(err error) error {
+	f.err = err
+	if !f.deadline.IsZero() && !time.Now().Before(f.deadline) {
+		f.rl.streamError = "client_write_timeout"
+		f.rl.errMsg = "the client accepted no stream bytes for " + f.timeout.String() + " (client_write_timeout); stream cut"
+	}
+	return err
 }
 
 // WriteEvent implements translate.EventWriter.
@@ -699,13 +747,24 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	if f.err != nil {
 		return f.err
 	}
-	if _, err := f.w.Write(p); err != nil {
-		f.err = err
-		return err
+	p = f.secret.redactEvent(p)
+	for len(p) > 0 {
+		// in pieces, each under a deadline of its own: a client that
+		// is slow but reading is not cut by one large event
+		n := min(len(p), clientWriteChunk)
+		f.arm()
+		if _, err := f.w.Write(p[:n]); err != nil {
+			return f.failed(err)
+		}
+		p = p[n:]
+		f.pending = true
 	}
-	f.pending = true
 	return nil
 }
+
+// clientWriteChunk is the most written to a client under one write
+// deadline.
+const clientWriteChunk = 16 << 10
 
 // flush sends the written events to the client.
 func (f *flushWriter) flush() {
@@ -716,8 +775,9 @@ func (f *flushWriter) flush() {
 	if f.rl.ttfb == 0 {
 		f.rl.ttfb = time.Since(f.rl.start)
 	}
+	f.arm()
 	if err := f.rc.Flush(); err != nil {
-		f.err = err
+		_ = f.failed(err)
 	}
 }
 
