@@ -2,6 +2,8 @@ package translate
 
 import (
 	"bytes"
+	"encoding/base64"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +83,10 @@ func bigResponsesRequest() []byte {
 	return []byte(b.String())
 }
 
+// benchRequest measures TranslateRequest; besides B/op it reports
+// "x-body", the bytes allocated per request as a multiple of the body's
+// size (issue 11: a translated request's peak memory must stay within 4x
+// its body, of which the handler holds 1x itself).
 func benchRequest(b *testing.B, from, to Dialect, body []byte) {
 	b.Helper()
 	if _, err := TranslateRequest(from, to, body, "upstream-model"); err != nil {
@@ -88,12 +94,39 @@ func benchRequest(b *testing.B, from, to Dialect, body []byte) {
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := TranslateRequest(from, to, body, "upstream-model"); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/float64(len(body)), "x-body")
+}
+
+// bigUserMessage is a 6 MB Anthropic request: one user message of source
+// code (newlines, quotes and tabs to escape), as a pasted file would be.
+func bigUserMessage(size int) []byte {
+	line := `\tif err := json.Unmarshal(data, &v); err != nil { return fmt.Errorf(\"decode %q: %w\", name, err) }\n`
+	n := size / len(line)
+	return []byte(`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"` +
+		strings.Repeat(line, n) + `"}]}]}`)
+}
+
+// manyImages is a 6 MB Anthropic request: a user turn of 24 base64 images
+// of 256 KB each.
+func manyImages(size int) []byte {
+	img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 1, 2, 3}, size/24*3/4/7))
+	var b strings.Builder
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[`)
+	for i := 0; i < 24; i++ {
+		b.WriteString(`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + img + `"}},`)
+	}
+	b.WriteString(`{"type":"text","text":"What differs between these screenshots?"}]}]}`)
+	return []byte(b.String())
 }
 
 func BenchmarkRequest(b *testing.B) {
@@ -110,6 +143,37 @@ func BenchmarkRequest(b *testing.B) {
 	b.Run("responses_to_anthropic", func(b *testing.B) { benchRequest(b, OpenAIResponses, AnthropicMessages, rs) })
 	b.Run("passthrough_anthropic", func(b *testing.B) { benchRequest(b, AnthropicMessages, AnthropicMessages, am) })
 	b.Run("passthrough_chat", func(b *testing.B) { benchRequest(b, OpenAIChat, OpenAIChat, cc) })
+	text, images := bigUserMessage(6<<20), manyImages(6<<20)
+	textCC, err := TranslateRequest(AnthropicMessages, OpenAIChat, text, "gpt-5")
+	if err != nil {
+		b.Fatal(err)
+	}
+	imagesCC, err := TranslateRequest(AnthropicMessages, OpenAIChat, images, "gpt-5")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("6 MB sizes: text %d B, images %d B", len(text), len(images))
+	b.Run("6MB_text_anthropic_to_chat", func(b *testing.B) { benchRequest(b, AnthropicMessages, OpenAIChat, text) })
+	b.Run("6MB_text_chat_to_anthropic", func(b *testing.B) { benchRequest(b, OpenAIChat, AnthropicMessages, textCC) })
+	b.Run("6MB_images_anthropic_to_chat", func(b *testing.B) { benchRequest(b, AnthropicMessages, OpenAIChat, images) })
+	b.Run("6MB_images_chat_to_anthropic", func(b *testing.B) { benchRequest(b, OpenAIChat, AnthropicMessages, imagesCC) })
+}
+
+// BenchmarkValidateRequest measures ValidateRequest, which the handler runs
+// on every body before routing.
+func BenchmarkValidateRequest(b *testing.B) {
+	am := bigAnthropicRequest()
+	for name, body := range map[string][]byte{"anthropic_80KB": am, "6MB_images": manyImages(6 << 20)} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := ValidateRequest(AnthropicMessages, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 type discardWriter struct{ n int }

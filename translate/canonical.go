@@ -82,6 +82,8 @@ type canonRequest struct {
 	formatStrict string // raw
 
 	n int64 // OpenAI n, 0 = not set
+
+	srcLen int // size of the client's body, to size the output buffer
 }
 
 // Canonical stop reasons use Anthropic's stop_reason vocabulary.

@@ -31,77 +31,83 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 }
 
 // validBase64 reports whether s is standard base64 (padding optional,
-// line breaks tolerated), without allocating a copy of the decoded payload.
+// line breaks tolerated), without allocating: the payload is decoded in
+// place, 3 KB at a time, into a stack buffer.
 func validBase64(s string) bool {
 	if s == "" {
 		return false
 	}
-	var scratch [3 * 256]byte
-	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "\r\n") {
-		s = strings.NewReplacer("\r", "", "\n", "").Replace(s)
+	n := len(s) - strings.Count(s, "\r") - strings.Count(s, "\n")
+	if n == 0 {
+		return false
 	}
-	if len(s)%4 != 0 {
-		if strings.HasSuffix(s, "=") {
+	enc := base64.StdEncoding
+	if n%4 != 0 {
+		if strings.HasSuffix(strings.TrimRight(s, "\r\n"), "=") {
 			return false
 		}
 		enc = base64.RawStdEncoding
 	}
+	var scratch [3 * 1024]byte
 	for len(s) > 0 {
-		n := 4 * 256
-		if n > len(s) {
-			n = len(s)
-		}
-		chunk := s[:n]
-		s = s[n:]
-		if len(s) > 0 {
-			if _, err := enc.Decode(scratch[:], []byte(chunk)); err != nil {
-				return false
+		// a chunk of 4096 data characters (line breaks do not count)
+		end, k := 0, 0
+		for end < len(s) && k < 4*1024 {
+			if c := s[end]; c != '\r' && c != '\n' {
+				k++
 			}
-			continue
+			end++
 		}
-		if _, err := enc.Decode(scratch[:], []byte(chunk)); err != nil {
+		chunk := s[:end]
+		s = s[end:]
+		// Decode only reads its source: a view of the string is safe
+		if _, err := enc.Decode(scratch[:], unsafe.Slice(unsafe.StringData(chunk), len(chunk))); err != nil {
 			return false
 		}
 	}
 	return true
 }
 
-// dataURL builds "data:<mt>;base64,<data>".
-func dataURL(mediaType, data string) string {
-	return "data:" + mediaType + ";base64," + data
+// appendDataURL appends "data:<mt>;base64,<data>" as a JSON string
+// literal, without building the URL first.
+func appendDataURL(b []byte, mediaType, data string) []byte {
+	b = append(b, `"data:`...)
+	b = appendEscaped(b, mediaType)
+	b = append(b, ";base64,"...)
+	b = appendEscaped(b, data)
+	return append(b, '"')
 }
 
 // isBlank reports whether s is empty or only whitespace.
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// textOf joins the text parts of ps with sep.
-func textOf(ps []canonPart, sep string) string {
+// appendTextOf appends prefix followed by the text parts of ps joined with
+// sep, as one JSON string literal, without building the joined string.
+func appendTextOf(b []byte, prefix string, ps []canonPart, sep string) []byte {
+	b = append(b, '"')
+	b = appendEscaped(b, prefix)
 	n := 0
-	var first string
 	for i := range ps {
 		if ps[i].kind == partText {
-			if n == 0 {
-				first = ps[i].text
+			if n > 0 {
+				b = appendEscaped(b, sep)
 			}
+			b = appendEscaped(b, ps[i].text)
 			n++
 		}
 	}
-	if n <= 1 {
-		return first
-	}
-	var b strings.Builder
-	k := 0
+	return append(b, '"')
+}
+
+// blankText reports whether every text part of ps is blank (so their
+// join with a whitespace separator is blank too).
+func blankText(ps []canonPart) bool {
 	for i := range ps {
-		if ps[i].kind == partText {
-			if k > 0 {
-				b.WriteString(sep)
-			}
-			b.WriteString(ps[i].text)
-			k++
+		if ps[i].kind == partText && !isBlank(ps[i].text) {
+			return false
 		}
 	}
-	return b.String()
+	return true
 }
 
 // rawOrEmpty returns r.Raw when r exists and is not null.

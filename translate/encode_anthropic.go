@@ -55,7 +55,7 @@ func anthropicAdaptive(model string) bool {
 // encodeAnthropicRequest builds an Anthropic Messages request from the
 // canonical form.
 func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
-	b := make([]byte, 0, 1024+estimateSize(r))
+	b := make([]byte, 0, outputSize(r))
 	b = append(b, `{"model":`...)
 	b = appendString(b, r.model)
 
@@ -277,50 +277,50 @@ func appendAnthropicText(b []byte, text, cache string) []byte {
 // appendAnthropicMessages appends the conversation: system messages are
 // skipped (hoisted), consecutive turns of the same role are merged, tool
 // results go first in their user turn, blank text blocks are dropped and
-// turns left empty are skipped.
+// turns left empty are skipped. Blocks are written straight into b (no
+// per-turn buffer: a turn may be most of a large request).
 func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 	lastRole := ""
 	open := false
-	body := make([]byte, 0, 1024)
 	for i := range msgs {
 		m := &msgs[i]
 		if m.role == "system" {
 			continue
 		}
+		start := len(b)
+		merge := open && lastRole == m.role
+		if merge {
+			b = b[:len(b)-2] // reopen the previous turn: drop its closing "]}"
+		} else {
+			b = appendComma(b)
+			b = append(b, `{"role":"`...)
+			b = append(b, m.role...)
+			b = append(b, `","content":[`...)
+		}
+		blocks := len(b)
 		// tool results first (Anthropic parallel tool use docs)
 		var err *Error
-		body = body[:0]
 		for pass := 0; pass < 2; pass++ {
 			for j := range m.parts {
 				p := &m.parts[j]
 				if (p.kind == partToolResult) != (pass == 0) {
 					continue
 				}
-				body, err = appendAnthropicBlock(body, p, i, j)
-				if err != nil {
+				if b, err = appendAnthropicBlock(b, p, i, j); err != nil {
 					return nil, err
 				}
 			}
 		}
-		if len(body) == 0 {
-			continue
-		}
-		if open && lastRole == m.role {
-			// merge into the previous turn: replace its closing "]}"
-			b = b[:len(b)-2]
-			b = append(b, ',')
-			b = append(b, body...)
+		switch {
+		case len(b) > blocks:
 			b = append(b, "]}"...)
-			continue
+			lastRole = m.role
+			open = true
+		case merge:
+			b = append(b, "]}"...) // nothing to add to the previous turn
+		default:
+			b = b[:start] // an empty turn is skipped
 		}
-		b = appendComma(b)
-		b = append(b, `{"role":"`...)
-		b = append(b, m.role...)
-		b = append(b, `","content":[`...)
-		b = append(b, body...)
-		b = append(b, "]}"...)
-		lastRole = m.role
-		open = true
 	}
 	return b, nil
 }
@@ -375,8 +375,8 @@ func appendAnthropicBlock(b []byte, p *canonPart, mi, pi int) ([]byte, *Error) {
 		if allText {
 			// a blank result is sent without content: Anthropic rejects
 			// whitespace-only text
-			if t := textOf(p.content, "\n"); !isBlank(t) {
-				b = appendStrField(b, "content", t)
+			if !blankText(p.content) {
+				b = appendTextOf(appendKey(b, "content"), "", p.content, "\n")
 			}
 		} else {
 			b = append(b, `,"content":[`...)

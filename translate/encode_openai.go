@@ -10,13 +10,13 @@ import (
 // encodeChatRequest builds an OpenAI Chat Completions request from the
 // canonical form.
 func encodeChatRequest(r *canonRequest) ([]byte, error) {
-	b := make([]byte, 0, 1024+estimateSize(r))
+	b := make([]byte, 0, outputSize(r))
 	b = append(b, `{"model":`...)
 	b = appendString(b, r.model)
 	b = append(b, `,"messages":[`...)
-	if sys := textOf(r.system, "\n"); len(r.system) > 0 {
+	if len(r.system) > 0 {
 		b = append(b, `{"role":"system","content":`...)
-		b = appendString(b, sys)
+		b = appendTextOf(b, "", r.system, "\n")
 		b = append(b, '}')
 	}
 	for i := range r.messages {
@@ -121,24 +121,12 @@ func chatEffort(r *canonRequest) string {
 	return r.effort
 }
 
-func estimateSize(r *canonRequest) int {
-	n := 0
-	for i := range r.system {
-		n += len(r.system[i].text)
-	}
-	for i := range r.messages {
-		for j := range r.messages[i].parts {
-			p := &r.messages[i].parts[j]
-			n += len(p.text) + len(p.data) + len(p.args) + 64
-			for k := range p.content {
-				n += len(p.content[k].text) + len(p.content[k].data) + 32
-			}
-		}
-	}
-	for i := range r.tools {
-		n += len(r.tools[i].schema) + len(r.tools[i].description) + 64
-	}
-	return n + n/8
+// outputSize is the capacity to give a translated request's buffer: the
+// size of the client's body plus a little, as a translation is about as
+// long as its source (the same texts, escaped the same way), so the buffer
+// is allocated once and never regrown.
+func outputSize(r *canonRequest) int {
+	return r.srcLen + r.srcLen/32 + 2048
 }
 
 // appendChatMessages appends the OpenAI messages for one canonical message:
@@ -150,7 +138,7 @@ func appendChatMessages(b []byte, m *canonMessage) []byte {
 	case "system":
 		b = appendComma(b)
 		b = append(b, `{"role":"system","content":`...)
-		b = appendString(b, textOf(m.parts, "\n"))
+		b = appendTextOf(b, "", m.parts, "\n")
 		return append(b, '}')
 	case "assistant":
 		return appendChatAssistant(b, m.parts)
@@ -165,11 +153,7 @@ func appendChatMessages(b []byte, m *canonMessage) []byte {
 		b = append(b, `{"role":"tool","tool_call_id":`...)
 		b = appendString(b, p.id)
 		b = append(b, `,"content":`...)
-		text := textOf(p.content, "\n")
-		if p.isError {
-			text = "Error: " + text
-		}
-		hasMedia := false
+		hasMedia, hasText := false, false
 		for j := range p.content {
 			if k := p.content[j].kind; k == partImage || k == partDocument {
 				if !hasMedia {
@@ -179,10 +163,23 @@ func appendChatMessages(b []byte, m *canonMessage) []byte {
 				extra = append(extra, p.content[j])
 			}
 		}
-		if hasMedia && text == "" {
-			text = "(see the attachments in the next message)"
+		prefix := ""
+		if p.isError {
+			prefix = "Error: "
 		}
-		b = appendString(b, text)
+		// the joined text is "" only with no text part or one empty one
+		nText := 0
+		for j := range p.content {
+			if p.content[j].kind == partText {
+				nText++
+				hasText = hasText || p.content[j].text != "" || nText > 1
+			}
+		}
+		if hasMedia && !hasText && !p.isError {
+			b = appendString(b, "(see the attachments in the next message)")
+		} else {
+			b = appendTextOf(b, prefix, p.content, "\n")
+		}
 		b = append(b, '}')
 	}
 	for i := range m.parts {
@@ -219,7 +216,7 @@ func appendChatPart(b []byte, p *canonPart) []byte {
 		if p.url != "" {
 			b = appendString(b, p.url)
 		} else {
-			b = appendString(b, dataURL(p.mediaType, p.data))
+			b = appendDataURL(b, p.mediaType, p.data)
 		}
 		if p.detail != "" {
 			b = appendStrField(b, "detail", p.detail)
@@ -235,7 +232,7 @@ func appendChatPart(b []byte, p *canonPart) []byte {
 		b = append(b, `{"type":"file","file":{"filename":`...)
 		b = appendString(b, firstNonEmpty(p.filename, "document"))
 		b = append(b, `,"file_data":`...)
-		b = appendString(b, dataURL(p.mediaType, p.data))
+		b = appendDataURL(b, p.mediaType, p.data)
 		return append(b, "}}"...)
 	}
 	return b
@@ -248,23 +245,12 @@ func appendChatPart(b []byte, p *canonPart) []byte {
 func appendChatAssistant(b []byte, parts []canonPart) []byte {
 	nText, nReason := 0, 0
 	hasCalls := false
-	var text, reasoning string
 	for i := range parts {
 		switch p := &parts[i]; p.kind {
 		case partText:
-			if nText == 0 {
-				text = p.text
-			} else {
-				text += p.text
-			}
 			nText++
 		case partThinking:
 			if p.signature == "" && p.text != "" {
-				if nReason == 0 {
-					reasoning = p.text
-				} else {
-					reasoning += p.text
-				}
 				nReason++
 			}
 		case partToolCall:
@@ -278,12 +264,19 @@ func appendChatAssistant(b []byte, parts []canonPart) []byte {
 	b = appendComma(b)
 	b = append(b, `{"role":"assistant","content":`...)
 	if hasText || !hasCalls {
-		b = appendString(b, text)
+		b = appendTextOf(b, "", parts, "")
 	} else {
 		b = append(b, "null"...)
 	}
 	if nReason > 0 {
-		b = appendStrField(b, "reasoning_content", reasoning)
+		// unsigned reasoning, joined
+		b = append(appendKey(b, "reasoning_content"), '"')
+		for i := range parts {
+			if p := &parts[i]; p.kind == partThinking && p.signature == "" {
+				b = appendEscaped(b, p.text)
+			}
+		}
+		b = append(b, '"')
 	}
 	if hasCalls {
 		b = append(b, `,"tool_calls":[`...)

@@ -24,6 +24,14 @@ func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s)
 // U+2029 are escaped so the output is also valid JavaScript.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends s escaped as the inside of a JSON string literal
+// (see appendString), without the quotes, so one literal can be written
+// from several pieces without joining them first.
+func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -66,8 +74,7 @@ func appendString(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // appendKey appends `"key":` preceded by a comma when needed (see

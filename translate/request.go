@@ -113,19 +113,33 @@ func duplicateTopLevelKey(body []byte) string {
 	return dup
 }
 
-// SetModel rewrites the top-level "model" field of a JSON object body with
-// sjson, leaving every other byte as it was (used for passthrough). When the
-// field already holds model, body is returned unchanged (no copy).
+// SetModel rewrites the top-level "model" field of a JSON object body,
+// leaving every other byte as it was (used for passthrough). When the
+// field already holds model, body is returned unchanged (no copy);
+// otherwise the result is one new buffer of exactly the new size.
 func SetModel(body []byte, model string) ([]byte, error) {
-	cur := gjson.GetBytes(body, "model")
+	cur := gjson.Get(view(body), "model")
 	if cur.Type == gjson.String && cur.Str == model {
 		return body, nil
+	}
+	if cur.Exists() && cur.Index > 0 {
+		lit := appendString(make([]byte, 0, len(model)+2), model)
+		return splice(body, cur.Index, len(cur.Raw), lit), nil
 	}
 	out, err := sjson.SetBytes(body, "model", model)
 	if err != nil {
 		return nil, invalid("model", "cannot set model: request body is not a JSON object")
 	}
 	return out, nil
+}
+
+// splice returns a new buffer holding body with the n bytes at off
+// replaced by repl.
+func splice(body []byte, off, n int, repl []byte) []byte {
+	out := make([]byte, 0, len(body)-n+len(repl))
+	out = append(out, body[:off]...)
+	out = append(out, repl...)
+	return append(out, body[off+n:]...)
 }
 
 // TranslateRequest converts a request body from the client's dialect `from`
@@ -183,14 +197,20 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 // ValidateRequest).
 func decodeRequest(from Dialect, body []byte, translate bool) (*canonRequest, *Error) {
 	c := &checker{d: from, translate: translate}
+	var r *canonRequest
+	var err *Error
 	switch from {
 	case OpenAIChat:
-		return decodeChatRequest(body, c)
+		r, err = decodeChatRequest(body, c)
 	case AnthropicMessages:
-		return decodeAnthropicRequest(body, c)
+		r, err = decodeAnthropicRequest(body, c)
 	default:
-		return decodeResponsesRequest(body, c)
+		r, err = decodeResponsesRequest(body, c)
 	}
+	if r != nil {
+		r.srcLen = len(body)
+	}
+	return r, err
 }
 
 // AddStreamUsage prepares an OpenAI Chat streaming request for passthrough
@@ -201,12 +221,31 @@ func decodeRequest(from Dialect, body []byte, translate bool) (*canonRequest, *E
 // client's stream stays exactly what it asked for. Non-streaming requests
 // and requests that already ask are returned unchanged.
 func AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
-	res := gjson.GetManyBytes(body, "stream", "stream_options.include_usage")
+	res := gjson.GetMany(view(body), "stream", "stream_options", "stream_options.include_usage")
 	if res[0].Type != gjson.True {
 		return body, false
 	}
-	if res[1].Type == gjson.True {
+	so, iu := res[1], res[2]
+	if iu.Type == gjson.True {
 		return body, true
+	}
+	// splice the field in (one allocation) where its place is known
+	const field = `"include_usage":true`
+	switch {
+	case !so.Exists():
+		if end := bytes.LastIndexByte(body, '}'); end > 0 {
+			return splice(body, end, 0, []byte(`,"stream_options":{`+field+`}`)), false
+		}
+	case so.Type == gjson.Null && so.Index > 0:
+		return splice(body, so.Index, len(so.Raw), []byte(`{`+field+`}`)), false
+	case so.IsObject() && iu.Exists() && iu.Index > 0:
+		return splice(body, iu.Index, len(iu.Raw), []byte("true")), false
+	case so.IsObject() && !iu.Exists() && so.Index > 0:
+		ins := field
+		if strings.TrimSpace(so.Raw[1:len(so.Raw)-1]) != "" {
+			ins += ","
+		}
+		return splice(body, so.Index+1, 0, []byte(ins)), false
 	}
 	out, err := sjson.SetBytes(body, "stream_options.include_usage", true)
 	if err != nil {
