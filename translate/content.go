@@ -120,18 +120,18 @@ func rawOrEmpty(r gjson.Result) string {
 
 // imagePartFromURL builds an image part from an OpenAI image URL (http(s)
 // or a base64 data URL), validating the base64 payload.
-func imagePartFromURL(u, detail, param string) (canonPart, *Error) {
+func imagePartFromURL(u, detail string, param fpath) (canonPart, *Error) {
 	if u == "" {
-		return canonPart{}, invalid(param, "%s: image URL is empty", param)
+		return canonPart{}, invalidAt(param, ": image URL is empty")
 	}
 	if mt, data, ok := parseDataURL(u); ok {
 		if !validBase64(data) {
-			return canonPart{}, invalid(param, "%s: image data is not valid base64", param)
+			return canonPart{}, invalidAt(param, ": image data is not valid base64")
 		}
 		return canonPart{kind: partImage, mediaType: mt, data: data, detail: detail}, nil
 	}
 	if strings.HasPrefix(u, "data:") {
-		return canonPart{}, unsupported(param, "%s: only base64 data URLs are supported for images", param)
+		return canonPart{}, unsupportedAt(param, ": only base64 data URLs are supported for images")
 	}
 	return canonPart{kind: partImage, url: u, detail: detail}, nil
 }

@@ -1,10 +1,6 @@
 package translate
 
-import (
-	"strconv"
-
-	"github.com/tidwall/gjson"
-)
+import "github.com/tidwall/gjson"
 
 // decodeAnthropicRequest decodes an Anthropic Messages request (Anthropic API
 // reference, "Create a Message") into the canonical form, with the field
@@ -20,36 +16,37 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	}
 	msgs := root.get("messages")
 	if !present(msgs) {
-		return nil, c.missing("messages")
+		return nil, c.missing(top("messages"))
 	}
 	if !msgs.IsArray() {
-		return nil, c.typeErr("messages", wantArr, msgs)
+		return nil, c.typeErr(top("messages"), wantArr, msgs)
 	}
 	var err *Error
 	i := 0
 	var msc objFields
+	msgsPath := top("messages")
 	msgs.ForEach(func(_, m gjson.Result) bool {
-		param := "messages[" + strconv.Itoa(i) + "]"
+		param := msgsPath.at(i)
 		i++
 		if !m.IsObject() {
 			err = c.typeErr(param, wantObj, m)
 			return false
 		}
 		msc = fieldsInto(msc, m)
-		role, e := c.reqStr(msc.get("role"), param+".role")
+		role, e := c.reqStr(msc.get("role"), param.dot("role"))
 		if e != nil {
 			err = e
 			return false
 		}
 		if role != "user" && role != "assistant" && role != "system" {
 			if c.translate || role == "" {
-				err = c.badValue(param+".role", role, []string{"user", "assistant"})
+				err = c.badValue(param.dot("role"), role, []string{"user", "assistant"})
 			} else {
-				err = unsupported(param+".role", "%s.role: must be \"user\" or \"assistant\"", param)
+				err = unsupportedAt(param.dot("role"), `: must be "user" or "assistant"`)
 			}
 			return false
 		}
-		parts, e := anthropicBlocks(msc.get("content"), param+".content", c)
+		parts, e := anthropicBlocks(msc.get("content"), param.dot("content"), c)
 		if e != nil {
 			err = e
 			return false
@@ -87,26 +84,27 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 		var err *Error
 		i := 0
 		var bsc objFields
+		sysPath := top("system")
 		sys.ForEach(func(_, b gjson.Result) bool {
-			p := "system[" + strconv.Itoa(i) + "]"
+			p := sysPath.at(i)
 			i++
 			if !b.IsObject() {
 				err = c.typeErr(p, wantObj, b)
 				return false
 			}
 			bsc = fieldsInto(bsc, b)
-			typ, e := c.reqStr(bsc.get("type"), p+".type")
+			typ, e := c.reqStr(bsc.get("type"), p.dot("type"))
 			if e != nil {
 				err = e
 				return false
 			}
 			if typ != "text" {
-				err = unsupported(p+".type", "%s.type: system blocks must be text", p)
+				err = unsupportedAt(p.dot("type"), ": system blocks must be text")
 				return false
 			}
-			text, e := c.reqStr(bsc.get("text"), p+".text")
+			text, e := c.reqStr(bsc.get("text"), p.dot("text"))
 			if e == nil {
-				e = c.object(bsc.get("cache_control"), p+".cache_control")
+				e = c.object(bsc.get("cache_control"), p.dot("cache_control"))
 			}
 			if e != nil {
 				err = e
@@ -117,7 +115,7 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 		})
 		return err
 	case present(sys):
-		return c.typeErr("system", wantStrOrArr, sys)
+		return c.typeErr(top("system"), wantStrOrArr, sys)
 	}
 	return nil
 }
@@ -125,15 +123,16 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 // anthropicTools reads custom tools; server tools (web_search_…, bash_…,
 // …) have no counterpart and are dropped.
 func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
-	if e := c.array(tools, "tools"); e != nil || !tools.IsArray() {
+	if e := c.array(tools, top("tools")); e != nil || !tools.IsArray() {
 		return nil, e
 	}
 	var out []canonTool
 	var err *Error
 	i := 0
 	var tsc objFields
+	toolsPath := top("tools")
 	tools.ForEach(func(_, t gjson.Result) bool {
-		p := "tools[" + strconv.Itoa(i) + "]"
+		p := toolsPath.at(i)
 		i++
 		if !t.IsObject() {
 			err = c.typeErr(p, wantObj, t)
@@ -141,7 +140,7 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		}
 		tsc = fieldsInto(tsc, t)
 		tf := tsc
-		typ, e := c.str(tf.get("type"), p+".type")
+		typ, e := c.str(tf.get("type"), p.dot("type"))
 		if e != nil {
 			err = e
 			return false
@@ -149,27 +148,27 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		if typ != "" && typ != "custom" {
 			return true // server tools have no counterpart: dropped
 		}
-		name, e := c.reqStr(tf.get("name"), p+".name")
+		name, e := c.reqStr(tf.get("name"), p.dot("name"))
 		if e == nil && name == "" {
-			e = invalid(p+".name", "%s.name: required", p)
+			e = invalidAt(p.dot("name"), ": required")
 		}
 		var desc string
 		if e == nil {
-			desc, e = c.str(tf.get("description"), p+".description")
+			desc, e = c.str(tf.get("description"), p.dot("description"))
 		}
 		schema := tf.get("input_schema")
 		if e == nil {
 			if c.translate && !present(schema) {
-				e = c.missing(p + ".input_schema")
+				e = c.missing(p.dot("input_schema"))
 			} else {
-				e = c.object(schema, p+".input_schema")
+				e = c.object(schema, p.dot("input_schema"))
 			}
 		}
 		if e == nil {
-			_, _, e = c.boolean(tf.get("strict"), p+".strict")
+			_, _, e = c.boolean(tf.get("strict"), p.dot("strict"))
 		}
 		if e == nil {
-			e = c.object(tf.get("cache_control"), p+".cache_control")
+			e = c.object(tf.get("cache_control"), p.dot("cache_control"))
 		}
 		if e != nil {
 			err = e
@@ -189,10 +188,10 @@ func anthropicToolChoice(tc gjson.Result, r *canonRequest, c *checker) *Error {
 		return nil
 	}
 	if !tc.IsObject() {
-		return c.typeErr("tool_choice", wantObj, tc)
+		return c.typeErr(top("tool_choice"), wantObj, tc)
 	}
 	res := gjson.GetMany(tc.Raw, "type", "name", "disable_parallel_tool_use")
-	typ, e := c.reqStr(res[0], "tool_choice.type")
+	typ, e := c.reqStr(res[0], top("tool_choice.type"))
 	if e != nil {
 		return e
 	}
@@ -200,7 +199,7 @@ func anthropicToolChoice(tc gjson.Result, r *canonRequest, c *checker) *Error {
 	case "auto", "any", "none":
 		r.toolChoice = typ
 	case "tool":
-		name, e := c.reqStr(res[1], "tool_choice.name")
+		name, e := c.reqStr(res[1], top("tool_choice.name"))
 		if e != nil {
 			return e
 		}
@@ -210,11 +209,11 @@ func anthropicToolChoice(tc gjson.Result, r *canonRequest, c *checker) *Error {
 		r.toolChoice, r.toolChoiceName = "tool", name
 	default:
 		if c.translate || typ == "" {
-			return c.badValue("tool_choice.type", typ, []string{"auto", "any", "tool", "none"})
+			return c.badValue(top("tool_choice.type"), typ, []string{"auto", "any", "tool", "none"})
 		}
 		return unsupported("tool_choice.type", "tool_choice.type: unknown value %q", clip(typ))
 	}
-	d, set, e := c.boolean(res[2], "tool_choice.disable_parallel_tool_use")
+	d, set, e := c.boolean(res[2], top("tool_choice.disable_parallel_tool_use"))
 	if set {
 		b := !d
 		r.parallel = &b
@@ -225,7 +224,7 @@ func anthropicToolChoice(tc gjson.Result, r *canonRequest, c *checker) *Error {
 // anthropicScalars reads and checks max_tokens, stop_sequences, metadata,
 // thinking, output_config and service_tier.
 func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
-	mt, set, e := c.integer(root.get("max_tokens"), "max_tokens", tokenBounds)
+	mt, set, e := c.integer(root.get("max_tokens"), top("max_tokens"), tokenBounds)
 	if e != nil {
 		return e
 	}
@@ -233,11 +232,11 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		return unsupported("max_tokens", "max_tokens: 0 (warming the prompt cache without generating) cannot be translated to another API dialect")
 	}
 	r.maxTokens = mt
-	if r.stop, e = c.strList(root.get("stop_sequences"), "stop_sequences", false, 0); e != nil {
+	if r.stop, e = c.strList(root.get("stop_sequences"), top("stop_sequences"), false, 0); e != nil {
 		return e
 	}
 	md := root.get("metadata")
-	if e := c.object(md, "metadata"); e != nil {
+	if e := c.object(md, top("metadata")); e != nil {
 		return e
 	}
 	if md.IsObject() {
@@ -245,7 +244,7 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		md.ForEach(func(k, v gjson.Result) bool {
 			switch {
 			case k.Str == "user_id":
-				r.user, err = c.str(v, "metadata.user_id")
+				r.user, err = c.str(v, top("metadata.user_id"))
 			case c.translate:
 				err = c.fail("metadata."+clip(k.Str), "", "", "Extra inputs are not permitted")
 			}
@@ -256,14 +255,14 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		}
 	}
 	th := root.get("thinking")
-	if e := c.object(th, "thinking"); e != nil {
+	if e := c.object(th, top("thinking")); e != nil {
 		return e
 	}
 	if th.IsObject() {
 		res := gjson.GetMany(th.Raw, "type", "budget_tokens")
-		typ, e := c.reqStr(res[0], "thinking.type")
+		typ, e := c.reqStr(res[0], top("thinking.type"))
 		if e == nil {
-			e = c.enum(typ, "thinking.type", "enabled", "disabled", "adaptive")
+			e = c.enum(typ, top("thinking.type"), "enabled", "disabled", "adaptive")
 		}
 		if e != nil {
 			return e
@@ -271,9 +270,9 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		switch typ {
 		case "enabled":
 			if c.translate && !present(res[1]) {
-				return c.missing("thinking.budget_tokens")
+				return c.missing(top("thinking.budget_tokens"))
 			}
-			if r.thinkingBudget, _, e = c.integer(res[1], "thinking.budget_tokens", tokenBounds.withVendor(1024, MaxTokenCount)); e != nil {
+			if r.thinkingBudget, _, e = c.integer(res[1], top("thinking.budget_tokens"), tokenBounds.withVendor(1024, MaxTokenCount)); e != nil {
 				return e
 			}
 			r.effort = effortForBudget(r.thinkingBudget)
@@ -284,12 +283,12 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		}
 	}
 	oc := root.get("output_config")
-	if e := c.object(oc, "output_config"); e != nil {
+	if e := c.object(oc, top("output_config")); e != nil {
 		return e
 	}
 	if oc.IsObject() {
 		res := gjson.GetMany(oc.Raw, "effort", "format")
-		effort, e := c.strEnum(res[0], "output_config.effort", "low", "medium", "high", "max")
+		effort, e := c.strEnum(res[0], top("output_config.effort"), "low", "medium", "high", "max")
 		if e != nil {
 			return e
 		}
@@ -297,20 +296,20 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 			r.effort = effort
 		}
 		f := res[1]
-		if e := c.object(f, "output_config.format"); e != nil {
+		if e := c.object(f, top("output_config.format")); e != nil {
 			return e
 		}
 		if f.IsObject() {
 			fr := gjson.GetMany(f.Raw, "type", "schema")
-			typ, e := c.reqStr(fr[0], "output_config.format.type")
+			typ, e := c.reqStr(fr[0], top("output_config.format.type"))
 			if e == nil {
-				e = c.enum(typ, "output_config.format.type", "json_schema")
+				e = c.enum(typ, top("output_config.format.type"), "json_schema")
 			}
 			if e == nil {
 				if c.translate && typ == "json_schema" && !present(fr[1]) {
-					e = c.missing("output_config.format.schema")
+					e = c.missing(top("output_config.format.schema"))
 				} else {
-					e = c.object(fr[1], "output_config.format.schema")
+					e = c.object(fr[1], top("output_config.format.schema"))
 				}
 			}
 			if e != nil {
@@ -321,7 +320,7 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 			}
 		}
 	}
-	if _, e = c.strEnum(root.get("service_tier"), "service_tier", "auto", "standard_only"); e != nil {
+	if _, e = c.strEnum(root.get("service_tier"), top("service_tier"), "auto", "standard_only"); e != nil {
 		return e
 	}
 	return nil
@@ -343,7 +342,7 @@ func effortForBudget(b int64) string {
 
 // anthropicBlocks reads message or tool_result content: a string or an
 // array of blocks.
-func anthropicBlocks(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
+func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	if v.Type == gjson.String {
 		return []canonPart{{kind: partText, text: v.Str}}, nil
 	}
@@ -358,7 +357,7 @@ func anthropicBlocks(v gjson.Result, param string, c *checker) ([]canonPart, *Er
 	j := 0
 	var bsc objFields
 	v.ForEach(func(_, b gjson.Result) bool {
-		p := param + "[" + strconv.Itoa(j) + "]"
+		p := param.at(j)
 		j++
 		if !b.IsObject() {
 			err = c.typeErr(p, wantObj, b)
@@ -380,13 +379,13 @@ func anthropicBlocks(v gjson.Result, param string, c *checker) ([]canonPart, *Er
 
 // anthropicBlock reads one content block (bf holds its fields); keep is
 // false for server-side tool blocks, which have no counterpart.
-func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part canonPart, keep bool, err *Error) {
-	typ, err := c.reqStr(bf.get("type"), p+".type")
+func anthropicBlock(b gjson.Result, bf objFields, p fpath, c *checker) (part canonPart, keep bool, err *Error) {
+	typ, err := c.reqStr(bf.get("type"), p.dot("type"))
 	if err != nil {
 		return part, false, err
 	}
 	cc := bf.get("cache_control")
-	if err := c.object(cc, p+".cache_control"); err != nil {
+	if err := c.object(cc, p.dot("cache_control")); err != nil {
 		return part, false, err
 	}
 	cache := rawOrEmpty(cc)
@@ -398,25 +397,25 @@ func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part ca
 		}
 		var s string
 		if c.translate {
-			s, err = c.reqStr(bf.get(name), p+"."+name)
+			s, err = c.reqStr(bf.get(name), p.dot(name))
 		} else {
-			s, err = c.str(bf.get(name), p+"."+name)
+			s, err = c.str(bf.get(name), p.dot(name))
 		}
 		return s
 	}
 	switch typ {
 	case "text":
-		t, e := c.reqStr(bf.get("text"), p+".text")
+		t, e := c.reqStr(bf.get("text"), p.dot("text"))
 		return canonPart{kind: partText, text: t, cache: cache}, true, e
 	case "image", "document":
 		part, e := anthropicSource(bf, p, typ, c)
 		part.cache = cache
 		return part, true, e
 	case "tool_use":
-		id, err := c.reqStr(bf.get("id"), p+".id")
+		id, err := c.reqStr(bf.get("id"), p.dot("id"))
 		var name string
 		if err == nil {
-			name, err = c.reqStr(bf.get("name"), p+".name")
+			name, err = c.reqStr(bf.get("name"), p.dot("name"))
 		}
 		if err != nil {
 			return part, false, err
@@ -424,9 +423,9 @@ func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part ca
 		in := bf.get("input")
 		switch {
 		case c.translate && !present(in):
-			return part, false, c.missing(p + ".input")
+			return part, false, c.missing(p.dot("input"))
 		case present(in) && !in.IsObject():
-			return part, false, c.typeErr(p+".input", wantObj, in)
+			return part, false, c.typeErr(p.dot("input"), wantObj, in)
 		}
 		args := in.Raw
 		if args == "" || in.Type == gjson.Null {
@@ -434,20 +433,20 @@ func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part ca
 		}
 		return canonPart{kind: partToolCall, id: id, name: name, args: args, cache: cache}, true, nil
 	case "tool_result":
-		id, e := c.reqStr(bf.get("tool_use_id"), p+".tool_use_id")
+		id, e := c.reqStr(bf.get("tool_use_id"), p.dot("tool_use_id"))
 		if e == nil && id == "" {
-			e = invalid(p+".tool_use_id", "%s.tool_use_id: required", p)
+			e = invalidAt(p.dot("tool_use_id"), ": required")
 		}
 		var isErr bool
 		if e == nil {
-			isErr, _, e = c.boolean(bf.get("is_error"), p+".is_error")
+			isErr, _, e = c.boolean(bf.get("is_error"), p.dot("is_error"))
 		}
 		if e != nil {
 			return part, false, e
 		}
 		part = canonPart{kind: partToolResult, id: id, isError: isErr, cache: cache}
 		if rc := bf.get("content"); present(rc) {
-			if part.content, e = anthropicBlocks(rc, p+".content", c); e != nil {
+			if part.content, e = anthropicBlocks(rc, p.dot("content"), c); e != nil {
 				return part, false, e
 			}
 		}
@@ -463,68 +462,68 @@ func anthropicBlock(b gjson.Result, bf objFields, p string, c *checker) (part ca
 		"container_upload", "search_result":
 		return part, false, nil // server-side tool blocks have no counterpart: dropped
 	}
-	return part, false, unsupported(p+".type", "%s.type: unsupported content block type %q", p, clip(typ))
+	return part, false, unsupportedAt(p.dot("type"), sprintf(": unsupported content block type %q", clip(typ)))
 }
 
 // anthropicSource reads the source of an image or document block.
-func anthropicSource(bf objFields, p, typ string, c *checker) (canonPart, *Error) {
+func anthropicSource(bf objFields, p fpath, typ string, c *checker) (canonPart, *Error) {
 	kind := partImage
 	if typ == "document" {
 		kind = partDocument
 	}
-	title, e := c.str(bf.get("title"), p+".title")
+	title, e := c.str(bf.get("title"), p.dot("title"))
 	part := canonPart{kind: kind, filename: title}
 	if e != nil {
 		return part, e
 	}
 	src := bf.get("source")
 	if !present(src) {
-		return part, c.missing(p + ".source")
+		return part, c.missing(p.dot("source"))
 	}
 	if !src.IsObject() {
-		return part, c.typeErr(p+".source", wantObj, src)
+		return part, c.typeErr(p.dot("source"), wantObj, src)
 	}
 	res := gjson.GetMany(src.Raw, "type", "media_type", "data", "url")
-	st, e := c.reqStr(res[0], p+".source.type")
+	st, e := c.reqStr(res[0], p.dot("source.type"))
 	if e != nil {
 		return part, e
 	}
 	switch st {
 	case "base64":
-		if part.mediaType, e = c.reqStr(res[1], p+".source.media_type"); e != nil {
+		if part.mediaType, e = c.reqStr(res[1], p.dot("source.media_type")); e != nil {
 			return part, e
 		}
 		if kind == partImage {
-			if e = c.enum(part.mediaType, p+".source.media_type", "image/jpeg", "image/png", "image/gif", "image/webp"); e != nil {
+			if e = c.enum(part.mediaType, p.dot("source.media_type"), "image/jpeg", "image/png", "image/gif", "image/webp"); e != nil {
 				return part, e
 			}
 		}
-		if part.data, e = c.reqStr(res[2], p+".source.data"); e != nil {
+		if part.data, e = c.reqStr(res[2], p.dot("source.data")); e != nil {
 			return part, e
 		}
 		if !validBase64(part.data) {
-			return part, invalid(p+".source.data", "%s.source.data: not valid base64", p)
+			return part, invalidAt(p.dot("source.data"), ": not valid base64")
 		}
 		if part.mediaType == "" {
-			return part, invalid(p+".source.media_type", "%s.source.media_type: required", p)
+			return part, invalidAt(p.dot("source.media_type"), ": required")
 		}
 	case "url":
-		if part.url, e = c.reqStr(res[3], p+".source.url"); e != nil {
+		if part.url, e = c.reqStr(res[3], p.dot("source.url")); e != nil {
 			return part, e
 		}
 		if part.url == "" {
-			return part, invalid(p+".source.url", "%s.source.url: required", p)
+			return part, invalidAt(p.dot("source.url"), ": required")
 		}
 	case "text":
 		if kind != partDocument {
-			return part, unsupported(p+".source.type", "%s.source.type: \"text\" is only valid for documents", p)
+			return part, unsupportedAt(p.dot("source.type"), `: "text" is only valid for documents`)
 		}
-		if part.text, e = c.reqStr(res[2], p+".source.data"); e != nil {
+		if part.text, e = c.reqStr(res[2], p.dot("source.data")); e != nil {
 			return part, e
 		}
 		part.mediaType = "text/plain"
 	default:
-		return part, unsupported(p+".source.type", "%s.source.type: unsupported source type %q", p, clip(st))
+		return part, unsupportedAt(p.dot("source.type"), sprintf(": unsupported source type %q", clip(st)))
 	}
 	return part, nil
 }

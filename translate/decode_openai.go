@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -21,17 +20,18 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	}
 	msgs := root.get("messages")
 	if !present(msgs) {
-		return nil, c.missing("messages")
+		return nil, c.missing(top("messages"))
 	}
 	if !msgs.IsArray() {
-		return nil, c.typeErr("messages", wantArr, msgs)
+		return nil, c.typeErr(top("messages"), wantArr, msgs)
 	}
 	var err *Error
 	i := 0
 	leading := true
 	var msc objFields
+	msgsPath := top("messages")
 	msgs.ForEach(func(_, m gjson.Result) bool {
-		param := "messages[" + strconv.Itoa(i) + "]"
+		param := msgsPath.at(i)
 		i++
 		if !m.IsObject() {
 			err = c.typeErr(param, wantObj, m)
@@ -39,9 +39,9 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		}
 		msc = fieldsInto(msc, m)
 		mf := msc
-		role, e := c.reqStr(mf.get("role"), param+".role")
+		role, e := c.reqStr(mf.get("role"), param.dot("role"))
 		if e == nil {
-			_, e = c.str(mf.get("name"), param+".name")
+			_, e = c.str(mf.get("name"), param.dot("name"))
 		}
 		if e != nil {
 			err = e
@@ -49,7 +49,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		}
 		switch role {
 		case "system", "developer":
-			parts, e := chatTextParts(mf.get("content"), param+".content", c)
+			parts, e := chatTextParts(mf.get("content"), param.dot("content"), c)
 			if e != nil {
 				err = e
 				return false
@@ -63,10 +63,10 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		case "user":
 			content := mf.get("content")
 			if !present(content) && c.translate {
-				err = c.missing(param + ".content")
+				err = c.missing(param.dot("content"))
 				return false
 			}
-			parts, e := chatUserParts(content, param+".content", c)
+			parts, e := chatUserParts(content, param.dot("content"), c)
 			if e != nil {
 				err = e
 				return false
@@ -80,28 +80,28 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			}
 			r.addMessage("assistant", parts...)
 		case "tool":
-			id, e := c.reqStr(mf.get("tool_call_id"), param+".tool_call_id")
+			id, e := c.reqStr(mf.get("tool_call_id"), param.dot("tool_call_id"))
 			if e == nil && id == "" {
-				e = invalid(param+".tool_call_id", "%s.tool_call_id: required for role \"tool\"", param)
+				e = invalidAt(param.dot("tool_call_id"), `: required for role "tool"`)
 			}
 			if e != nil {
 				err = e
 				return false
 			}
-			content, e := chatUserParts(mf.get("content"), param+".content", c)
+			content, e := chatUserParts(mf.get("content"), param.dot("content"), c)
 			if e != nil {
 				err = e
 				return false
 			}
 			r.addMessage("user", canonPart{kind: partToolResult, id: id, content: content})
 		case "function":
-			err = unsupported(param+".role", "%s.role: the deprecated \"function\" role is not supported; use \"tool\"", param)
+			err = unsupportedAt(param.dot("role"), `: the deprecated "function" role is not supported; use "tool"`)
 			return false
 		default:
 			if c.translate || role == "" {
-				err = c.badValue(param+".role", role, chatRoles)
+				err = c.badValue(param.dot("role"), role, chatRoles)
 			} else {
-				err = unsupported(param+".role", "%s.role: unknown role %q", param, clip(role))
+				err = unsupportedAt(param.dot("role"), sprintf(": unknown role %q", clip(role)))
 			}
 			return false
 		}
@@ -125,7 +125,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 
 // chatAssistant reads an assistant message: reasoning (in the fields
 // OpenAI-compatible upstreams use), content, refusal and tool_calls.
-func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error) {
+func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) {
 	var parts []canonPart
 	if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
 		parts = append(parts, canonPart{kind: partThinking, text: rc})
@@ -139,35 +139,36 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 	case content.IsArray():
 		var err *Error
 		j := 0
+		contentPath := param.dot("content")
 		content.ForEach(func(_, p gjson.Result) bool {
-			pp := param + ".content[" + strconv.Itoa(j) + "]"
+			pp := contentPath.at(j)
 			j++
 			if !p.IsObject() {
 				err = c.typeErr(pp, wantObj, p)
 				return false
 			}
-			typ, e := c.reqStr(p.Get("type"), pp+".type")
+			typ, e := c.reqStr(p.Get("type"), pp.dot("type"))
 			if e != nil {
 				err = e
 				return false
 			}
 			switch typ {
 			case "text", "output_text":
-				t, e := c.reqStr(p.Get("text"), pp+".text")
+				t, e := c.reqStr(p.Get("text"), pp.dot("text"))
 				if e != nil {
 					err = e
 					return false
 				}
 				parts = append(parts, canonPart{kind: partText, text: t})
 			case "refusal":
-				t, e := c.reqStr(p.Get("refusal"), pp+".refusal")
+				t, e := c.reqStr(p.Get("refusal"), pp.dot("refusal"))
 				if e != nil {
 					err = e
 					return false
 				}
 				parts = append(parts, canonPart{kind: partText, text: t})
 			default:
-				err = unsupported(pp, "%s: unsupported assistant content part type %q", pp, clip(typ))
+				err = unsupportedAt(pp, sprintf(": unsupported assistant content part type %q", clip(typ)))
 				return false
 			}
 			return true
@@ -176,9 +177,9 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 			return nil, err
 		}
 	case present(content):
-		return nil, c.typeErr(param+".content", wantStrOrArr, content)
+		return nil, c.typeErr(param.dot("content"), wantStrOrArr, content)
 	}
-	refusal, e := c.str(mf.get("refusal"), param+".refusal")
+	refusal, e := c.str(mf.get("refusal"), param.dot("refusal"))
 	if e != nil {
 		return nil, e
 	}
@@ -186,7 +187,7 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 		parts = append(parts, canonPart{kind: partText, text: refusal})
 	}
 	tcs := mf.get("tool_calls")
-	if e := c.array(tcs, param+".tool_calls"); e != nil {
+	if e := c.array(tcs, param.dot("tool_calls")); e != nil {
 		return nil, e
 	}
 	var err *Error
@@ -194,43 +195,44 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 	if !tcs.IsArray() {
 		tcs = gjson.Result{} // null: no calls
 	}
+	callsPath := param.dot("tool_calls")
 	tcs.ForEach(func(_, tc gjson.Result) bool {
-		tp := param + ".tool_calls[" + strconv.Itoa(j) + "]"
+		tp := callsPath.at(j)
 		j++
 		if !tc.IsObject() {
 			err = c.typeErr(tp, wantObj, tc)
 			return false
 		}
-		id, e := c.reqStr(tc.Get("id"), tp+".id")
+		id, e := c.reqStr(tc.Get("id"), tp.dot("id"))
 		var typ string
 		if e == nil {
-			typ, e = c.str(tc.Get("type"), tp+".type")
+			typ, e = c.str(tc.Get("type"), tp.dot("type"))
 		}
 		if e != nil {
 			err = e
 			return false
 		}
 		if typ != "" && typ != "function" {
-			err = unsupported(tp, "%s: tool call type %q cannot be translated", tp, clip(typ))
+			err = unsupportedAt(tp, sprintf(": tool call type %q cannot be translated", clip(typ)))
 			return false
 		}
 		f := tc.Get("function")
 		if !present(f) {
-			err = c.missing(tp + ".function")
+			err = c.missing(tp.dot("function"))
 			return false
 		}
 		if !f.IsObject() {
-			err = c.typeErr(tp+".function", wantObj, f)
+			err = c.typeErr(tp.dot("function"), wantObj, f)
 			return false
 		}
-		name, e := c.reqStr(f.Get("name"), tp+".function.name")
+		name, e := c.reqStr(f.Get("name"), tp.dot("function.name"))
 		if e != nil {
 			err = e
 			return false
 		}
 		args := f.Get("arguments")
 		if present(args) && args.Type != gjson.String {
-			err = c.typeErr(tp+".function.arguments", wantStr, args)
+			err = c.typeErr(tp.dot("function.arguments"), wantStr, args)
 			return false
 		}
 		parts = append(parts, canonPart{kind: partToolCall, id: id, name: name, args: args.Str})
@@ -240,7 +242,7 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 		return nil, err
 	}
 	if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
-		return nil, unsupported(param+".function_call", "%s.function_call: the deprecated function_call form is not supported; use tool_calls", param)
+		return nil, unsupportedAt(param.dot("function_call"), ": the deprecated function_call form is not supported; use tool_calls")
 	}
 	return parts, nil
 }
@@ -248,22 +250,23 @@ func chatAssistant(mf objFields, param string, c *checker) ([]canonPart, *Error)
 // chatTools reads Chat function tools; other tool types (custom, hosted)
 // have no counterpart and are dropped.
 func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
-	if e := c.array(tools, "tools"); e != nil || !tools.IsArray() {
+	if e := c.array(tools, top("tools")); e != nil || !tools.IsArray() {
 		return nil, e
 	}
 	var out []canonTool
 	var err *Error
 	i := 0
 	var tsc objFields
+	toolsPath := top("tools")
 	tools.ForEach(func(_, t gjson.Result) bool {
-		param := "tools[" + strconv.Itoa(i) + "]"
+		param := toolsPath.at(i)
 		i++
 		if !t.IsObject() {
 			err = c.typeErr(param, wantObj, t)
 			return false
 		}
 		tsc = fieldsInto(tsc, t)
-		typ, e := c.str(tsc.get("type"), param+".type")
+		typ, e := c.str(tsc.get("type"), param.dot("type"))
 		if e != nil {
 			err = e
 			return false
@@ -273,14 +276,14 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		}
 		f := tsc.get("function")
 		if !present(f) {
-			err = c.missing(param + ".function")
+			err = c.missing(param.dot("function"))
 			return false
 		}
 		if !f.IsObject() {
-			err = c.typeErr(param+".function", wantObj, f)
+			err = c.typeErr(param.dot("function"), wantObj, f)
 			return false
 		}
-		tool, e := functionTool(f, param+".function", "parameters", c)
+		tool, e := functionTool(f, param.dot("function"), "parameters", c)
 		if e != nil {
 			err = e
 			return false
@@ -293,21 +296,21 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 
 // functionTool reads an OpenAI function definition (name, description,
 // schema under schemaKey, strict) from the object f.
-func functionTool(f gjson.Result, param, schemaKey string, c *checker) (canonTool, *Error) {
+func functionTool(f gjson.Result, param fpath, schemaKey string, c *checker) (canonTool, *Error) {
 	res := gjson.GetMany(f.Raw, "name", "description", schemaKey, "strict")
-	name, e := c.reqStr(res[0], param+".name")
+	name, e := c.reqStr(res[0], param.dot("name"))
 	if e != nil {
 		return canonTool{}, e
 	}
 	if name == "" {
-		return canonTool{}, invalid(param+".name", "%s.name: required", param)
+		return canonTool{}, invalidAt(param.dot("name"), ": required")
 	}
-	desc, e := c.str(res[1], param+".description")
+	desc, e := c.str(res[1], param.dot("description"))
 	if e == nil {
-		e = c.object(res[2], param+"."+schemaKey)
+		e = c.object(res[2], param.dot(schemaKey))
 	}
 	if e == nil {
-		_, _, e = c.boolean(res[3], param+".strict")
+		_, _, e = c.boolean(res[3], param.dot("strict"))
 	}
 	if e != nil {
 		return canonTool{}, e
@@ -321,11 +324,11 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 	if e := parallelToolCalls(root, r, c); e != nil {
 		return e
 	}
-	mct, setC, e := c.integer(root.get("max_completion_tokens"), "max_completion_tokens", tokenBounds.withVendor(1, MaxTokenCount))
+	mct, setC, e := c.integer(root.get("max_completion_tokens"), top("max_completion_tokens"), tokenBounds.withVendor(1, MaxTokenCount))
 	if e != nil {
 		return e
 	}
-	mt, setT, e := c.integer(root.get("max_tokens"), "max_tokens", tokenBounds.withVendor(1, MaxTokenCount))
+	mt, setT, e := c.integer(root.get("max_tokens"), top("max_tokens"), tokenBounds.withVendor(1, MaxTokenCount))
 	if e != nil {
 		return e
 	}
@@ -334,74 +337,74 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 	} else if setT {
 		r.maxTokens = mt
 	}
-	if r.stop, e = c.strList(root.get("stop"), "stop", true, 4); e != nil {
+	if r.stop, e = c.strList(root.get("stop"), top("stop"), true, 4); e != nil {
 		return e
 	}
 	if e := readUser(root, r, c); e != nil {
 		return e
 	}
-	if r.effort, e = c.strEnum(root.get("reasoning_effort"), "reasoning_effort", openAIEfforts...); e != nil {
+	if r.effort, e = c.strEnum(root.get("reasoning_effort"), top("reasoning_effort"), openAIEfforts...); e != nil {
 		return e
 	}
 	rf := root.get("response_format")
-	if e := c.object(rf, "response_format"); e != nil {
+	if e := c.object(rf, top("response_format")); e != nil {
 		return e
 	}
 	if rf.IsObject() {
-		if r.formatType, e = c.reqStr(rf.Get("type"), "response_format.type"); e != nil {
+		if r.formatType, e = c.reqStr(rf.Get("type"), top("response_format.type")); e != nil {
 			return e
 		}
-		if e := c.enum(r.formatType, "response_format.type", "text", "json_object", "json_schema"); e != nil {
+		if e := c.enum(r.formatType, top("response_format.type"), "text", "json_object", "json_schema"); e != nil {
 			return e
 		}
 		if r.formatType == "json_schema" {
 			js := rf.Get("json_schema")
 			if c.translate && !present(js) {
-				return c.missing("response_format.json_schema")
+				return c.missing(top("response_format.json_schema"))
 			}
-			if e := c.object(js, "response_format.json_schema"); e != nil {
+			if e := c.object(js, top("response_format.json_schema")); e != nil {
 				return e
 			}
-			if e := jsonSchemaFormat(js, "response_format.json_schema", r, c); e != nil {
+			if e := jsonSchemaFormat(js, top("response_format.json_schema"), r, c); e != nil {
 				return e
 			}
 		}
 	}
-	if r.n, _, e = c.integer(root.get("n"), "n", bounds{1, MaxTokenCount, 1, 128}); e != nil {
+	if r.n, _, e = c.integer(root.get("n"), top("n"), bounds{1, MaxTokenCount, 1, 128}); e != nil {
 		return e
 	}
-	if _, _, e = c.integer(root.get("seed"), "seed", int64Bounds); e != nil {
+	if _, _, e = c.integer(root.get("seed"), top("seed"), int64Bounds); e != nil {
 		return e
 	}
 	for _, f := range [...]string{"presence_penalty", "frequency_penalty"} {
-		if _, e := c.number(root.get(f), f, noBounds.withVendor(-2, 2)); e != nil {
+		if _, e := c.number(root.get(f), top(f), noBounds.withVendor(-2, 2)); e != nil {
 			return e
 		}
 	}
-	if _, _, e = c.boolean(root.get("logprobs"), "logprobs"); e != nil {
+	if _, _, e = c.boolean(root.get("logprobs"), top("logprobs")); e != nil {
 		return e
 	}
-	if _, _, e = c.integer(root.get("top_logprobs"), "top_logprobs", bounds{0, MaxTokenCount, 0, 20}); e != nil {
+	if _, _, e = c.integer(root.get("top_logprobs"), top("top_logprobs"), bounds{0, MaxTokenCount, 0, 20}); e != nil {
 		return e
 	}
-	if _, _, e = c.boolean(root.get("store"), "store"); e != nil {
+	if _, _, e = c.boolean(root.get("store"), top("store")); e != nil {
 		return e
 	}
-	if e := c.object(root.get("logit_bias"), "logit_bias"); e != nil {
+	if e := c.object(root.get("logit_bias"), top("logit_bias")); e != nil {
 		return e
 	}
-	if _, e = c.str(root.get("service_tier"), "service_tier"); e != nil {
+	if _, e = c.str(root.get("service_tier"), top("service_tier")); e != nil {
 		return e
 	}
-	if e := c.stringMap(root.get("metadata"), "metadata"); e != nil {
+	if e := c.stringMap(root.get("metadata"), top("metadata")); e != nil {
 		return e
 	}
 	so := root.get("stream_options")
-	if e := c.object(so, "stream_options"); e != nil {
+	if e := c.object(so, top("stream_options")); e != nil {
 		return e
 	}
 	if so.IsObject() {
-		if _, _, e = c.boolean(so.Get("include_usage"), "stream_options.include_usage"); e != nil {
+		if _, _, e = c.boolean(so.Get("include_usage"), top("stream_options.include_usage")); e != nil {
 			return e
 		}
 	}
@@ -411,19 +414,19 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 // jsonSchemaFormat reads an OpenAI json_schema response format (Chat
 // response_format.json_schema or Responses text.format): name, schema,
 // strict.
-func jsonSchemaFormat(js gjson.Result, param string, r *canonRequest, c *checker) *Error {
+func jsonSchemaFormat(js gjson.Result, param fpath, r *canonRequest, c *checker) *Error {
 	res := gjson.GetMany(js.Raw, "name", "schema", "strict")
 	var e *Error
 	if c.translate {
-		r.formatName, e = c.reqStr(res[0], param+".name")
+		r.formatName, e = c.reqStr(res[0], param.dot("name"))
 	} else {
-		r.formatName, e = c.str(res[0], param+".name")
+		r.formatName, e = c.str(res[0], param.dot("name"))
 	}
 	if e == nil {
-		e = c.object(res[1], param+".schema")
+		e = c.object(res[1], param.dot("schema"))
 	}
 	if e == nil {
-		_, _, e = c.boolean(res[2], param+".strict")
+		_, _, e = c.boolean(res[2], param.dot("strict"))
 	}
 	r.formatSchema, r.formatStrict = rawOrEmpty(res[1]), rawOrEmpty(res[2])
 	return e
@@ -431,7 +434,7 @@ func jsonSchemaFormat(js gjson.Result, param string, r *canonRequest, c *checker
 
 // parallelToolCalls reads OpenAI parallel_tool_calls.
 func parallelToolCalls(root objFields, r *canonRequest, c *checker) *Error {
-	p, set, e := c.boolean(root.get("parallel_tool_calls"), "parallel_tool_calls")
+	p, set, e := c.boolean(root.get("parallel_tool_calls"), top("parallel_tool_calls"))
 	if set {
 		r.parallel = &p
 	}
@@ -440,11 +443,11 @@ func parallelToolCalls(root objFields, r *canonRequest, c *checker) *Error {
 
 // readUser reads OpenAI user and safety_identifier (the end-user id).
 func readUser(root objFields, r *canonRequest, c *checker) *Error {
-	u, e := c.str(root.get("user"), "user")
+	u, e := c.str(root.get("user"), top("user"))
 	if e != nil {
 		return e
 	}
-	s, e := c.str(root.get("safety_identifier"), "safety_identifier")
+	s, e := c.str(root.get("safety_identifier"), top("safety_identifier"))
 	r.user = firstNonEmpty(u, s)
 	return e
 }
@@ -460,32 +463,32 @@ func decodeCommonTop(root objFields, r *canonRequest, c *checker) *Error {
 	}
 	r.model = m.Str
 	var e *Error
-	if r.stream, _, e = c.boolean(root.get("stream"), "stream"); e != nil {
+	if r.stream, _, e = c.boolean(root.get("stream"), top("stream")); e != nil {
 		return e
 	}
 	tmax := 2.0
 	if c.d == AnthropicMessages {
 		tmax = 1
 	}
-	if r.temperature, e = c.number(root.get("temperature"), "temperature", nonNegBounds.withVendor(0, tmax)); e != nil {
+	if r.temperature, e = c.number(root.get("temperature"), top("temperature"), nonNegBounds.withVendor(0, tmax)); e != nil {
 		return e
 	}
-	if r.topP, e = c.number(root.get("top_p"), "top_p", unitBounds); e != nil {
+	if r.topP, e = c.number(root.get("top_p"), top("top_p"), unitBounds); e != nil {
 		return e
 	}
 	tk := root.get("top_k")
 	if c.d == AnthropicMessages {
-		if _, _, e = c.integer(tk, "top_k", nonNegBounds); e != nil {
+		if _, _, e = c.integer(tk, top("top_k"), nonNegBounds); e != nil {
 			return e
 		}
 		r.topK = rawOrEmpty(tk)
 		return nil
 	}
-	if r.topK, e = c.number(tk, "top_k", noBounds); e != nil || r.topK == "" || !c.translate {
+	if r.topK, e = c.number(tk, top("top_k"), noBounds); e != nil || r.topK == "" || !c.translate {
 		return e
 	}
 	if !isInt(r.topK) {
-		return c.typeErr("top_k", wantInt, tk)
+		return c.typeErr(top("top_k"), wantInt, tk)
 	}
 	if strings.HasPrefix(r.topK, "-") || r.topK == "0" {
 		r.topK = "" // vLLM and others: -1 or 0 turns top-k off
@@ -517,7 +520,7 @@ func chatReasoning(content, reasoning, details gjson.Result) string {
 }
 
 // chatTextParts reads system/developer content: a string or text parts.
-func chatTextParts(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
+func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
 	case v.Type == gjson.String:
 		return []canonPart{{kind: partText, text: v.Str}}, nil
@@ -526,22 +529,22 @@ func chatTextParts(v gjson.Result, param string, c *checker) ([]canonPart, *Erro
 		var err *Error
 		j := 0
 		v.ForEach(func(_, p gjson.Result) bool {
-			pp := param + "[" + strconv.Itoa(j) + "]"
+			pp := param.at(j)
 			j++
 			if !p.IsObject() {
 				err = c.typeErr(pp, wantObj, p)
 				return false
 			}
-			typ, e := c.reqStr(p.Get("type"), pp+".type")
+			typ, e := c.reqStr(p.Get("type"), pp.dot("type"))
 			if e != nil {
 				err = e
 				return false
 			}
 			if typ != "text" {
-				err = unsupported(param, "%s: system messages may only contain text parts", param)
+				err = unsupportedAt(param, ": system messages may only contain text parts")
 				return false
 			}
-			t, e := c.reqStr(p.Get("text"), pp+".text")
+			t, e := c.reqStr(p.Get("text"), pp.dot("text"))
 			if e != nil {
 				err = e
 				return false
@@ -558,7 +561,7 @@ func chatTextParts(v gjson.Result, param string, c *checker) ([]canonPart, *Erro
 
 // chatUserParts reads user or tool content: a string or an array of text,
 // image_url and file parts.
-func chatUserParts(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
+func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
 	case v.Type == gjson.String:
 		return []canonPart{{kind: partText, text: v.Str}}, nil
@@ -568,45 +571,45 @@ func chatUserParts(v gjson.Result, param string, c *checker) ([]canonPart, *Erro
 		j := 0
 		var psc objFields
 		v.ForEach(func(_, p gjson.Result) bool {
-			pp := param + "[" + strconv.Itoa(j) + "]"
+			pp := param.at(j)
 			j++
 			if !p.IsObject() {
 				err = c.typeErr(pp, wantObj, p)
 				return false
 			}
 			psc = fieldsInto(psc, p)
-			typ, e := c.reqStr(psc.get("type"), pp+".type")
+			typ, e := c.reqStr(psc.get("type"), pp.dot("type"))
 			if e != nil {
 				err = e
 				return false
 			}
 			switch typ {
 			case "text":
-				t, e := c.reqStr(psc.get("text"), pp+".text")
+				t, e := c.reqStr(psc.get("text"), pp.dot("text"))
 				if e != nil {
 					err = e
 					return false
 				}
 				parts = append(parts, canonPart{kind: partText, text: t})
 			case "image_url":
-				part, e := chatImage(psc.get("image_url"), pp+".image_url", c)
+				part, e := chatImage(psc.get("image_url"), pp.dot("image_url"), c)
 				if e != nil {
 					err = e
 					return false
 				}
 				parts = append(parts, part)
 			case "file":
-				part, e := chatFile(psc.get("file"), pp+".file", c)
+				part, e := chatFile(psc.get("file"), pp.dot("file"), c)
 				if e != nil {
 					err = e
 					return false
 				}
 				parts = append(parts, part)
 			case "input_audio":
-				err = unsupported(pp, "%s: audio input cannot be translated to this upstream", pp)
+				err = unsupportedAt(pp, ": audio input cannot be translated to this upstream")
 				return false
 			default:
-				err = unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, clip(typ))
+				err = unsupportedAt(pp.dot("type"), sprintf(": unsupported content part type %q", clip(typ)))
 				return false
 			}
 			return true
@@ -621,7 +624,7 @@ func chatUserParts(v gjson.Result, param string, c *checker) ([]canonPart, *Erro
 // chatImage reads an image_url part's image_url: an object with url and
 // detail (a bare URL string is accepted too, as several OpenAI-compatible
 // servers do).
-func chatImage(iu gjson.Result, param string, c *checker) (canonPart, *Error) {
+func chatImage(iu gjson.Result, param fpath, c *checker) (canonPart, *Error) {
 	var u, detail string
 	switch {
 	case iu.Type == gjson.String:
@@ -629,10 +632,10 @@ func chatImage(iu gjson.Result, param string, c *checker) (canonPart, *Error) {
 	case iu.IsObject():
 		res := gjson.GetMany(iu.Raw, "url", "detail")
 		var e *Error
-		if u, e = c.reqStr(res[0], param+".url"); e != nil {
+		if u, e = c.reqStr(res[0], param.dot("url")); e != nil {
 			return canonPart{}, e
 		}
-		if detail, e = c.strEnum(res[1], param+".detail", "auto", "low", "high"); e != nil {
+		if detail, e = c.strEnum(res[1], param.dot("detail"), "auto", "low", "high"); e != nil {
 			return canonPart{}, e
 		}
 	case !present(iu):
@@ -640,12 +643,12 @@ func chatImage(iu gjson.Result, param string, c *checker) (canonPart, *Error) {
 	default:
 		return canonPart{}, c.typeErr(param, wantObj, iu)
 	}
-	return imagePartFromURL(u, detail, param+".url")
+	return imagePartFromURL(u, detail, param.dot("url"))
 }
 
 // chatFile reads a file part's file object; only inline file_data
 // translates.
-func chatFile(f gjson.Result, param string, c *checker) (canonPart, *Error) {
+func chatFile(f gjson.Result, param fpath, c *checker) (canonPart, *Error) {
 	if !present(f) {
 		return canonPart{}, c.missing(param)
 	}
@@ -653,23 +656,23 @@ func chatFile(f gjson.Result, param string, c *checker) (canonPart, *Error) {
 		return canonPart{}, c.typeErr(param, wantObj, f)
 	}
 	res := gjson.GetMany(f.Raw, "file_data", "file_id", "filename")
-	fd, e := c.str(res[0], param+".file_data")
+	fd, e := c.str(res[0], param.dot("file_data"))
 	if e == nil {
-		_, e = c.str(res[1], param+".file_id")
+		_, e = c.str(res[1], param.dot("file_id"))
 	}
 	var name string
 	if e == nil {
-		name, e = c.str(res[2], param+".filename")
+		name, e = c.str(res[2], param.dot("filename"))
 	}
 	if e != nil {
 		return canonPart{}, e
 	}
 	mt, data, ok := parseDataURL(fd)
 	if !ok {
-		return canonPart{}, unsupported(param, "%s: only inline file_data (a base64 data URL) can be translated", param)
+		return canonPart{}, unsupportedAt(param, ": only inline file_data (a base64 data URL) can be translated")
 	}
 	if !validBase64(data) {
-		return canonPart{}, invalid(param+".file_data", "%s.file_data: not valid base64", param)
+		return canonPart{}, invalidAt(param.dot("file_data"), ": not valid base64")
 	}
 	return canonPart{kind: partDocument, mediaType: mt, data: data, filename: name}, nil
 }
@@ -773,17 +776,17 @@ func openAIToolChoice(tc gjson.Result, c *checker, namePath, modePath string) (c
 			return "any", "", nil
 		}
 		if c.translate {
-			return "", "", c.badValue("tool_choice", tc.Str, []string{"none", "auto", "required"})
+			return "", "", c.badValue(top("tool_choice"), tc.Str, []string{"none", "auto", "required"})
 		}
 		return "", "", unsupported("tool_choice", "tool_choice: unknown value %q", clip(tc.Str))
 	case tc.IsObject():
-		typ, e := c.reqStr(tc.Get("type"), "tool_choice.type")
+		typ, e := c.reqStr(tc.Get("type"), top("tool_choice.type"))
 		if e != nil {
 			return "", "", e
 		}
 		switch typ {
 		case "function":
-			if name, e = c.reqStr(tc.Get(namePath), "tool_choice."+namePath); e != nil {
+			if name, e = c.reqStr(tc.Get(namePath), top("tool_choice."+namePath)); e != nil {
 				return "", "", e
 			}
 			if name == "" {
@@ -791,7 +794,7 @@ func openAIToolChoice(tc gjson.Result, c *checker, namePath, modePath string) (c
 			}
 			return "tool", name, nil
 		case "allowed_tools":
-			mode, e := c.strEnum(tc.Get(modePath), "tool_choice."+modePath, "auto", "required")
+			mode, e := c.strEnum(tc.Get(modePath), top("tool_choice."+modePath), "auto", "required")
 			if e != nil {
 				return "", "", e
 			}
@@ -802,5 +805,5 @@ func openAIToolChoice(tc gjson.Result, c *checker, namePath, modePath string) (c
 		}
 		return "", "", nil
 	}
-	return "", "", c.typeErr("tool_choice", wantStrOrObj, tc)
+	return "", "", c.typeErr(top("tool_choice"), wantStrOrObj, tc)
 }

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -21,7 +20,7 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}
-	prev, err := c.str(root.get("previous_response_id"), "previous_response_id")
+	prev, err := c.str(root.get("previous_response_id"), top("previous_response_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +40,7 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			return nil, unsupported("instructions", "instructions: only a string can be translated; put the items in input")
 		}
 	case present(ins):
-		return nil, c.typeErr("instructions", wantStr, ins)
+		return nil, c.typeErr(top("instructions"), wantStr, ins)
 	}
 	input := root.get("input")
 	switch {
@@ -52,9 +51,9 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			return nil, err
 		}
 	case !present(input):
-		return nil, c.missing("input")
+		return nil, c.missing(top("input"))
 	default:
-		return nil, c.typeErr("input", wantStrOrArr, input)
+		return nil, c.typeErr(top("input"), wantStrOrArr, input)
 	}
 	if r.tools, err = responsesTools(root.get("tools"), c); err != nil {
 		return nil, err
@@ -74,8 +73,9 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 	var err *Error
 	i := 0
 	var isc objFields
+	inputPath := top("input")
 	input.ForEach(func(_, it gjson.Result) bool {
-		p := "input[" + strconv.Itoa(i) + "]"
+		p := inputPath.at(i)
 		i++
 		if !it.IsObject() {
 			err = c.typeErr(p, wantObj, it)
@@ -83,7 +83,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 		}
 		isc = fieldsInto(isc, it)
 		itf := isc
-		typ, e := c.str(itf.get("type"), p+".type")
+		typ, e := c.str(itf.get("type"), p.dot("type"))
 		if e != nil {
 			err = e
 			return false
@@ -93,12 +93,12 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 		}
 		switch typ {
 		case "message":
-			role, e := c.reqStr(itf.get("role"), p+".role")
+			role, e := c.reqStr(itf.get("role"), p.dot("role"))
 			if e != nil {
 				err = e
 				return false
 			}
-			parts, e := responsesContent(itf.get("content"), p+".content", c)
+			parts, e := responsesContent(itf.get("content"), p.dot("content"), c)
 			if e != nil {
 				err = e
 				return false
@@ -115,27 +115,27 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				r.addMessage(role, parts...)
 			default:
 				if c.translate || role == "" {
-					err = c.badValue(p+".role", role, responsesRoles)
+					err = c.badValue(p.dot("role"), role, responsesRoles)
 				} else {
-					err = unsupported(p+".role", "%s.role: unknown role %q", p, clip(role))
+					err = unsupportedAt(p.dot("role"), sprintf(": unknown role %q", clip(role)))
 				}
 				return false
 			}
 		case "function_call":
-			callID, e := c.reqStr(itf.get("call_id"), p+".call_id")
+			callID, e := c.reqStr(itf.get("call_id"), p.dot("call_id"))
 			if e == nil && callID == "" {
-				e = invalid(p+".call_id", "%s.call_id: required", p)
+				e = invalidAt(p.dot("call_id"), ": required")
 			}
 			var name string
 			if e == nil {
-				name, e = c.reqStr(itf.get("name"), p+".name")
+				name, e = c.reqStr(itf.get("name"), p.dot("name"))
 			}
 			args := itf.get("arguments")
 			if e == nil {
 				if c.translate && !present(args) {
-					e = c.missing(p + ".arguments")
+					e = c.missing(p.dot("arguments"))
 				} else if present(args) && args.Type != gjson.String {
-					e = c.typeErr(p+".arguments", wantStr, args)
+					e = c.typeErr(p.dot("arguments"), wantStr, args)
 				}
 			}
 			if e != nil {
@@ -144,9 +144,9 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			}
 			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: args.Str})
 		case "function_call_output":
-			callID, e := c.reqStr(itf.get("call_id"), p+".call_id")
+			callID, e := c.reqStr(itf.get("call_id"), p.dot("call_id"))
 			if e == nil && callID == "" {
-				e = invalid(p+".call_id", "%s.call_id: required", p)
+				e = invalidAt(p.dot("call_id"), ": required")
 			}
 			if e != nil {
 				err = e
@@ -158,15 +158,15 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			case out.Type == gjson.String:
 				content = []canonPart{{kind: partText, text: out.Str}}
 			case out.IsArray():
-				if content, e = responsesContent(out, p+".output", c); e != nil {
+				if content, e = responsesContent(out, p.dot("output"), c); e != nil {
 					err = e
 					return false
 				}
 			case !present(out):
-				err = c.missing(p + ".output")
+				err = c.missing(p.dot("output"))
 				return false
 			default:
-				err = c.typeErr(p+".output", wantStrOrArr, out)
+				err = c.typeErr(p.dot("output"), wantStrOrArr, out)
 				return false
 			}
 			r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
@@ -180,7 +180,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				r.addMessage("assistant", part)
 			}
 		case "item_reference":
-			err = unsupported(p+".type", "%s: item_reference is not supported by this gateway (it keeps no state); send the items themselves", p)
+			err = unsupportedAt(p, ": item_reference is not supported by this gateway (it keeps no state); send the items themselves")
 			return false
 		default:
 			// hosted tool calls and their outputs (web_search_call,
@@ -196,34 +196,34 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 // responsesReasoning reads a reasoning item: its summary (or content)
 // text and, when it carries an Anthropic signature or redacted thinking
 // (see sigPrefixThinking), the block to replay.
-func responsesReasoning(itf objFields, p string, c *checker) (canonPart, bool, *Error) {
+func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *Error) {
 	summary, content := itf.get("summary"), itf.get("content")
-	if e := c.array(summary, p+".summary"); e != nil {
+	if e := c.array(summary, p.dot("summary")); e != nil {
 		return canonPart{}, false, e
 	}
-	if e := c.array(content, p+".content"); e != nil {
+	if e := c.array(content, p.dot("content")); e != nil {
 		return canonPart{}, false, e
 	}
-	enc, e := c.str(itf.get("encrypted_content"), p+".encrypted_content")
+	enc, e := c.str(itf.get("encrypted_content"), p.dot("encrypted_content"))
 	if e != nil {
 		return canonPart{}, false, e
 	}
 	var sb strings.Builder
 	var err *Error
 	n := 0
-	collect := func(arr gjson.Result, path, sep string) {
+	collect := func(arr gjson.Result, path fpath, sep string) {
 		if !arr.IsArray() {
 			return
 		}
 		j := 0
 		arr.ForEach(func(_, x gjson.Result) bool {
-			xp := path + "[" + strconv.Itoa(j) + "]"
+			xp := path.at(j)
 			j++
 			if !x.IsObject() {
 				err = c.typeErr(xp, wantObj, x)
 				return false
 			}
-			t, e := c.str(x.Get("text"), xp+".text")
+			t, e := c.str(x.Get("text"), xp.dot("text"))
 			if e != nil {
 				err = e
 				return false
@@ -236,10 +236,10 @@ func responsesReasoning(itf objFields, p string, c *checker) (canonPart, bool, *
 			return true
 		})
 	}
-	collect(summary, p+".summary", "\n\n")
+	collect(summary, p.dot("summary"), "\n\n")
 	if err == nil && sb.Len() == 0 {
 		n = 0
-		collect(content, p+".content", "")
+		collect(content, p.dot("content"), "")
 	}
 	if err != nil {
 		return canonPart{}, false, err
@@ -267,20 +267,21 @@ func responsesReasoning(itf objFields, p string, c *checker) (canonPart, bool, *
 // responsesTools reads function tools; hosted tools have no counterpart
 // and are dropped.
 func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
-	if e := c.array(tools, "tools"); e != nil || !tools.IsArray() {
+	if e := c.array(tools, top("tools")); e != nil || !tools.IsArray() {
 		return nil, e
 	}
 	var out []canonTool
 	var err *Error
 	i := 0
+	toolsPath := top("tools")
 	tools.ForEach(func(_, t gjson.Result) bool {
-		p := "tools[" + strconv.Itoa(i) + "]"
+		p := toolsPath.at(i)
 		i++
 		if !t.IsObject() {
 			err = c.typeErr(p, wantObj, t)
 			return false
 		}
-		typ, e := c.reqStr(t.Get("type"), p+".type")
+		typ, e := c.reqStr(t.Get("type"), p.dot("type"))
 		if e != nil {
 			err = e
 			return false
@@ -306,86 +307,86 @@ func responsesScalars(root objFields, r *canonRequest, c *checker) *Error {
 		return e
 	}
 	var e *Error
-	if r.maxTokens, _, e = c.integer(root.get("max_output_tokens"), "max_output_tokens", tokenBounds.withVendor(16, MaxTokenCount)); e != nil {
+	if r.maxTokens, _, e = c.integer(root.get("max_output_tokens"), top("max_output_tokens"), tokenBounds.withVendor(16, MaxTokenCount)); e != nil {
 		return e
 	}
 	if e := readUser(root, r, c); e != nil {
 		return e
 	}
 	rs := root.get("reasoning")
-	if e := c.object(rs, "reasoning"); e != nil {
+	if e := c.object(rs, top("reasoning")); e != nil {
 		return e
 	}
 	if rs.IsObject() {
 		res := gjson.GetMany(rs.Raw, "effort", "summary")
-		if r.effort, e = c.strEnum(res[0], "reasoning.effort", openAIEfforts...); e != nil {
+		if r.effort, e = c.strEnum(res[0], top("reasoning.effort"), openAIEfforts...); e != nil {
 			return e
 		}
-		if _, e = c.strEnum(res[1], "reasoning.summary", "auto", "concise", "detailed"); e != nil {
+		if _, e = c.strEnum(res[1], top("reasoning.summary"), "auto", "concise", "detailed"); e != nil {
 			return e
 		}
 	}
 	text := root.get("text")
-	if e := c.object(text, "text"); e != nil {
+	if e := c.object(text, top("text")); e != nil {
 		return e
 	}
 	if text.IsObject() {
 		res := gjson.GetMany(text.Raw, "format", "verbosity")
-		if _, e = c.strEnum(res[1], "text.verbosity", "low", "medium", "high"); e != nil {
+		if _, e = c.strEnum(res[1], top("text.verbosity"), "low", "medium", "high"); e != nil {
 			return e
 		}
 		f := res[0]
-		if e := c.object(f, "text.format"); e != nil {
+		if e := c.object(f, top("text.format")); e != nil {
 			return e
 		}
 		if f.IsObject() {
-			if r.formatType, e = c.reqStr(f.Get("type"), "text.format.type"); e != nil {
+			if r.formatType, e = c.reqStr(f.Get("type"), top("text.format.type")); e != nil {
 				return e
 			}
-			if e := c.enum(r.formatType, "text.format.type", "text", "json_schema", "json_object"); e != nil {
+			if e := c.enum(r.formatType, top("text.format.type"), "text", "json_schema", "json_object"); e != nil {
 				return e
 			}
 			if r.formatType == "json_schema" {
 				if c.translate && !f.Get("schema").Exists() {
-					return c.missing("text.format.schema")
+					return c.missing(top("text.format.schema"))
 				}
-				if e := jsonSchemaFormat(f, "text.format", r, c); e != nil {
+				if e := jsonSchemaFormat(f, top("text.format"), r, c); e != nil {
 					return e
 				}
 			}
 		}
 	}
 	for _, b := range [...]string{"store", "background"} {
-		if _, _, e = c.boolean(root.get(b), b); e != nil {
+		if _, _, e = c.boolean(root.get(b), top(b)); e != nil {
 			return e
 		}
 	}
-	if _, _, e = c.integer(root.get("top_logprobs"), "top_logprobs", bounds{0, MaxTokenCount, 0, 20}); e != nil {
+	if _, _, e = c.integer(root.get("top_logprobs"), top("top_logprobs"), bounds{0, MaxTokenCount, 0, 20}); e != nil {
 		return e
 	}
-	if _, _, e = c.integer(root.get("max_tool_calls"), "max_tool_calls", bounds{0, MaxTokenCount, 1, MaxTokenCount}); e != nil {
+	if _, _, e = c.integer(root.get("max_tool_calls"), top("max_tool_calls"), bounds{0, MaxTokenCount, 1, MaxTokenCount}); e != nil {
 		return e
 	}
-	if _, e = c.strList(root.get("include"), "include", false, 0); e != nil {
+	if _, e = c.strList(root.get("include"), top("include"), false, 0); e != nil {
 		return e
 	}
-	if _, e = c.strEnum(root.get("truncation"), "truncation", "auto", "disabled"); e != nil {
+	if _, e = c.strEnum(root.get("truncation"), top("truncation"), "auto", "disabled"); e != nil {
 		return e
 	}
 	for _, s := range [...]string{"service_tier", "prompt_cache_key"} {
-		if _, e = c.str(root.get(s), s); e != nil {
+		if _, e = c.str(root.get(s), top(s)); e != nil {
 			return e
 		}
 	}
-	if e := c.stringMap(root.get("metadata"), "metadata"); e != nil {
+	if e := c.stringMap(root.get("metadata"), top("metadata")); e != nil {
 		return e
 	}
-	return c.object(root.get("stream_options"), "stream_options")
+	return c.object(root.get("stream_options"), top("stream_options"))
 }
 
 // responsesContent reads Responses message content: a string or an array
 // of input_text / output_text / refusal / input_image / input_file parts.
-func responsesContent(v gjson.Result, param string, c *checker) ([]canonPart, *Error) {
+func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	if v.Type == gjson.String {
 		return []canonPart{{kind: partText, text: v.Str}}, nil
 	}
@@ -400,7 +401,7 @@ func responsesContent(v gjson.Result, param string, c *checker) ([]canonPart, *E
 	j := 0
 	var psc objFields
 	v.ForEach(func(_, p gjson.Result) bool {
-		pp := param + "[" + strconv.Itoa(j) + "]"
+		pp := param.at(j)
 		j++
 		if !p.IsObject() {
 			err = c.typeErr(pp, wantObj, p)
@@ -419,39 +420,39 @@ func responsesContent(v gjson.Result, param string, c *checker) ([]canonPart, *E
 }
 
 // responsesPart reads one content part (pf holds its fields).
-func responsesPart(pf objFields, pp string, c *checker) (canonPart, *Error) {
-	typ, e := c.reqStr(pf.get("type"), pp+".type")
+func responsesPart(pf objFields, pp fpath, c *checker) (canonPart, *Error) {
+	typ, e := c.reqStr(pf.get("type"), pp.dot("type"))
 	if e != nil {
 		return canonPart{}, e
 	}
 	switch typ {
 	case "input_text", "output_text", "text":
-		t, e := c.reqStr(pf.get("text"), pp+".text")
+		t, e := c.reqStr(pf.get("text"), pp.dot("text"))
 		return canonPart{kind: partText, text: t}, e
 	case "refusal":
-		t, e := c.reqStr(pf.get("refusal"), pp+".refusal")
+		t, e := c.reqStr(pf.get("refusal"), pp.dot("refusal"))
 		return canonPart{kind: partText, text: t}, e
 	case "input_image":
-		u, e := c.str(pf.get("image_url"), pp+".image_url")
+		u, e := c.str(pf.get("image_url"), pp.dot("image_url"))
 		var fileID, detail string
 		if e == nil {
-			fileID, e = c.str(pf.get("file_id"), pp+".file_id")
+			fileID, e = c.str(pf.get("file_id"), pp.dot("file_id"))
 		}
 		if e == nil {
-			detail, e = c.strEnum(pf.get("detail"), pp+".detail", "auto", "low", "high")
+			detail, e = c.strEnum(pf.get("detail"), pp.dot("detail"), "auto", "low", "high")
 		}
 		if e != nil {
 			return canonPart{}, e
 		}
 		if fileID != "" && u == "" {
-			return canonPart{}, unsupported(pp+".file_id", "%s.file_id: file references cannot be translated; send image_url", pp)
+			return canonPart{}, unsupportedAt(pp.dot("file_id"), ": file references cannot be translated; send image_url")
 		}
-		return imagePartFromURL(u, detail, pp+".image_url")
+		return imagePartFromURL(u, detail, pp.dot("image_url"))
 	case "input_file":
 		res := [...]gjson.Result{pf.get("file_url"), pf.get("file_data"), pf.get("filename"), pf.get("file_id")}
 		var s [4]string
 		for k, name := range [...]string{"file_url", "file_data", "filename", "file_id"} {
-			if s[k], e = c.str(res[k], pp+"."+name); e != nil {
+			if s[k], e = c.str(res[k], pp.dot(name)); e != nil {
 				return canonPart{}, e
 			}
 		}
@@ -460,12 +461,12 @@ func responsesPart(pf objFields, pp string, c *checker) (canonPart, *Error) {
 		}
 		mt, data, ok := parseDataURL(s[1])
 		if !ok {
-			return canonPart{}, unsupported(pp, "%s: only inline file_data (a base64 data URL) or file_url can be translated", pp)
+			return canonPart{}, unsupportedAt(pp, ": only inline file_data (a base64 data URL) or file_url can be translated")
 		}
 		if !validBase64(data) {
-			return canonPart{}, invalid(pp+".file_data", "%s.file_data: not valid base64", pp)
+			return canonPart{}, invalidAt(pp.dot("file_data"), ": not valid base64")
 		}
 		return canonPart{kind: partDocument, mediaType: mt, data: data, filename: s[2]}, nil
 	}
-	return canonPart{}, unsupported(pp+".type", "%s.type: unsupported content part type %q", pp, clip(typ))
+	return canonPart{}, unsupportedAt(pp.dot("type"), sprintf(": unsupported content part type %q", clip(typ)))
 }

@@ -90,6 +90,49 @@ func clip(s string) string {
 	return s + "..."
 }
 
+// fpath is a request field path ("messages[2].content[0].text"), built
+// as a chain of stack values while decoding and rendered only when an error
+// names it, so a valid request costs no path strings.
+type fpath struct {
+	up   *fpath
+	name string // member name (may hold dots: "function.name"); "" for an index
+	idx  int
+}
+
+// top returns the path of a top-level field.
+func top(name string) fpath { return fpath{name: name} }
+
+// dot returns the path of member name of p.
+func (p *fpath) dot(name string) fpath { return fpath{up: p, name: name} }
+
+// at returns the path of element i of p.
+func (p *fpath) at(i int) fpath { return fpath{up: p, idx: i} }
+
+// String renders the path in OpenAI notation.
+func (p fpath) String() string {
+	var chain [24]*fpath
+	n := 0
+	for q := &p; q != nil && n < len(chain); q = q.up {
+		chain[n] = q
+		n++
+	}
+	b := make([]byte, 0, 64)
+	for k := n - 1; k >= 0; k-- {
+		q := chain[k]
+		if q.name == "" {
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(q.idx), 10)
+			b = append(b, ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, q.name...)
+	}
+	return string(b)
+}
+
 // checker applies the field checks of ValidateRequest for the client
 // dialect d; translating adds the vendor's ranges and enums.
 type checker struct {
@@ -161,8 +204,16 @@ func (c *checker) fail(path, code, openai, anthropic string) *Error {
 	return &Error{Class: ErrInvalidRequest, Param: path, Code: code, Message: openai}
 }
 
+// failAt is fail for a path not rendered yet; openai and anthropic may
+// hold "%s" for the rendered path.
+func (c *checker) failAt(p fpath, code, openai, anthropic string) *Error {
+	ps := p.String()
+	return c.fail(ps, code, strings.ReplaceAll(openai, "%s", ps), anthropic)
+}
+
 // typeErr reports a field of the wrong JSON type.
-func (c *checker) typeErr(path string, w want, got gjson.Result) *Error {
+func (c *checker) typeErr(p fpath, w want, got gjson.Result) *Error {
+	path := p.String()
 	var oa, an string
 	switch w {
 	case wantInt:
@@ -210,12 +261,14 @@ func gotKind(v gjson.Result) string {
 }
 
 // missing reports a required field that is absent.
-func (c *checker) missing(path string) *Error {
+func (c *checker) missing(p fpath) *Error {
+	path := p.String()
 	return c.fail(path, "missing_required_parameter", "Missing required parameter: '"+path+"'.", "Field required")
 }
 
 // badValue reports a string outside the vendor's enum.
-func (c *checker) badValue(path, got string, values []string) *Error {
+func (c *checker) badValue(p fpath, got string, values []string) *Error {
+	path := p.String()
 	var oa, an strings.Builder
 	for i, v := range values {
 		switch {
@@ -241,7 +294,8 @@ func (c *checker) badValue(path, got string, values []string) *Error {
 }
 
 // outOfRange reports a number below min (below) or above max.
-func (c *checker) outOfRange(path string, isInteger, below bool, bound float64, raw string) *Error {
+func (c *checker) outOfRange(p fpath, isInteger, below bool, bound float64, raw string) *Error {
+	path := p.String()
 	kind := "decimal"
 	if isInteger {
 		kind = "integer"
@@ -262,7 +316,8 @@ func (c *checker) outOfRange(path string, isInteger, below bool, bound float64, 
 }
 
 // tooLong reports an array with more than max items.
-func (c *checker) tooLong(path string, max, n int) *Error {
+func (c *checker) tooLong(p fpath, max, n int) *Error {
+	path := p.String()
 	return c.fail(path, "array_above_max_length",
 		sprintf("Invalid '%s': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", path, max, n),
 		sprintf("List should have at most %d items after validation, not %d", max, n))
@@ -288,7 +343,7 @@ func (b bounds) withVendor(vmin, vmax float64) bounds {
 }
 
 // check applies the bounds to f (raw is the literal, for the message).
-func (c *checker) check(path string, isInteger bool, b bounds, f float64, raw string) *Error {
+func (c *checker) check(path fpath, isInteger bool, b bounds, f float64, raw string) *Error {
 	lo, hi := b.min, b.max
 	if c.translate {
 		lo, hi = b.vmin, b.vmax
@@ -316,7 +371,7 @@ func finite(bounds ...float64) float64 {
 
 // integer reads an optional integer field within b. set is false when it
 // is absent or null.
-func (c *checker) integer(v gjson.Result, path string, b bounds) (n int64, set bool, err *Error) {
+func (c *checker) integer(v gjson.Result, path fpath, b bounds) (n int64, set bool, err *Error) {
 	if !present(v) {
 		return 0, false, nil
 	}
@@ -339,7 +394,7 @@ func (c *checker) integer(v gjson.Result, path string, b bounds) (n int64, set b
 
 // number reads an optional number field within b and returns its literal
 // ("" when absent or null).
-func (c *checker) number(v gjson.Result, path string, b bounds) (string, *Error) {
+func (c *checker) number(v gjson.Result, path fpath, b bounds) (string, *Error) {
 	if !present(v) {
 		return "", nil
 	}
@@ -354,7 +409,7 @@ func (c *checker) number(v gjson.Result, path string, b bounds) (string, *Error)
 }
 
 // str reads an optional string field.
-func (c *checker) str(v gjson.Result, path string) (string, *Error) {
+func (c *checker) str(v gjson.Result, path fpath) (string, *Error) {
 	if !present(v) {
 		return "", nil
 	}
@@ -365,7 +420,7 @@ func (c *checker) str(v gjson.Result, path string) (string, *Error) {
 }
 
 // reqStr reads a required string field (null counts as missing).
-func (c *checker) reqStr(v gjson.Result, path string) (string, *Error) {
+func (c *checker) reqStr(v gjson.Result, path fpath) (string, *Error) {
 	if !present(v) {
 		return "", c.missing(path)
 	}
@@ -373,7 +428,7 @@ func (c *checker) reqStr(v gjson.Result, path string) (string, *Error) {
 }
 
 // boolean reads an optional boolean field.
-func (c *checker) boolean(v gjson.Result, path string) (val, set bool, err *Error) {
+func (c *checker) boolean(v gjson.Result, path fpath) (val, set bool, err *Error) {
 	if !present(v) {
 		return false, false, nil
 	}
@@ -384,7 +439,7 @@ func (c *checker) boolean(v gjson.Result, path string) (val, set bool, err *Erro
 }
 
 // object checks an optional object field.
-func (c *checker) object(v gjson.Result, path string) *Error {
+func (c *checker) object(v gjson.Result, path fpath) *Error {
 	if present(v) && !v.IsObject() {
 		return c.typeErr(path, wantObj, v)
 	}
@@ -392,7 +447,7 @@ func (c *checker) object(v gjson.Result, path string) *Error {
 }
 
 // array checks an optional array field.
-func (c *checker) array(v gjson.Result, path string) *Error {
+func (c *checker) array(v gjson.Result, path fpath) *Error {
 	if present(v) && !v.IsArray() {
 		return c.typeErr(path, wantArr, v)
 	}
@@ -401,7 +456,7 @@ func (c *checker) array(v gjson.Result, path string) *Error {
 
 // enum checks, when translating, that a string field set to s (""
 // = absent) is one of values.
-func (c *checker) enum(s, path string, values ...string) *Error {
+func (c *checker) enum(s string, path fpath, values ...string) *Error {
 	if !c.translate || s == "" {
 		return nil
 	}
@@ -414,7 +469,7 @@ func (c *checker) enum(s, path string, values ...string) *Error {
 }
 
 // strEnum reads an optional string field and checks its enum.
-func (c *checker) strEnum(v gjson.Result, path string, values ...string) (string, *Error) {
+func (c *checker) strEnum(v gjson.Result, path fpath, values ...string) (string, *Error) {
 	s, err := c.str(v, path)
 	if err == nil {
 		err = c.enum(s, path, values...)
@@ -425,7 +480,7 @@ func (c *checker) strEnum(v gjson.Result, path string, values ...string) (string
 // strList reads an optional array of strings (stop sequences); when
 // single is true a lone string is accepted too (OpenAI stop). max > 0
 // limits the count when translating.
-func (c *checker) strList(v gjson.Result, path string, single bool, max int) ([]string, *Error) {
+func (c *checker) strList(v gjson.Result, path fpath, single bool, max int) ([]string, *Error) {
 	if !present(v) {
 		return nil, nil
 	}
@@ -443,7 +498,7 @@ func (c *checker) strList(v gjson.Result, path string, single bool, max int) ([]
 	i := 0
 	v.ForEach(func(_, s gjson.Result) bool {
 		if s.Type != gjson.String {
-			err = c.typeErr(path+"["+strconv.Itoa(i)+"]", wantStr, s)
+			err = c.typeErr(path.at(i), wantStr, s)
 			return false
 		}
 		out = append(out, s.Str)
@@ -459,7 +514,7 @@ func (c *checker) strList(v gjson.Result, path string, single bool, max int) ([]
 // stringMap checks OpenAI metadata: an object of string values; when
 // translating, at most 16 pairs, keys up to 64 and values up to 512
 // characters (OpenAI API reference, "metadata").
-func (c *checker) stringMap(v gjson.Result, path string) *Error {
+func (c *checker) stringMap(v gjson.Result, path fpath) *Error {
 	if !present(v) {
 		return nil
 	}
@@ -470,7 +525,7 @@ func (c *checker) stringMap(v gjson.Result, path string) *Error {
 	n := 0
 	v.ForEach(func(k, s gjson.Result) bool {
 		n++
-		p := path + "." + clip(k.Str)
+		p := path.dot(clip(k.Str))
 		if s.Type != gjson.String {
 			err = c.typeErr(p, wantStr, s)
 			return false
@@ -479,17 +534,17 @@ func (c *checker) stringMap(v gjson.Result, path string) *Error {
 			return true
 		}
 		if l := utf8.RuneCountInString(k.Str); l > 64 {
-			err = c.fail(p, "string_above_max_length", sprintf("Invalid '%s': key too long. Expected a key with maximum length 64, but got a key with length %d instead.", p, l), "String should have at most 64 characters")
+			err = c.failAt(p, "string_above_max_length", sprintf("Invalid '%%s': key too long. Expected a key with maximum length 64, but got a key with length %d instead.", l), "String should have at most 64 characters")
 			return false
 		}
 		if l := utf8.RuneCountInString(s.Str); l > 512 {
-			err = c.fail(p, "string_above_max_length", sprintf("Invalid '%s': string too long. Expected a string with maximum length 512, but got a string with length %d instead.", p, l), "String should have at most 512 characters")
+			err = c.failAt(p, "string_above_max_length", sprintf("Invalid '%%s': string too long. Expected a string with maximum length 512, but got a string with length %d instead.", l), "String should have at most 512 characters")
 			return false
 		}
 		return true
 	})
 	if err == nil && c.translate && n > 16 {
-		err = c.fail(path, "object_above_max_properties", sprintf("Invalid '%s': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", path, n), "Dictionary should have at most 16 items")
+		err = c.failAt(path, "object_above_max_properties", sprintf("Invalid '%%s': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", n), "Dictionary should have at most 16 items")
 	}
 	return err
 }
@@ -516,4 +571,19 @@ func errorBodyCode(d Dialect, class ErrorClass, message, param, code string) []b
 	b = append(b, `,"code":`...)
 	b = appendString(b, code)
 	return append(b, "}}"...)
+}
+
+// invalidAt is invalid for the field at p, with the message p's rendering
+// followed by msg.
+func invalidAt(p fpath, msg string) *Error {
+	ps := p.String()
+	return &Error{Class: ErrInvalidRequest, Param: ps, Message: ps + msg}
+}
+
+// unsupportedAt is unsupported for the field at p, with the message p's
+// rendering followed by msg.
+func unsupportedAt(p fpath, msg string) *Error {
+	e := invalidAt(p, msg)
+	e.untranslatable = true
+	return e
 }
