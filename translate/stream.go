@@ -2,6 +2,7 @@ package translate
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -26,8 +27,8 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 // verbatim (exact bytes, including comments/keep-alives, pings and
 // "data: [DONE]"), except that the model field is rewritten to clientModel
 // when clientModel != "" and differs (OpenAI Chat chunk "model", Anthropic
-// message_start "message.model", Responses "response.model"). It still
-// observes usage.
+// message_start "message.model", Responses "response.model") and secrets
+// are scrubbed from error messages. It still observes usage.
 //
 // Otherwise the upstream events are decoded into canonical stream events and
 // re-encoded in the client's dialect, following the streaming sections of
@@ -35,17 +36,33 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 // references. Supported upstream dialects for translation are OpenAIChat and
 // AnthropicMessages; client dialects are all three.
 //
-// In every mode the client stream is always terminated properly:
-//   - an upstream that ends without a finish reason, without its terminator
-//     ([DONE], message_stop, response.completed) or without the final blank
-//     line is closed in the client's dialect: open blocks stopped, a stop
-//     reason ("end_turn"/"stop", or the tool-call reason when a tool call was
-//     streamed), then the terminator;
-//   - an upstream read error, or an error event from the upstream, becomes
-//     the client dialect's error event followed by its terminator (OpenAI
-//     Chat: data: {"error":…} then data: [DONE]; Responses: error then
-//     response.failed; Anthropic: event: error then message_stop; the
-//     official SDKs stop at the error event).
+// A failure is never relayed as a normal finish. In every mode:
+//   - an upstream that ends cleanly but without a finish reason (no Chat
+//     finish_reason, no Anthropic message_delta stop_reason, no Responses
+//     response.completed / response.incomplete), including a terminator
+//     ([DONE], message_stop) that comes without one, is a truncation
+//     (Truncated reports it); an upstream read error is an interruption.
+//     Both are relayed as the client dialect's error form, with no finish
+//     and no terminator: Chat a final data: {"error":{…}} chunk and no
+//     data: [DONE]; Anthropic event: error with an "api_error" and no
+//     message_stop; Responses an error event then response.failed, and no
+//     response.completed. The official SDKs raise these as stream errors.
+//   - an in-band error event from the upstream (Anthropic event: error, a
+//     Chat chunk with a top-level "error", Responses error /
+//     response.failed) is reported by UpstreamError and relayed (verbatim
+//     in a passthrough, as the client dialect's error form otherwise), and
+//     nothing after it is: an Anthropic client stream ends at the error
+//     event, as Anthropic's own API does; a Chat stream at the error chunk;
+//     a Responses stream at response.failed.
+//   - a stream that ends normally without its terminator or final blank
+//     line gets the terminator added.
+//
+// Commit point: after HoldPreamble, the preamble (Anthropic message_start
+// and ping, a Chat chunk whose delta carries only the role, Responses
+// response.created / response.in_progress, SSE comments) is held back, in
+// memory and without timers, until the first event that carries content;
+// a stream that fails before that writes nothing and Run returns an error
+// wrapping ErrNotCommitted, so the handler can retry on another key.
 //
 // A StreamTranslator is for one stream and is not safe for concurrent use.
 type StreamTranslator struct {
@@ -55,10 +72,19 @@ type StreamTranslator struct {
 	events    int
 	werr      error
 	truncated bool
-	buf       []byte
 
 	usage Usage
 	au    anthropicUsage
+
+	// commit point
+	hold      bool   // HoldPreamble was called
+	committed bool   // an event was handed to the EventWriter
+	pre       bool   // the event being written is preamble
+	held      []byte // preamble held back (hold && !committed)
+	heldEnds  []int  // end offset in held of each held event
+	failed    error  // cause of a failure before the commit point (hold only)
+	stopped   bool   // nothing more is relayed
+	upErr     *StreamError
 
 	// passthrough state
 	pt        passState
@@ -109,11 +135,46 @@ func (t *StreamTranslator) Usage() Usage {
 	return t.usage
 }
 
+// HoldPreamble sets the commit point; call it before Run. The stream's
+// preamble (Anthropic message_start and ping; an OpenAI Chat chunk whose
+// delta carries only the role and empty or absent content, with no
+// tool_calls, finish_reason or usage; Responses response.created /
+// response.in_progress / response.queued; SSE comments and keep-alives) is
+// then held back until the first event that carries content (a text,
+// thinking or tool delta, a content_block_start, a finish, usage), when the
+// held events and that event are written, each by its own WriteEvent call,
+// with the same bytes as without HoldPreamble. Holding costs no time: the
+// first content event is written as soon as it is read.
+//
+// If the stream fails before the commit point (an in-band error event, a
+// read error, a clean end with nothing but preamble, an empty stream),
+// nothing at all is written to the EventWriter and Run returns an error for
+// which errors.Is(err, ErrNotCommitted) holds and that wraps the cause: the
+// *StreamError of the error event (also returned by UpstreamError), the
+// read error, or io.ErrUnexpectedEOF.
+func (t *StreamTranslator) HoldPreamble() { t.hold = true }
+
+// Committed reports whether anything has been handed to the EventWriter.
+// Without HoldPreamble that happens at the first event; with it, at the
+// first event that carries content. While it is false the client has
+// received nothing, and the request may be retried elsewhere.
+func (t *StreamTranslator) Committed() bool { return t.committed }
+
+// UpstreamError returns the upstream's in-band error event (see
+// StreamError), nil when there was none. The first one wins. It is set
+// whether or not the stream was committed; after Run, a non-nil value means
+// the attempt failed even though Run may have returned nil (the error was
+// relayed to the client).
+func (t *StreamTranslator) UpstreamError() *StreamError { return t.upErr }
+
 // Truncated reports, after Run, whether the upstream stream ended cleanly
-// but without a finish reason (no finish_reason / stop_reason): the client
-// stream was closed properly, but the answer may be incomplete, typically
-// because a proxy or load balancer cut the connection. Handlers should log
-// it and treat it as an upstream failure of the key.
+// (no read error, no in-band error event) but without a finish reason: no
+// Chat finish_reason, no Anthropic stop_reason, no Responses
+// response.completed / response.incomplete, including an empty stream. The
+// client received its dialect's error form (or nothing, before the commit
+// point with HoldPreamble), never a normal finish. Typically a proxy or load
+// balancer cut the connection; handlers should log it and count it as an
+// upstream failure of the key.
 func (t *StreamTranslator) Truncated() bool { return t.truncated }
 
 // EventsWritten returns how many times WriteEvent was called successfully.
@@ -121,11 +182,18 @@ func (t *StreamTranslator) Truncated() bool { return t.truncated }
 // retry the request elsewhere or send an HTTP error.
 func (t *StreamTranslator) EventsWritten() int { return t.events }
 
-// Run reads the upstream SSE body until EOF or a read error, writing client
-// events as it goes. It returns nil after a clean end (including an upstream
-// that was cut short but could be closed properly), the upstream read error
-// after it has been reported to the client, or the first EventWriter error
-// (the client went away; nothing more is written).
+// Run reads the upstream SSE body until EOF, a read error or the end of
+// what is relayed (an in-band error event), writing client events as it
+// goes. It returns:
+//   - the first EventWriter error (the client went away; nothing more is
+//     written);
+//   - with HoldPreamble, when the stream failed before its first content
+//     event: an error wrapping ErrNotCommitted and the cause (see
+//     HoldPreamble); nothing was written;
+//   - the upstream read error, after the client got the error form;
+//   - nil otherwise, including for a truncated stream (see Truncated) and
+//     an upstream error event (see UpstreamError) that were relayed to the
+//     client as errors.
 func (t *StreamTranslator) Run(upstream io.Reader) error {
 	if t.from != t.to && t.dec == nil {
 		return ErrUnsupportedStream
@@ -148,7 +216,7 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 		if t.werr != nil {
 			return t.werr
 		}
-		if t.from != t.to && t.cs.closed {
+		if t.stopped || (t.from != t.to && t.cs.closed) {
 			break
 		}
 	}
@@ -157,20 +225,80 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 	} else {
 		t.dec.end(readErr)
 	}
+	if t.werr == nil && t.failed == nil && !t.committed && len(t.heldEnds) > 0 {
+		t.commit() // not reached by the decoders; never lose held events
+	}
 	if t.werr != nil {
 		return t.werr
+	}
+	if t.failed != nil {
+		return fmt.Errorf("%w: %w", ErrNotCommitted, t.failed)
 	}
 	return readErr
 }
 
-// write sends one client event.
+// write sends one client event. While the commit point is not reached, a
+// preamble event (t.pre) is held; any other event first releases the held
+// ones.
 func (t *StreamTranslator) write(p []byte) {
-	if t.werr != nil {
+	if t.werr != nil || t.failed != nil {
 		return
 	}
+	if !t.committed {
+		if t.hold && t.pre {
+			t.held = append(t.held, p...)
+			t.heldEnds = append(t.heldEnds, len(t.held))
+			return
+		}
+		t.commit()
+		if t.werr != nil {
+			return
+		}
+	}
+	t.emit(p)
+}
+
+// commit writes the held preamble.
+func (t *StreamTranslator) commit() {
+	t.committed = true
+	start := 0
+	for _, end := range t.heldEnds {
+		t.emit(t.held[start:end])
+		if t.werr != nil {
+			return
+		}
+		start = end
+	}
+	t.held, t.heldEnds = nil, nil
+}
+
+func (t *StreamTranslator) emit(p []byte) {
 	if err := t.w.WriteEvent(p); err != nil {
 		t.werr = err
 		return
 	}
 	t.events++
+}
+
+// failBeforeCommit is called before a failure is relayed. With HoldPreamble
+// and nothing written yet it drops the held preamble, records the cause,
+// stops the stream and returns true: the caller writes nothing.
+func (t *StreamTranslator) failBeforeCommit(cause error) bool {
+	if !t.hold || t.committed {
+		return false
+	}
+	if t.failed == nil {
+		t.failed = cause
+	}
+	t.held, t.heldEnds = nil, nil
+	t.stopped = true
+	return true
+}
+
+// setUpstreamError records the upstream's in-band error (first one wins).
+func (t *StreamTranslator) setUpstreamError(e *StreamError) *StreamError {
+	if t.upErr == nil {
+		t.upErr = e
+	}
+	return t.upErr
 }

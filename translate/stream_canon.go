@@ -1,5 +1,7 @@
 package translate
 
+import "io"
+
 // Canonical stream events (DESIGN.md): message start, block start (text /
 // thinking / redacted thinking / tool call), delta (text / thinking /
 // signature / tool arguments), block stop, finish (normalised stop reason),
@@ -106,7 +108,9 @@ func (cs *canonStream) begin(id, model string, created int64) {
 	if cs.created == 0 {
 		cs.created = nowUnix()
 	}
+	cs.t.pre = true // what start writes is the preamble (see HoldPreamble)
 	cs.enc.start(cs)
+	cs.t.pre = false
 }
 
 func (cs *canonStream) ensureStart() {
@@ -172,30 +176,33 @@ func (cs *canonStream) finish(stop, stopSeq string) {
 	cs.enc.finish(cs)
 }
 
-// end terminates the client stream, synthesising a finish when the
-// upstream gave none.
+// end terminates the client stream after its finish. An upstream that
+// ends without a finish reason is a truncation: the client gets its
+// dialect's error form, never a synthesised finish.
 func (cs *canonStream) end() {
 	if cs.closed {
 		return
 	}
 	if !cs.finished {
 		cs.t.truncated = true
-		stop := stopEndTurn
-		if cs.sawTool {
-			stop = stopToolUse
-		}
-		cs.finish(stop, "")
+		cs.fail(ErrUpstreamUnavailable, msgTruncated, io.ErrUnexpectedEOF)
+		return
 	}
 	cs.closed = true
 	cs.enc.end(cs)
 }
 
-// fail sends the client dialect's error event and terminator.
-func (cs *canonStream) fail(class ErrorClass, msg string) {
+// fail sends the client dialect's error form, which ends the client stream
+// (nothing follows it). cause is the error Run reports when the failure
+// comes before the commit point (see HoldPreamble); then nothing is sent.
+func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 	if cs.closed {
 		return
 	}
 	cs.closed = true
+	if cs.t.failBeforeCommit(cause) {
+		return
+	}
 	cs.enc.fail(cs, class, ScrubSecrets(msg))
 }
 
@@ -204,9 +211,10 @@ func (cs *canonStream) endOrFail(readErr error) {
 	switch {
 	case cs.closed:
 	case readErr != nil:
-		cs.fail(ErrUpstreamUnavailable, "upstream stream interrupted: connection error")
+		cs.fail(ErrUpstreamUnavailable, msgInterrupted, readErr)
 	case !cs.started:
-		cs.fail(ErrUpstreamUnavailable, "upstream closed the stream without sending any event")
+		cs.t.truncated = true
+		cs.fail(ErrUpstreamUnavailable, msgEmpty, io.ErrUnexpectedEOF)
 	default:
 		cs.end()
 	}

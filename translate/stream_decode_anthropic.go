@@ -103,7 +103,9 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 		cs.end()
 	case "error":
 		e := gjson.Get(data, "error")
-		cs.fail(classForErrorType(e.Get("type").Str, ""), firstNonEmpty(e.Get("message").Str, "upstream error"))
+		typ := e.Get("type").Str
+		se := cs.t.setUpstreamError(newStreamError(AnthropicMessages, typ, "", e.Get("message").String(), ""))
+		cs.fail(classForErrorType(typ, ""), firstNonEmpty(se.Message, "upstream error"), se)
 	}
 }
 

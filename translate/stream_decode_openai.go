@@ -58,11 +58,9 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 	f := d.top
 	res := [6]gjson.Result{f.get("error"), f.get("id"), f.get("model"), f.get("created"), f.get("usage"), f.get("choices")}
 	if e := res[0]; e.IsObject() || (e.Type == gjson.String && e.Str != "") {
-		msg := e.Get("message").String()
-		if e.Type == gjson.String {
-			msg = e.Str
-		}
-		cs.fail(classForErrorType(e.Get("type").String(), e.Get("code").String()), firstNonEmpty(msg, "upstream error"))
+		typ, code, msg, param := openAIErrorFields(e)
+		se := cs.t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))
+		cs.fail(classForErrorType(typ, code), firstNonEmpty(se.Message, "upstream error"), se)
 		return
 	}
 	if u := res[4]; u.IsObject() {

@@ -8,7 +8,8 @@ import "strconv"
 // otherwise), one ping, content_block_start / content_block_delta
 // (text_delta, thinking_delta, signature_delta, input_json_delta) /
 // content_block_stop with indexes 0..n-1 in order, message_delta with
-// stop_reason, stop_sequence and the final usage, and message_stop.
+// stop_reason, stop_sequence and the final usage, and message_stop; or, on
+// a failure, event: error and nothing after it.
 type anthropicStreamEncoder struct {
 	buf []byte
 }
@@ -96,9 +97,8 @@ func (e *anthropicStreamEncoder) end(cs *canonStream) {
 }
 
 // fail sends event: error (Anthropic streaming docs, "Error events") and
-// then message_stop, so clients that wait for the terminator are released;
-// the official SDKs stop at the error event.
+// nothing after it: Anthropic's own API ends the stream at the error event
+// (no message_stop), and the official SDKs raise it as an error.
 func (e *anthropicStreamEncoder) fail(cs *canonStream, class ErrorClass, msg string) {
 	e.emit(cs, "error", errorBody(AnthropicMessages, class, msg, ""))
-	e.emit(cs, "message_stop", []byte(`{"type":"message_stop"}`))
 }

@@ -9,7 +9,8 @@ import "strconv"
 // name only on a call's first chunk, as openai-go's accumulator
 // concatenates names), a finish chunk with finish_reason, one usage-only
 // chunk with choices: [] (the only chunk carrying usage, as openai-go sums
-// usage across chunks), then data: [DONE].
+// usage across chunks), then data: [DONE]; or, on a failure, a final
+// {"error":{…}} chunk and no [DONE].
 type chatStreamEncoder struct {
 	prefix []byte // {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[
 	buf    []byte
@@ -116,7 +117,9 @@ func (e *chatStreamEncoder) end(cs *canonStream) {
 	cs.t.write([]byte("data: [DONE]\n\n"))
 }
 
+// fail sends a final chunk {"error":{…}} (OpenAI's mid-stream error form;
+// openai-go and openai-python raise any event whose data has a top-level
+// "error") and no data: [DONE], so no client takes the stream as complete.
 func (e *chatStreamEncoder) fail(cs *canonStream, class ErrorClass, msg string) {
 	cs.t.write(appendEvent(nil, "", errorBody(OpenAIChat, class, msg, "")))
-	cs.t.write([]byte("data: [DONE]\n\n"))
 }

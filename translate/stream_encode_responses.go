@@ -14,8 +14,8 @@ import "strconv"
 // response.reasoning_summary_part.done; per tool call a function_call item
 // with response.function_call_arguments.delta…/.done; then
 // response.completed (or response.incomplete for max_output_tokens /
-// content_filter) carrying every item in full and the usage. Errors become
-// an error event followed by response.failed.
+// content_filter) carrying every item in full and the usage. Errors and
+// truncations become an error event followed by response.failed.
 type responsesStreamEncoder struct {
 	seq    int64
 	buf    []byte
@@ -202,8 +202,12 @@ func (e *responsesStreamEncoder) end(cs *canonStream) {
 	})
 }
 
+// fail sends an error event (with the flat code/message/param of the API
+// reference and the nested "error" object OpenAI sends on the wire, which
+// the official SDKs raise) and then response.failed with the completed
+// items; never response.completed.
 func (e *responsesStreamEncoder) fail(cs *canonStream, class ErrorClass, msg string) {
-	_, code := class.openAIType()
+	typ, code := class.openAIType()
 	if code == "" {
 		code = "server_error"
 	}
@@ -214,9 +218,7 @@ func (e *responsesStreamEncoder) fail(cs *canonStream, class ErrorClass, msg str
 		}
 	}
 	e.emit(cs, "error", func(b []byte) []byte {
-		b = appendStrField(b, "code", code)
-		b = appendStrField(b, "message", msg)
-		return append(b, `,"param":null`...)
+		return appendRSErrorFields(b, typ, code, msg)
 	})
 	e.emit(cs, "response.failed", func(b []byte) []byte {
 		b = append(b, `,"response":`...)

@@ -2,44 +2,52 @@ package translate
 
 import (
 	"bytes"
+	"io"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
 // Same-dialect streams: every upstream block is forwarded as it came, with
-// the model rewritten, error messages scrubbed of secrets, usage observed,
-// and a proper close synthesised when the upstream stops early.
+// the model rewritten, error messages scrubbed of secrets and usage
+// observed. A stream that ends without a finish reason, or breaks off, gets
+// the dialect's error form instead of a finish; an upstream error event is
+// the last thing relayed.
 
-// passState is what a passthrough needs to know to close a stream the
-// upstream left open.
+// passState is what a passthrough needs to know to end a stream.
 type passState struct {
 	started  bool
-	finished bool // finish_reason / message_delta seen
+	finished bool // finish_reason / message_delta / response.completed seen
 	done     bool // terminator seen
-	sawTool  bool
-	open     []int // Anthropic open block indexes
-	id       string
-	created  int64
-	upModel  string
-	errored  bool
+	errored  bool // the upstream sent an error event
 	lastSeq  int64
 	respID   string
+	upModel  string // Responses response.model
 }
 
 func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 	raw := ev.Raw
 	data := ev.Data
 	if len(data) == 0 {
-		t.write(raw) // comment / keep-alive
+		t.pre = true // comment / keep-alive
+		t.write(raw)
+		t.pre = false
 		return
 	}
 	st := &t.pt
+	// classify only while it matters: before the commit point
+	classify := t.hold && !t.committed
+	pre := false
 	sd := view(data)
 	switch t.from {
 	case OpenAIChat:
 		if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
+			if !st.finished {
+				t.passTruncated()
+				return
+			}
 			st.done = true
 			break
 		}
@@ -47,96 +55,127 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		f := t.scratch
 		if e := f.get("error"); e.IsObject() || (e.Type == gjson.String && e.Str != "") {
 			st.errored = true
+			t.stopped = true
+			typ, code, msg, param := openAIErrorFields(e)
+			if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))) {
+				return
+			}
 			raw = t.scrub(ev, "error.message")
 			break
 		}
-		if u := f.get("usage"); u.IsObject() {
+		u := f.get("usage")
+		if u.IsObject() {
 			t.usage.merge(chatUsage(u))
 			if t.hideUsage && !hasElements(f.get("choices")) {
 				return // the client did not ask for the usage chunk
 			}
 		}
 		st.started = true
-		if id := f.get("id"); id.Str != "" {
-			st.id = id.Str
-		}
-		if c := f.get("created"); c.Type == gjson.Number {
-			st.created = c.Int()
-		}
+		pre = classify && !u.IsObject()
 		f.get("choices").ForEach(func(_, c gjson.Result) bool {
-			if c.Get("finish_reason").Type == gjson.String {
+			if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
 				st.finished = true
-			}
-			if c.Get("delta.tool_calls").Exists() {
-				st.sawTool = true
+				pre = false
+			} else if pre && !chatDeltaIsPreamble(c.Get("delta")) {
+				pre = false
 			}
 			return true
 		})
 		if m := f.get("model"); t.model != "" && m.Type == gjson.String && m.Str != t.model {
-			st.upModel = m.Str
 			raw = t.splice(ev, m, t.model)
 		}
 	case AnthropicMessages:
 		typ := gjson.Get(sd, "type").Str
+		if typ == "" {
+			typ = ev.Event
+		}
 		switch typ {
 		case "message_start":
+			pre = true
 			st.started = true
 			m := gjson.Get(sd, "message")
-			st.id = m.Get("id").Str
-			st.upModel = m.Get("model").Str
 			t.au.add(m.Get("usage"))
-			if t.model != "" && st.upModel != t.model && m.Get("model").Exists() {
+			if mm := m.Get("model"); t.model != "" && mm.Exists() && mm.Str != t.model {
 				raw = t.rewrite(ev, "message.model")
 			}
-		case "content_block_start":
-			idx := int(gjson.Get(sd, "index").Int())
-			st.open = append(st.open, idx)
-			if gjson.Get(sd, "content_block.type").Str == "tool_use" {
-				st.sawTool = true
-			}
-		case "content_block_stop":
-			idx := int(gjson.Get(sd, "index").Int())
-			for i, o := range st.open {
-				if o == idx {
-					st.open = append(st.open[:i], st.open[i+1:]...)
-					break
-				}
-			}
+		case "ping":
+			pre = true
 		case "message_delta":
 			st.finished = true
-			st.open = st.open[:0]
 			t.au.add(gjson.Get(sd, "usage"))
 		case "message_stop":
+			if !st.finished {
+				t.passTruncated()
+				return
+			}
 			st.done = true
 		case "error":
 			st.errored = true
+			t.stopped = true
+			e := gjson.Get(sd, "error")
+			se := t.setUpstreamError(newStreamError(AnthropicMessages, e.Get("type").Str, "", e.Get("message").String(), ""))
+			if t.failBeforeCommit(se) {
+				return
+			}
 			raw = t.scrub(ev, "error.message")
 		}
 	case OpenAIResponses:
 		res := gjson.GetMany(sd, "type", "sequence_number", "response.model", "response.usage", "response.id")
+		typ := res[0].Str
+		if typ == "" {
+			typ = ev.Event
+		}
+		if st.errored && typ != "response.failed" {
+			return // after the upstream's error event only its response.failed is relayed
+		}
 		if res[1].Type == gjson.Number {
 			st.lastSeq = res[1].Int()
 		}
-		if res[4].Str != "" {
-			st.respID = res[4].Str
+		if res[4].Str != "" && res[4].Str != st.respID {
+			st.respID = strings.Clone(res[4].Str)
 		}
-		switch res[0].Str {
-		case "response.created", "response.in_progress":
+		if res[2].Str != "" && res[2].Str != st.upModel {
+			st.upModel = strings.Clone(res[2].Str)
+		}
+		switch typ {
+		case "response.created", "response.in_progress", "response.queued":
+			pre = true
 			st.started = true
-		case "response.completed", "response.incomplete", "response.failed":
+		case "response.completed", "response.incomplete":
+			st.finished = true
 			st.done = true
 			if res[3].IsObject() {
 				t.usage.merge(responsesUsage(res[3]))
 			}
+		case "response.failed":
+			if res[3].IsObject() {
+				t.usage.merge(responsesUsage(res[3]))
+			}
+			t.stopped = true
+			if !st.errored {
+				st.errored = true
+				e := gjson.Get(sd, "response.error")
+				se := t.setUpstreamError(newStreamError(OpenAIResponses, "", errStr(e.Get("code")), e.Get("message").String(), ""))
+				if t.failBeforeCommit(se) {
+					return
+				}
+			}
+			raw = t.scrub(ev, "response.error.message")
 		case "error":
 			st.errored = true
+			typ, code, msg, param := errStr(gjson.Get(sd, "type")), errStr(gjson.Get(sd, "code")), gjson.Get(sd, "message").String(), errStr(gjson.Get(sd, "param"))
+			if e := gjson.Get(sd, "error"); e.IsObject() {
+				typ, code, msg, param = openAIErrorFields(e)
+			} else {
+				typ = "" // the event's own type, "error"
+			}
+			if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIResponses, typ, code, msg, param))) {
+				return
+			}
 			raw = t.scrub(ev, "message")
 			if gjson.Get(sd, "error.message").Exists() {
 				raw = t.scrub(ev, "error.message")
 			}
-		}
-		if res[0].Str == "response.failed" {
-			raw = t.scrub(ev, "response.error.message")
 		}
 		if t.model != "" && res[2].Type == gjson.String && res[2].Str != t.model {
 			cur := ev
@@ -148,7 +187,25 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			raw = t.rewrite(cur, "response.model")
 		}
 	}
+	t.pre = pre
 	t.write(raw)
+	t.pre = false
+}
+
+// chatDeltaIsPreamble reports whether a Chat delta carries nothing but the
+// role: every other member is null, "" or [].
+func chatDeltaIsPreamble(d gjson.Result) bool {
+	pre := true
+	d.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "role", v.Type == gjson.Null, v.Type == gjson.String && v.Str == "":
+		case v.IsArray() && !hasElements(v):
+		default:
+			pre = false
+		}
+		return pre
+	})
+	return pre
 }
 
 // splice returns ev.Raw with the JSON string v (a value found in ev.Data,
@@ -201,95 +258,64 @@ func (t *StreamTranslator) replaceAt(ev *SSEEvent, path, value string) []byte {
 	return appendEvent(nil, ev.Event, nd)
 }
 
-// passEnd closes a passthrough stream that the upstream did not close.
+// passEnd ends a passthrough stream: a stream that finished gets its
+// terminator if the upstream left it out; one that broke off, or ended
+// without a finish reason, gets the dialect's error form.
 func (t *StreamTranslator) passEnd(readErr error) {
 	st := &t.pt
-	if st.done {
+	if t.stopped || st.errored || st.done {
 		return
 	}
-	if st.errored && readErr == nil {
-		// the upstream's error event was forwarded; add the terminator.
+	if readErr == nil && st.finished {
 		switch t.from {
 		case OpenAIChat:
 			t.write([]byte("data: [DONE]\n\n"))
-			return
 		case AnthropicMessages:
 			t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
-			return
 		}
+		return
 	}
-	if readErr == nil && !st.finished {
-		t.truncated = true
-	}
-	msg := "upstream stream ended unexpectedly"
 	if readErr != nil {
-		msg = "upstream stream interrupted: connection error"
+		t.passFail(msgInterrupted, readErr)
+		return
 	}
-	b := t.buf[:0]
+	t.passTruncated()
+}
+
+// passTruncated ends a stream that stopped without a finish reason.
+func (t *StreamTranslator) passTruncated() {
+	t.truncated = true
+	msg := msgTruncated
+	if !t.pt.started {
+		msg = msgEmpty
+	}
+	t.passFail(msg, io.ErrUnexpectedEOF)
+}
+
+// passFail writes the dialect's error form (see StreamTranslator) and stops
+// the stream; before the commit point it writes nothing (see HoldPreamble).
+func (t *StreamTranslator) passFail(msg string, cause error) {
+	t.stopped = true
+	if t.failBeforeCommit(cause) {
+		return
+	}
+	st := &t.pt
 	switch t.from {
 	case OpenAIChat:
-		if readErr != nil || !st.started {
-			b = appendEvent(b, "", errorBody(OpenAIChat, ErrUpstreamUnavailable, msg, ""))
-			t.write(b)
-			t.write([]byte("data: [DONE]\n\n"))
-			return
-		}
-		if !st.finished {
-			fr := "stop"
-			if st.sawTool {
-				fr = "tool_calls"
-			}
-			c := append(b, `{"id":`...)
-			c = appendString(c, st.id)
-			c = append(c, `,"object":"chat.completion.chunk","created":`...)
-			c = strconv.AppendInt(c, st.created, 10)
-			c = append(c, `,"model":`...)
-			c = appendString(c, firstNonEmpty(t.model, st.upModel))
-			c = append(c, `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
-			c = append(c, fr...)
-			c = append(c, `"}]}`...)
-			t.write(appendEvent(nil, "", c))
-		}
-		t.write([]byte("data: [DONE]\n\n"))
+		t.write(appendEvent(nil, "", errorBody(OpenAIChat, ErrUpstreamUnavailable, msg, "")))
 	case AnthropicMessages:
-		if readErr != nil || !st.started {
-			t.write(appendEvent(b, "error", errorBody(AnthropicMessages, ErrUpstreamUnavailable, msg, "")))
-			t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
-			return
-		}
-		for _, idx := range st.open {
-			d := strconv.AppendInt([]byte(`{"type":"content_block_stop","index":`), int64(idx), 10)
-			t.write(appendEvent(nil, "content_block_stop", append(d, '}')))
-		}
-		if !st.finished {
-			sr := stopEndTurn
-			if st.sawTool {
-				sr = stopToolUse
-			}
-			d := []byte(`{"type":"message_delta","delta":{"stop_reason":"` + sr + `","stop_sequence":null},"usage":`)
-			u := t.au.usage()
-			d = appendAnthropicUsage(d, u, false)
-			t.write(appendEvent(nil, "message_delta", append(d, '}')))
-		}
-		t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
+		t.write(appendEvent(nil, "error", errorBody(AnthropicMessages, ErrUpstreamUnavailable, msg, "")))
 	case OpenAIResponses:
+		typ, code := ErrUpstreamUnavailable.openAIType()
 		seq := st.lastSeq + 1
-		e := []byte(`{"type":"error","code":"upstream_unavailable","message":`)
-		e = appendString(e, msg)
-		e = append(e, `,"param":null,"sequence_number":`...)
+		e := []byte(`{"type":"error","sequence_number":`)
 		e = strconv.AppendInt(e, seq, 10)
+		e = appendRSErrorFields(e, typ, code, msg)
 		t.write(appendEvent(nil, "error", append(e, '}')))
 		f := []byte(`{"type":"response.failed","sequence_number":`)
 		f = strconv.AppendInt(f, seq+1, 10)
-		f = append(f, `,"response":{"id":`...)
-		f = appendString(f, st.respID)
-		f = append(f, `,"object":"response","created_at":`...)
-		f = strconv.AppendInt(f, nowUnix(), 10)
-		f = append(f, `,"status":"failed","error":{"code":"server_error","message":`...)
-		f = appendString(f, msg)
-		f = append(f, `},"incomplete_details":null,"model":`...)
-		f = appendString(f, t.model)
-		f = append(f, `,"output":[],"usage":null}}`...)
-		t.write(appendEvent(nil, "response.failed", f))
+		f = append(f, `,"response":`...)
+		f = appendRSResponse(f, firstNonEmpty(st.respID, "resp_gateway"), nowUnix(), "failed", "", firstNonEmpty(t.model, st.upModel), nil, t.usage, code, msg)
+		t.write(appendEvent(nil, "response.failed", append(f, '}')))
 	}
 }
