@@ -321,7 +321,16 @@ func encodeChatResponse(r *canonResponse) []byte {
 	b = strconv.AppendInt(b, created, 10)
 	b = appendStrField(b, "model", r.model)
 	b = append(b, `,"choices":[{"index":0,"message":`...)
-	b = appendChatAssistant(b, r.parts)
+	// A Chat client gets thinking as reasoning_content, signed or not, as
+	// in a stream; only the signature stays Anthropic's.
+	parts := make([]canonPart, len(r.parts))
+	copy(parts, r.parts)
+	for i := range parts {
+		if parts[i].kind == partThinking {
+			parts[i].signature = ""
+		}
+	}
+	b = appendChatAssistant(b, parts)
 	if b[len(b)-1] == ':' { // no content at all
 		b = append(b, `{"role":"assistant","content":""}`...)
 	} else {

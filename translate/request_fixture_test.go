@@ -11,20 +11,16 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// requestFixtures returns every recorded request body of dialect d.
+// requestFixtures returns every request body of dialect d (files named
+// *.request.json), by path relative to the dialect's folder.
 func requestFixtures(t testing.TB, d Dialect) map[string][]byte {
 	t.Helper()
-	root := filepath.Join(fixturesDir(t), dialectDir(d), "extracted")
 	out := map[string][]byte{}
-	matches, _ := filepath.Glob(filepath.Join(root, "*", "*.request.json"))
-	for _, p := range matches {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+	walkDialect(t, fixtureDirs(t), d, []string{streamErrorsDir}, func(rel string, b []byte) {
+		if strings.HasSuffix(rel, ".request.json") {
+			out[rel] = b
 		}
-		rel, _ := filepath.Rel(root, p)
-		out[rel] = b
-	}
+	})
 	return out
 }
 
@@ -132,6 +128,14 @@ func checkChatRequest(t testing.TB, label string, b []byte) {
 	}
 }
 
+// TestRequestFixturesAllDirections checks every request fixture: RequestInfo
+// reads it; ValidateRequest refuses exactly the requests the vendor refused
+// (a response fixture beside the request holding an invalid_request_error),
+// and translating such a request gives the vendor's own message, type,
+// param and code; every other request translates to OpenAI Chat and
+// Anthropic Messages bodies those vendors accept (checkChatRequest,
+// checkAnthropicRequest), and again from there to the other upstream
+// dialect without losing its text.
 func TestRequestFixturesAllDirections(t *testing.T) {
 	n := 0
 	for _, from := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
@@ -203,12 +207,13 @@ func TestRequestFixturesAllDirections(t *testing.T) {
 	}
 }
 
-// recordedError returns the error object of the recorded answer to the
-// request fixture name (its NN.response.json) when the vendor refused the
-// request as invalid, or a non-existent result.
+// recordedError returns the error object of the vendor's answer to the
+// request fixture name (the NN.response.json or <name>.response.json beside
+// it) when the vendor refused the request as invalid, or a non-existent
+// result.
 func recordedError(t *testing.T, d Dialect, name string) gjson.Result {
 	t.Helper()
-	p := filepath.Join(fixturesDir(t), dialectDir(d), "extracted", strings.Replace(name, ".request.json", ".response.json", 1))
+	p := filepath.Join(fixtureDirs(t)[0], dialectDir(d), filepath.FromSlash(strings.Replace(name, ".request.json", ".response.json", 1)))
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return gjson.Result{}

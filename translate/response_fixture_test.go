@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,24 +115,37 @@ func TestResponseFixturesAllDirections(t *testing.T) {
 	}
 }
 
-// TestErrorFixturesAllDirections renders every recorded upstream error body
-// in every client dialect and checks the shape, the status and that the
-// upstream message survives.
+// fixtureStatus returns the HTTP status an error body fixture was sent
+// with: NNN from a file named error-NNN-*.json (testdata), else 404 or 429
+// when the recorded file's name says so, else 400.
+func fixtureStatus(name string) int {
+	base := name[strings.LastIndex(name, "/")+1:]
+	if rest, ok := strings.CutPrefix(base, "error-"); ok && len(rest) > 4 && rest[3] == '-' {
+		if n, err := strconv.Atoi(rest[:3]); err == nil {
+			return n
+		}
+	}
+	switch {
+	case strings.Contains(name, "404"):
+		return 404
+	case strings.Contains(name, "quota"):
+		return 429
+	}
+	return 400
+}
+
+// TestErrorFixturesAllDirections renders every upstream error body in every
+// client dialect and checks the shape, the status and that the upstream
+// message survives (with anything that looks like a key scrubbed).
 func TestErrorFixturesAllDirections(t *testing.T) {
 	isErr := func(b []byte) bool { return gjson.GetBytes(b, "error").IsObject() }
 	n := 0
 	for _, from := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
 		for name, body := range jsonFixtures(t, from, isErr) {
 			n++
-			msg := gjson.GetBytes(body, "error.message").Str
+			msg := ScrubSecrets(gjson.GetBytes(body, "error.message").Str)
+			status := fixtureStatus(name)
 			for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
-				status := 400
-				if strings.Contains(name, "404") {
-					status = 404
-				}
-				if strings.Contains(name, "quota") {
-					status = 429
-				}
 				out := TranslateError(from, to, status, body)
 				if !json.Valid(out) {
 					t.Fatalf("%s -> %s: %s", name, to, out)
@@ -144,6 +158,9 @@ func TestErrorFixturesAllDirections(t *testing.T) {
 				}
 				if to != AnthropicMessages && !gjson.GetBytes(out, "error.type").Exists() {
 					t.Errorf("%s -> %s: %s", name, to, out)
+				}
+				if cs := ClientStatus(to, status); cs < 400 || cs > 599 || (cs != status && !(status == 529 && cs == 503)) {
+					t.Errorf("%s -> %s: client status %d for upstream %d", name, to, cs, status)
 				}
 			}
 		}

@@ -17,7 +17,7 @@ import (
 func TestResponsesCarriesAnthropicSignature(t *testing.T) {
 	var body []byte
 	for _, fx := range streamFixtures(t, AnthropicMessages) {
-		if strings.Contains(fx.name, "thinking-stream") {
+		if strings.Contains(fx.name, "thinking-stream") || fx.name == "thinking.sse" {
 			body = fx.body
 		}
 	}

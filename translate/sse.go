@@ -296,13 +296,23 @@ func internEvent(b []byte) string {
 }
 
 // appendEvent appends one SSE block "event: name\ndata: data\n\n" (the event
-// line is omitted when name is ""). data must not contain newlines, which
-// holds for compact JSON.
+// line is omitted when name is ""). Data holding newlines (an upstream's
+// multi-line data field, which SSEEvent.Data joins with "\n") is written as
+// one data: line per line, so the client reads the same data back.
 func appendEvent(dst []byte, name string, data []byte) []byte {
 	if name != "" {
 		dst = append(dst, "event: "...)
 		dst = append(dst, name...)
 		dst = append(dst, '\n')
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, data[:i+1]...)
+		data = data[i+1:]
 	}
 	dst = append(dst, "data: "...)
 	dst = append(dst, data...)
