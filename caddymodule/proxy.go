@@ -685,8 +685,11 @@ func (i *idleReader) Read(p []byte) (int, error) {
 // the gateway holds at most one upstream read (16 KiB, or one larger
 // event) that the client has not accepted, besides the sockets' buffers.
 //
-// Upstream keys echoed in the stream (an in-band error event quoting the
-// key, in any form secretForms knows) are redacted before they leave.
+// Upstream keys echoed in an in-band error event (an event with an
+// "error" member or an error type: Chat error chunks, Anthropic error
+// events, Responses response.failed and error), in any form secretForms
+// knows, are redacted before they leave; content events are not scanned
+// (a key reaches the stream only through an upstream's error message).
 type flushWriter struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
@@ -747,7 +750,9 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	if f.err != nil {
 		return f.err
 	}
-	p = f.secret.redactEvent(p)
+	if f.secret != nil && bytes.Contains(p, errorField) {
+		p = f.secret.redactEvent(p)
+	}
 	for len(p) > 0 {
 		// in pieces, each under a deadline of its own: a client that
 		// is slow but reading is not cut by one large event
@@ -761,6 +766,13 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	}
 	return nil
 }
+
+// errorField marks an event that may carry an upstream error message: a
+// JSON key or value ending in "rror" ("error", "api_error",
+// "overloaded_error"). It is searched for instead of `"error"` because
+// its first byte is rarer than '"' in a stream event, which makes the
+// search of an ordinary content event about twice as fast.
+var errorField = []byte(`rror"`)
 
 // clientWriteChunk is the most written to a client under one write
 // deadline.

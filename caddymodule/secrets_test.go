@@ -213,3 +213,33 @@ func mentions(b []byte) bool {
 	}
 	return false
 }
+
+// BenchmarkStreamEventScan: what looking for the key costs
+// flushWriter.WriteEvent for an event that holds none: content events are
+// let through on one search for an error marker; error events are
+// scanned for every form (no client_write_timeout here: no deadline).
+func BenchmarkStreamEventScan(b *testing.B) {
+	fw := newFlushWriter(discardWriter{}, &requestLog{}, 0, echoSecret)
+	for _, c := range []struct{ name, ev string }{
+		{"content_chunk", `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" the quick \"error\" fox"},"finish_reason":null}]}` + "\n\n"},
+		{"error_event", `event: error` + "\n" + `data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}` + "\n\n"},
+		{"escaped_error_event", `data: {"error":{"message":"\u670d\u52a1\u5668\u7e41\u5fd9","type":"server_error"}}` + "\n\n"},
+	} {
+		ev := []byte(c.ev)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := fw.WriteEvent(ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// discardWriter is an http.ResponseWriter that drops what it is given.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
