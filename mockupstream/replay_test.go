@@ -8,12 +8,44 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmgateway/llm_gateway/internal/testskip"
 )
 
-// fixturesDir returns ../shared/fixtures relative to the module root (the
-// directory holding go.mod). It skips the test when the directory is
-// missing, except under CI=true where that is a failure.
-func fixturesDir(t *testing.T) string {
+// TestMain runs the tests, then says in one line what was skipped and why
+// (internal/testskip): the replays of ../shared/fixtures when the folder is
+// absent.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testskip.Report()
+	os.Exit(code)
+}
+
+// replayCorpus names the files the replay tests serve from one fixture
+// corpus: the repository's testdata/ (always there) or the recorded vendor
+// traffic in ../shared/fixtures (when present). Paths are relative to dir.
+type replayCorpus struct {
+	name    string
+	dir     string // absolute; "" when the corpus is absent
+	sse     string // an OpenAI Chat stream with tool calls, as SSE bytes
+	okJSON  string // a whole Anthropic Messages response
+	errJSON string // an OpenAI error body
+	chunks  string // a recorder file of an Anthropic stream, one JSON event per line ("" = build one from chunksOf)
+	// chunksOf is an Anthropic SSE stream from which the test writes a
+	// recorder file when the corpus has none
+	chunksOf string
+}
+
+// path returns the absolute path of the corpus file rel.
+func (c replayCorpus) path(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
+	return filepath.Join(c.dir, filepath.FromSlash(rel))
+}
+
+// moduleRoot returns the directory holding go.mod.
+func moduleRoot(t *testing.T) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -21,7 +53,7 @@ func fixturesDir(t *testing.T) string {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -29,18 +61,59 @@ func fixturesDir(t *testing.T) string {
 		}
 		dir = parent
 	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("fixtures directory %s missing (required when CI=true): %v", fx, err)
-		}
-		t.Skipf("fixtures directory %s not found; skipping replay test (set up ../shared/fixtures next to the module root)", fx)
+}
+
+// forEachCorpus runs f as a subtest per fixture corpus. The
+// ../shared/fixtures subtest is skipped when the folder is absent, and
+// fails then under CI=true.
+func forEachCorpus(t *testing.T, f func(t *testing.T, c replayCorpus)) {
+	root := moduleRoot(t)
+	shared := filepath.Join(root, "..", "shared", "fixtures")
+	if st, err := os.Stat(shared); err != nil || !st.IsDir() {
+		shared = ""
 	}
-	abs, err := filepath.Abs(fx)
-	if err != nil {
+	for _, c := range []replayCorpus{
+		{name: "testdata", dir: filepath.Join(root, "testdata"),
+			sse: "openai-chat/parallel-tool-calls.sse", okJSON: "anthropic-messages/response-text.json",
+			errJSON: "openai-chat/error-400-context-length-exceeded.json", chunksOf: "anthropic-messages/text.sse"},
+		{name: "shared", dir: shared,
+			sse: "openai-chat/openai-python__parallel-tool-calls.stream.sse", okJSON: "anthropic-messages/vercel__anthropic-text.json",
+			errJSON: "openai-chat/vercel__reasoning-model-legacy-parameter-error.json", chunks: "anthropic-messages/vercel__anthropic-text.chunks.txt"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.dir == "" {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("fixtures directory ../shared/fixtures (beside the module root) is missing; it is required when CI=true")
+				}
+				testskip.Skipf(t, "tests replaying ../shared/fixtures", "folder absent",
+					"fixtures directory ../shared/fixtures (beside the module root) not found; replayed testdata/ only")
+			}
+			f(t, c)
+		})
+	}
+}
+
+// recorderFile writes the Anthropic SSE stream sse as a recorder file (one
+// event's JSON per line, event: lines and blank lines dropped) and returns
+// its path.
+func recorderFile(t *testing.T, sse []byte) string {
+	t.Helper()
+	var out []byte
+	for rest := sse; len(rest) > 0; {
+		var ev []byte
+		ev, rest = nextEvent(rest)
+		for _, line := range strings.Split(string(ev), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				out = append(out, data...)
+				out = append(out, '\n')
+			}
+		}
+	}
+	p := filepath.Join(t.TempDir(), "stream.chunks.txt")
+	if err := os.WriteFile(p, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return abs
+	return p
 }
 
 // flushRecorder records the bytes written between flushes.
@@ -61,9 +134,10 @@ func (f *flushRecorder) Flush() {
 	f.ResponseRecorder.Flush()
 }
 
-func TestReplaySSEVerbatim(t *testing.T) {
-	fx := fixturesDir(t)
-	file := filepath.Join(fx, "openai-chat", "openai-python__parallel-tool-calls.stream.sse")
+func TestReplaySSEVerbatim(t *testing.T) { forEachCorpus(t, testReplaySSEVerbatim) }
+
+func testReplaySSEVerbatim(t *testing.T, c replayCorpus) {
+	file := c.path(c.sse)
 	want, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -98,15 +172,19 @@ func TestReplaySSEVerbatim(t *testing.T) {
 	}
 }
 
-func TestReplayJSONAndStatus(t *testing.T) {
-	fx := fixturesDir(t)
-	okFile := filepath.Join(fx, "anthropic-messages", "vercel__anthropic-text.json")
-	errFile := filepath.Join(fx, "openai-chat", "vercel__reasoning-model-legacy-parameter-error.json")
+func TestReplayJSONAndStatus(t *testing.T) { forEachCorpus(t, testReplayJSONAndStatus) }
+
+func testReplayJSONAndStatus(t *testing.T, c replayCorpus) {
+	okFile := c.path(c.okJSON)
+	errFile := c.path(c.errJSON)
 	okWant, _ := os.ReadFile(okFile)
 	errWant, _ := os.ReadFile(errFile)
-	s, ts := start(t, Config{ReplayDir: fx, Keys: map[string]KeyBehavior{
+	if len(okWant) == 0 || len(errWant) == 0 {
+		t.Fatalf("fixtures %s, %s missing or empty", okFile, errFile)
+	}
+	s, ts := start(t, Config{ReplayDir: c.dir, Keys: map[string]KeyBehavior{
 		"a": {Replay: okFile},
-		"e": {Replay: "openai-chat/vercel__reasoning-model-legacy-parameter-error.json", ReplayStatus: 400},
+		"e": {Replay: c.errJSON, ReplayStatus: 400},
 		"x": {Replay: "/etc/hostname"},
 	}})
 	st, h, b := mustDo(t, "POST", ts.URL+"/v1/messages", "", msgBody("", userMsg("x")), "x-api-key", "a")
@@ -141,9 +219,17 @@ func TestReplayJSONAndStatus(t *testing.T) {
 	}
 }
 
-func TestReplayChunksAndBody(t *testing.T) {
-	fx := fixturesDir(t)
-	file := filepath.Join(fx, "anthropic-messages", "vercel__anthropic-text.chunks.txt")
+func TestReplayChunksAndBody(t *testing.T) { forEachCorpus(t, testReplayChunksAndBody) }
+
+func testReplayChunksAndBody(t *testing.T, c replayCorpus) {
+	file := c.path(c.chunks)
+	if c.chunks == "" {
+		sse, err := os.ReadFile(c.path(c.chunksOf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file = recorderFile(t, sse)
+	}
 	raw, _ := os.ReadFile(file)
 	_, ts := start(t, Config{Keys: map[string]KeyBehavior{
 		"c": {Replay: file},
