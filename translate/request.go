@@ -36,32 +36,32 @@ func RequestInfo(d Dialect, body []byte) (model string, stream bool, err error) 
 	m, s, msgs, input := res[0], res[1], res[2], res[3]
 	c := &checker{d: d}
 	if !m.Exists() {
-		return "", false, c.missing("model")
+		return "", false, c.missing(top("model"))
 	}
 	if m.Type != gjson.String {
-		return "", false, c.typeErr("model", wantStr, m)
+		return "", false, c.typeErr(top("model"), wantStr, m)
 	}
 	if m.Str == "" {
 		return "", false, invalid("model", "model: must be a non-empty string")
 	}
-	stream, _, e := c.boolean(s, "stream")
+	stream, _, e := c.boolean(s, top("stream"))
 	if e != nil {
 		return "", false, e
 	}
 	switch d {
 	case OpenAIChat, AnthropicMessages:
 		if !present(msgs) {
-			return "", false, c.missing("messages")
+			return "", false, c.missing(top("messages"))
 		}
 		if !msgs.IsArray() {
-			return "", false, c.typeErr("messages", wantArr, msgs)
+			return "", false, c.typeErr(top("messages"), wantArr, msgs)
 		}
 	default:
 		if !present(input) {
-			return "", false, c.missing("input")
+			return "", false, c.missing(top("input"))
 		}
 		if input.Type != gjson.String && !input.IsArray() {
-			return "", false, c.typeErr("input", wantStrOrArr, input)
+			return "", false, c.typeErr(top("input"), wantStrOrArr, input)
 		}
 	}
 	// the model outlives the call; the body's bytes may not
