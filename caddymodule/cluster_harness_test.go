@@ -39,6 +39,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/llmgateway/llm_gateway/internal/testskip"
 )
 
 // Environment of a child instance.
@@ -372,7 +374,7 @@ func redisUnavailable(t testing.TB, why string) {
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("cluster tests need Redis in CI: %s (set %s=host:port or install redis-server)", why, envTestRedis)
 	}
-	t.Skipf("skipping cluster test: %s (set %s=host:port or install redis-server)", why, envTestRedis)
+	testskip.Skipf(t, "cluster tests", "no redis-server and "+envTestRedis+" unset", "skipping cluster test: %s (set %s=host:port or install redis-server)", why, envTestRedis)
 }
 
 // testRedis returns the address of a Redis for the test: $LLMGW_TEST_REDIS if

@@ -19,6 +19,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/logging"
 
+	"github.com/llmgateway/llm_gateway/internal/testskip"
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = caddy.Stop()
 	os.RemoveAll(dir)
+	testskip.Report() // one line naming what was skipped, e.g. the cluster tests without redis-server
 	os.Exit(code)
 }
 
