@@ -306,3 +306,67 @@ func TestClientStringsClipped(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+// TestRealClientsAccepted: requests of the shapes real clients send, with
+// every optional field they use (nulls included), pass the checks in both
+// modes: the gateway never rejects what the vendor accepts.
+func TestRealClientsAccepted(t *testing.T) {
+	cases := []struct {
+		d    Dialect
+		body string
+	}{
+		// Claude Code: cached system blocks, thinking with a budget just under
+		// max_tokens (interleaved thinking), metadata.user_id, tools with
+		// cache_control, signed thinking replayed, tool_result arrays
+		{AnthropicMessages, `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,
+			"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],
+			"thinking":{"type":"enabled","budget_tokens":31999},"temperature":1,
+			"metadata":{"user_id":"user_0123456789abcdef_account__session_0f1e2d3c"},
+			"tools":[{"name":"Read","description":"Reads a file","input_schema":{"type":"object","properties":{"file_path":{"type":"string"}},"required":["file_path"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"},"cache_control":{"type":"ephemeral"}},
+			         {"type":"web_search_20250305","name":"web_search","max_uses":5}],
+			"tool_choice":{"type":"auto"},
+			"messages":[{"role":"user","content":[{"type":"text","text":"fix it","cache_control":{"type":"ephemeral"}}]},
+			  {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"EqQBCkYIBxgC"},{"type":"tool_use","id":"toolu_01","name":"Read","input":{"file_path":"/a"}}]},
+			  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":[{"type":"text","text":"x"}],"is_error":false}]}]}`},
+		{AnthropicMessages, `{"model":"claude-opus-4-6","max_tokens":64000,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"},"messages":[{"role":"user","content":"q"}],"stop_sequences":[],"top_k":0,"top_p":0.99,"service_tier":"auto","system":"s"}`},
+		// Codex: Responses with reasoning items, hosted and custom tools,
+		// store false, include, prompt_cache_key, verbosity
+		{OpenAIResponses, `{"model":"gpt-5-codex","instructions":"You are Codex.","stream":true,"store":false,
+			"include":["reasoning.encrypted_content"],"prompt_cache_key":"0f1e","parallel_tool_calls":false,
+			"reasoning":{"effort":"high","summary":"auto"},"text":{"verbosity":"medium"},"tool_choice":"auto",
+			"tools":[{"type":"function","name":"shell","description":"Runs a command","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"}}},"required":["command"]}},
+			         {"type":"custom","name":"apply_patch","format":{"type":"grammar","syntax":"lark","definition":"start: x"}},{"type":"web_search"}],
+			"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"env"}]},
+			  {"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]},
+			  {"type":"reasoning","summary":[],"content":null,"encrypted_content":"gAAAA"},
+			  {"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"},
+			  {"type":"function_call_output","call_id":"call_1","output":"a.go"},
+			  {"type":"custom_tool_call","call_id":"call_2","name":"apply_patch","input":"*** Begin Patch"}]}`},
+		{OpenAIResponses, `{"model":"gpt-5","input":[{"role":"user","content":"q"}],"max_output_tokens":16,"temperature":2,"top_p":0,"metadata":{"k":"v"},"truncation":"auto","background":false,"previous_response_id":null,"text":{"format":{"type":"json_schema","name":"o","schema":{"type":"object"},"strict":true}}}`},
+		// OpenAI SDKs and OpenAI-compatible clients on Chat Completions
+		{OpenAIChat, `{"model":"gpt-4o","messages":[{"role":"developer","content":"d"},{"role":"user","name":"u","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"high"}}]},
+			{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"call_1","content":"r"}],
+			"max_completion_tokens":1,"max_tokens":null,"temperature":0,"top_p":1,"n":1,"stop":"END","seed":-42,
+			"presence_penalty":-2,"frequency_penalty":2,"logprobs":false,"top_logprobs":0,"logit_bias":{"50256":-100},
+			"user":"u1","stream":true,"stream_options":{"include_usage":true},"parallel_tool_calls":true,"store":false,
+			"metadata":{"a":"b"},"service_tier":"default","reasoning_effort":"minimal",
+			"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{}},"strict":null}}],
+			"tool_choice":{"type":"function","function":{"name":"f"}},"response_format":{"type":"json_object"}}`},
+		{OpenAIChat, `{"model":"deepseek-reasoner","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_content":"r"},{"role":"user","content":"q2"}],"top_k":-1,"temperature":1.3}`},
+	}
+	for _, c := range cases {
+		body := []byte(c.body)
+		if err := ValidateRequest(c.d, body); err != nil {
+			t.Errorf("%s passthrough: %v", c.d, err)
+		}
+		for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
+			if to == c.d {
+				continue
+			}
+			if out, err := TranslateRequest(c.d, to, body, "m2"); err != nil || !gjson.ValidBytes(out) {
+				t.Errorf("%s→%s: %v", c.d, to, err)
+			}
+		}
+	}
+}

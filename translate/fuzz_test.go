@@ -58,6 +58,10 @@ func fuzzRequest(f *testing.F, from Dialect) {
 	seedRequests(f, from)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		_, _, _ = RequestInfo(from, in)
+		verr := ValidateRequest(from, in)
+		if _, ok := verr.(*Error); verr != nil && !ok {
+			t.Fatalf("ValidateRequest error of type %T", verr)
+		}
 		for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
 			out, err := TranslateRequest(from, to, in, "m")
 			if err != nil {
@@ -65,6 +69,10 @@ func fuzzRequest(f *testing.F, from Dialect) {
 					t.Fatalf("error of type %T", err)
 				}
 				continue
+			}
+			// translating checks more than passthrough, never less
+			if from != to && verr != nil {
+				t.Fatalf("translated to %s, but ValidateRequest refused: %v\n%s", to, verr, in)
 			}
 			if from != to && !gjson.ValidBytes(out) {
 				t.Fatalf("invalid JSON output for valid input:\n%s\n->\n%s", in, out)
