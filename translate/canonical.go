@@ -121,7 +121,7 @@ func (r *canonRequest) validate() *Error {
 					return invalid("messages", "messages[%d]: tool call without an id", i)
 				}
 				if p.name == "" {
-					return invalid("messages", "messages[%d]: tool call %q without a name", i, p.id)
+					return invalid("messages", "messages[%d]: tool call %q without a name", i, clip(p.id))
 				}
 				calls[p.id] = true
 			case partToolResult:
@@ -129,7 +129,7 @@ func (r *canonRequest) validate() *Error {
 					return invalid("messages", "messages[%d]: tool result without a tool call id", i)
 				}
 				if !calls[p.id] {
-					return invalid("messages", "messages[%d]: tool result for %q has no matching tool call earlier in the conversation", i, p.id)
+					return invalid("messages", "messages[%d]: tool result for %q has no matching tool call earlier in the conversation", i, clip(p.id))
 				}
 			}
 		}

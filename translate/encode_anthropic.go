@@ -351,7 +351,7 @@ func appendAnthropicBlock(b []byte, p *canonPart, mi, pi int) ([]byte, *Error) {
 		if isBlank(args) {
 			args = "{}"
 		} else if !validArgsObject(args) {
-			return nil, invalid("messages", "messages[%d]: arguments of tool call %q are not a JSON object", mi, p.id)
+			return nil, invalid("messages", "messages[%d]: arguments of tool call %q are not a JSON object", mi, clip(p.id))
 		}
 		b = appendComma(b)
 		b = append(b, `{"type":"tool_use","id":`...)

@@ -280,6 +280,7 @@ func TestClientStringsClipped(t *testing.T) {
 		{AnthropicMessages, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"` + long + `"}]}]}`},
 		{OpenAIResponses, `{"model":"m","input":"x","reasoning":{"effort":"` + long + `"}}`},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":` + strings.Repeat("9", 1000) + `}`},
+		{OpenAIChat, `{"model":"m","messages":[{"role":"tool","tool_call_id":"` + long + `","content":"r"}]}`},
 	} {
 		to := OpenAIChat
 		if c.d == OpenAIChat {

@@ -154,6 +154,11 @@ func splice(body []byte, off, n int, repl []byte) []byte {
 // and `to` is OpenAIChat, stream_options.include_usage is set to true so the
 // final usage chunk arrives.
 //
+// Before translating, the body is checked as ValidateRequest describes,
+// with the vendor's ranges and enums too (a value the client's vendor
+// would refuse is refused here, in its words, never dropped or coerced);
+// a same-dialect passthrough is not checked here (call ValidateRequest).
+//
 // Supported directions: any dialect to itself, and OpenAIChat,
 // AnthropicMessages or OpenAIResponses to OpenAIChat or AnthropicMessages.
 // Errors are *Error values with client-facing messages (class
