@@ -163,15 +163,19 @@ func BenchmarkRequest(b *testing.B) {
 // on every body before routing.
 func BenchmarkValidateRequest(b *testing.B) {
 	am := bigAnthropicRequest()
-	for name, body := range map[string][]byte{"anthropic_80KB": am, "6MB_images": manyImages(6 << 20)} {
+	for name, body := range map[string][]byte{"anthropic_80KB": am, "6MB_images": manyImages(6 << 20), "6MB_text": bigUserMessage(6 << 20)} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
 			for i := 0; i < b.N; i++ {
 				if err := ValidateRequest(AnthropicMessages, body); err != nil {
 					b.Fatal(err)
 				}
 			}
+			runtime.ReadMemStats(&ms1)
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/float64(len(body)), "x-body")
 		})
 	}
 }
