@@ -117,9 +117,9 @@ func TestAdminPoolsAfterScriptedRun(t *testing.T) {
 	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"mk-2": {Status: 401}}})
 	gw, admin := adminGateway(t, gatewayBlock(poolBlock("adm-pools", base, 2, "")), "")
 	in, out := scriptedRun(t, gw)
-	if st := m.Stats("mk-2"); st.Requests != 1 {
-		t.Fatalf("mk-2 saw %d requests, want 1", st.Requests)
-	}
+	// the client's request, then the gateway's own probe confirming the 401
+	eventually(t, 5*time.Second, "mk-2 probed", func() bool { return m.Stats("mk-2").Requests == 2 })
+	eventually(t, 5*time.Second, "verdict confirmed", func() bool { return !keyStatus(t, "adm-pools", "k2").Provisional })
 
 	pools := adminPools(t, admin)
 	var pv *poolView
@@ -422,8 +422,10 @@ func TestAdminClearAndVerify(t *testing.T) {
 			t.Fatalf("%s before: %+v", id, st)
 		}
 	}
-	// k1's upstream recovers; k2's key stays invalid
+	// k1's upstream recovers; k2's key stays invalid (and the gateway's
+	// own probe has confirmed it)
 	m.SetKey("mk-1", mockupstream.KeyBehavior{})
+	eventually(t, 5*time.Second, "k2's verdict confirmed", func() bool { return !keyStatus(t, "adm-verify", "k2").Provisional })
 	before := keyStatus(t, "adm-verify", "k2")
 	rows := diagnoseRows(t, admin, "?pool=adm-verify&clear=1")
 	if r := rows["k1"]; !r.OK || r.State != "cooling" || r.Action != "cleared" {
@@ -438,6 +440,7 @@ func TestAdminClearAndVerify(t *testing.T) {
 	if st := keyStatus(t, "adm-verify", "k1"); st.State != "ready" {
 		t.Errorf("k1 after verify: %+v", st)
 	}
+	eventually(t, 5*time.Second, "k2's new verdict confirmed", func() bool { return !keyStatus(t, "adm-verify", "k2").Provisional })
 	after := keyStatus(t, "adm-verify", "k2")
 	if after.State != "cooling" || after.Reason != "invalid_key" || after.Until.Before(before.Until) {
 		t.Errorf("k2 after verify: %+v (before: until %v)", after, before.Until)

@@ -72,6 +72,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        invalid_key_cooldown <duration>
 //	        no_credit_cooldown <duration>
 //	        forbidden_cooldown <duration>
+//	        provisional_cooldown <duration>
 //	        probe_timeout <duration>
 //	        max_retries <n>
 //	        acquire_timeout <duration>
@@ -289,6 +290,10 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 			}
 		case "forbidden_cooldown":
 			if err := durationArg(d, &pc.ForbiddenCooldown); err != nil {
+				return nil, err
+			}
+		case "provisional_cooldown":
+			if err := durationArg(d, &pc.ProvisionalCooldown); err != nil {
 				return nil, err
 			}
 		case "probe_timeout":

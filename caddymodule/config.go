@@ -81,15 +81,19 @@ type PoolConfig struct {
 	// free when every key is busy or cooling. Default: 30s.
 	AcquireTimeout caddy.Duration `json:"acquire_timeout,omitempty"`
 
-	// RequestTimeout bounds a non-streamed attempt's wait for the
-	// upstream's response headers, and then every wait for the next bytes
-	// of any body, streamed or not (the idle timeout: a long stream that
-	// keeps producing is never cut). Default: 120s.
+	// RequestTimeout bounds every wait for the next bytes of a response
+	// body once its headers have arrived, streamed or not (the idle
+	// timeout: a long stream that keeps producing is never cut).
+	// Default: 120s.
 	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
 
-	// AttemptTimeout bounds a streamed attempt's wait for its first bytes
-	// (time to first byte); when it passes, the next key is tried. Keys may
-	// override it. Default: 15s.
+	// AttemptTimeout bounds each attempt's wait for the upstream's
+	// response headers, streamed or not, and a stream's wait for its first
+	// content event (time to first byte); when it passes, the next key is
+	// tried, so a hung key costs at most this much. A non-streamed answer
+	// whose upstream sends headers only when the whole answer is generated
+	// must arrive within it: raise it (and TotalTimeout) for long
+	// non-streamed generations. Keys may override it. Default: 15s.
 	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
 
 	// ConnectTimeout bounds dialing an upstream (TCP and TLS handshake).
@@ -137,6 +141,17 @@ type PoolConfig struct {
 	// ForbiddenCooldown is how long a key that got 403 stays out of
 	// rotation. Default: 24h.
 	ForbiddenCooldown caddy.Duration `json:"forbidden_cooldown,omitempty"`
+
+	// ProvisionalCooldown is the longest one client request can bench a
+	// key for. A long key-level verdict reached from a client's request
+	// (401, 402, a 403 about the key, no credit, a quota until a reset
+	// further away than this) first cools the key for this long only; the
+	// gateway then probes the key itself (as POST /llm_gateway/diagnose
+	// does, never with the client's body) and applies
+	// InvalidKeyCooldown, NoCreditCooldown, ForbiddenCooldown or the quota
+	// reset only when the probe confirms the verdict. A probe that
+	// succeeds puts the key back at once. Default: 60s.
+	ProvisionalCooldown caddy.Duration `json:"provisional_cooldown,omitempty"`
 
 	// ProbeTimeout bounds a half-open probe attempt. Default: 5s.
 	ProbeTimeout caddy.Duration `json:"probe_timeout,omitempty"`

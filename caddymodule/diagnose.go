@@ -176,9 +176,9 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, g
 		res.Probe = "GET /models"
 	}
 	start := time.Now()
-	status, hdr, err := http.StatusNotFound, http.Header(nil), error(nil)
+	status, hdr, errBody, err := http.StatusNotFound, http.Header(nil), []byte(nil), error(nil)
 	if !generate {
-		status, hdr, err = probeOnce(ctx, uk, anthropic, http.MethodGet, listURL, nil)
+		status, hdr, errBody, err = probeOnce(ctx, uk, anthropic, http.MethodGet, listURL, nil)
 	}
 	if err == nil && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
 		body := probeBody(p, anthropic)
@@ -188,7 +188,7 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, g
 			res.Probe = "POST /chat/completions (max_tokens 1)"
 		}
 		start = time.Now()
-		status, hdr, err = probeOnce(ctx, uk, anthropic, http.MethodPost, genURL, body)
+		status, hdr, errBody, err = probeOnce(ctx, uk, anthropic, http.MethodPost, genURL, body)
 	}
 	res.LatencyMS = millis(time.Since(start))
 	if err != nil {
@@ -207,13 +207,15 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, g
 	if !res.OK {
 		res.Error = "http_" + strconv.Itoa(status)
 		res.Hint = statusHint(status, hdr)
-		res.outcome = keypool.Classify(status, hdr, nil, nil, time.Now())
+		res.outcome = keypool.ClassifyResponseFor("", status, hdr, errBody, time.Now())
 	}
 }
 
-// probeOnce sends one probe request and returns the status and headers;
-// the body is drained and never looked at.
-func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, target string, body []byte) (int, http.Header, error) {
+// probeOnce sends one probe request and returns the status, the headers
+// and, for a non-2xx answer, the start of the error body (at most
+// keypool.MaxClassifyBody bytes, the key redacted) for classification;
+// the rest is drained.
+func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, target string, body []byte) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -222,7 +224,7 @@ func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, tar
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -237,13 +239,18 @@ func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, tar
 	resp, err := upstreamClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return 0, nil, context.DeadlineExceeded
+			return 0, nil, nil, context.DeadlineExceeded
 		}
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
+	var errBody []byte
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		errBody, _ = io.ReadAll(io.LimitReader(resp.Body, keypool.MaxClassifyBody))
+		errBody = redactSecret(errBody, uk.secret)
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, resp.Header, nil
+	return resp.StatusCode, resp.Header, errBody, nil
 }
 
 // probeBody is the smallest completion request the pool can make.

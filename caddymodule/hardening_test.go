@@ -44,8 +44,10 @@ func TestBrokenUpstreamAnswers(t *testing.T) {
 			gw := gateway(t, gatewayBlock("\t\tpool "+pool+" {\n\t\t\tkey bad-key-000000 "+c.base+" {\n\t\t\t\tid bad\n\t\t\t}\n\t\t\tkey good-key-00000 "+good+" {\n\t\t\t\tid good\n\t\t\t}\n\t\t}\n"))
 			resp, body := post(t, gw+"/v1/chat/completions", chatBody("m", "hi", c.stream))
 			if c.stream {
-				// the client got a properly closed stream; the key is blamed
-				if resp.StatusCode != 200 || !strings.Contains(string(body), "[DONE]") {
+				// the client is told the answer was cut short (an error
+				// chunk, no [DONE], no finish_reason); the key is blamed
+				if resp.StatusCode != 200 || strings.Contains(string(body), "[DONE]") || !strings.Contains(string(body), `data: {"error":`) ||
+					strings.Contains(string(body), `"finish_reason":"stop"`) {
 					t.Fatalf("%d %s", resp.StatusCode, body)
 				}
 			} else if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != pool+"/good" {

@@ -27,6 +27,7 @@ type requestLog struct {
 	status          int
 	errMsg          string
 	streamError     string
+	streamOutcome   string // a stream* constant (relay.go); "" when not streamed
 	fallbackFrom    string
 	affinityHit     bool
 	reqBody         []byte // only with log_payloads
@@ -151,6 +152,9 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	}
 	if rl.streamError != "" {
 		fields = append(fields, zap.String("stream_error", rl.streamError))
+	}
+	if rl.streamOutcome != "" {
+		fields = append(fields, zap.String("stream_outcome", rl.streamOutcome))
 	}
 	ce.Write(fields...)
 }

@@ -56,8 +56,8 @@ func initGatewayMetrics() {
 		gatewayMetrics.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns,
 			Name:      "requests_total",
-			Help:      "Finished client requests by pool, client dialect, upstream dialect and HTTP status.",
-		}, []string{"pool", "dialect_in", "dialect_out", "code"})
+			Help:      "Finished client requests by pool, client dialect, upstream dialect, HTTP status and, for streams, how the stream ended (complete, error, truncated, interrupted, canceled; empty when not streamed).",
+		}, []string{"pool", "dialect_in", "dialect_out", "code", "stream_outcome"})
 		gatewayMetrics.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns,
 			Name:      "upstream_attempts_total",
@@ -145,7 +145,7 @@ func (m *metrics) observe(rl *requestLog) {
 	initGatewayMetrics()
 	gm := &gatewayMetrics
 	code := strconv.Itoa(rl.status)
-	gm.requests.WithLabelValues(rl.pool, upstreamDialectName(rl.dialect), upstreamDialectName(rl.upstreamDialect), code).Inc()
+	gm.requests.WithLabelValues(rl.pool, upstreamDialectName(rl.dialect), upstreamDialectName(rl.upstreamDialect), code, rl.streamOutcome).Inc()
 	if rl.pool != "" {
 		if !rl.start.IsZero() {
 			gm.duration.WithLabelValues(rl.pool).Observe(time.Since(rl.start).Seconds())

@@ -329,6 +329,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		InvalidKeyCooldown:   time.Duration(pc.InvalidKeyCooldown),
 		NoCreditCooldown:     time.Duration(pc.NoCreditCooldown),
 		ForbiddenCooldown:    time.Duration(pc.ForbiddenCooldown),
+		ProvisionalCooldown:  time.Duration(pc.ProvisionalCooldown),
 		ProbeTimeout:         time.Duration(pc.ProbeTimeout),
 	}
 	switch pc.Affinity {
@@ -351,6 +352,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 	}
 	h.stored = append(h.stored, regKey)
 	p.kp = kp
+	kp.SetVerifier(h.verifier(p))
 	return p, nil
 }
 

@@ -111,34 +111,49 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 }
 
 // candidates returns the pools to try for a client model, in order, and
-// the model name to route with: "<pool>/<model>" addresses one pool;
-// "auto" tries every pool; otherwise every pool whose models match, by
-// priority. The gateway key's scope filters them. The failure is the
-// client's answer when there is nothing to try.
+// the model name to route with:
+//   - "<pool>/<model>" addresses one pool when a pool has that name: the
+//     rest of the name is the model, and it must match that pool's models
+//     (else 403); a name whose prefix is no pool's is routed whole;
+//   - "auto" tries every pool that names a model of its own for it
+//     (default_model, or a model_map entry matching "auto"), by priority;
+//   - otherwise every pool whose models match, by priority.
+//
+// The gateway key's scope is checked against the model after the pool
+// prefix is resolved (for "auto": against each pool's model), never
+// against the name as sent, so "gpt-pool/claude-x" cannot reach claude-x
+// through a key scoped to gpt-*. The failure is the client's answer when
+// there is nothing to try.
 func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFailure) {
 	routed := model
 	var out []*pool
-	if name, rest, ok := strings.Cut(model, "/"); ok {
+	if name, rest, ok := strings.Cut(model, "/"); ok && rest != "" {
 		for _, p := range h.pools {
-			if p.name == name && rest != "" {
-				out, routed = []*pool{p}, rest
+			if p.name != name {
+				continue
 			}
+			if !p.serves(rest) {
+				return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
+					msg: "pool " + strconv.Quote(p.name) + " does not serve model " + quoteClient(rest) + " (its models: " + strings.Join(p.models, " ") + ")"}
+			}
+			out, routed = []*pool{p}, rest
+			break
 		}
 	}
-	if !gk.allowsModel(model) && !gk.allowsModel(routed) && model != "auto" {
+	if model != "auto" && !gk.allowsModel(routed) {
 		return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
-			msg: "gateway key " + gk.id + " may not use model " + strconv.Quote(model)}
+			msg: "gateway key " + gk.id + " may not use model " + quoteClient(routed)}
 	}
 	if out == nil {
 		for _, p := range h.sortedPools {
-			if model == "auto" || p.serves(model) {
+			if model == "auto" && p.choosesAuto() || model != "auto" && p.serves(model) {
 				out = append(out, p)
 			}
 		}
 	}
 	if len(out) == 0 {
 		return nil, "", &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound,
-			msg: "model " + strconv.Quote(model) + " is not served by this gateway (see GET /v1/models)"}
+			msg: "model " + quoteClient(model) + " is not served by this gateway (see GET /v1/models)"}
 	}
 	allowed := out[:0:0]
 	for _, p := range out {
@@ -148,7 +163,7 @@ func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFai
 	}
 	if len(allowed) == 0 {
 		return nil, "", &loopFailure{status: http.StatusForbidden, class: translate.ErrPermission,
-			msg: "gateway key " + gk.id + " may not use the pools serving model " + strconv.Quote(model)}
+			msg: "gateway key " + gk.id + " may not use the pools serving model " + quoteClient(model)}
 	}
 	return allowed, routed, nil
 }
@@ -231,10 +246,12 @@ func (c *call) responseModel(up translate.Dialect) string {
 
 // attemptResult tells the attempt loop what happened.
 type attemptResult struct {
-	done    bool // the client has its answer (or is gone)
-	outcome keypool.Outcome
-	status  int    // upstream status, 0 when none
-	errBody []byte // upstream error body (bounded), for the final error
+	done      bool // the client has its answer (or is gone)
+	outcome   keypool.Outcome
+	status    int    // upstream status, 0 when none
+	errBody   []byte // upstream error body (bounded), for the final error
+	clientErr []byte // the upstream's answer in the client's dialect, relayed when no other key can be tried
+	routedVia string // X-Routed-Via of clientErr
 }
 
 // attemptLoop leases keys of pool p and tries them until one answers,
@@ -307,6 +324,11 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				rl.status = 499
 				return nil
 			}
+			if last != nil && last.clientErr != nil {
+				// no other key to ask about the model: the upstream's answer
+				relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
+				return nil
+			}
 			return unavailable(err, last, rl)
 		}
 		uk := p.keys[lease.Key().Fingerprint()]
@@ -335,6 +357,10 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return f
 		}
 	}
+	if last != nil && last.clientErr != nil {
+		relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
+		return nil
+	}
 	return exhausted(last, rl)
 }
 
@@ -344,15 +370,13 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	ctx := r.Context()
 	actx, cancel := context.WithCancel(context.WithValue(ctx, connectTimeoutKey{}, p.connectTimeout))
 	defer cancel()
-	// until the first bytes: attempt_timeout for streams, request_timeout
-	// otherwise, never past the search deadline; then request_timeout
-	// between reads
-	firstWait := p.requestTimeout
-	if c.stream {
-		firstWait = uk.attemptTimeout
-		if firstWait <= 0 {
-			firstWait = p.attemptTimeout
-		}
+	// until the response headers (and, for streams, the first content
+	// event): attempt_timeout, streamed or not, so a hung key costs at most
+	// that before the next key is tried; never past the search deadline;
+	// then request_timeout between reads
+	firstWait := uk.attemptTimeout
+	if firstWait <= 0 {
+		firstWait = p.attemptTimeout
 	}
 	if lease.Probe() {
 		firstWait = min(firstWait, lease.ProbeTimeout())
@@ -390,6 +414,39 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 
 	up, target := uk.target(c.dialect)
 	rl.upstreamDialect = up
+	// settle ends an attempt whose upstream said no with an error body (an
+	// HTTP error answer, or an in-band error event before the first
+	// content). What the request caused is relayed to the client in its
+	// dialect and never retried; a model the key lacks moves the request
+	// to at most one more key, whose answer the client then gets; the
+	// rest is the key's and the loop moves on.
+	settle := func(o keypool.Outcome, status int, hdr http.Header, errBody []byte) attemptResult {
+		if o.Kind == keypool.RateLimited && o.HasRetryAfter && o.RetryAfter <= 0 {
+			// "retry now" (0 or a past date) from a key that just refused:
+			// use the backoff ladder instead of hammering it
+			o.HasRetryAfter = false
+		}
+		relay := o.Kind == keypool.ClientError
+		if o.Kind == keypool.ModelNotFound {
+			c.model404++
+			relay = c.model404 >= 2
+		}
+		finish(o)
+		if relay {
+			rl.key = uk.id
+			relayUpstreamError(w, rl, c.dialect, p.name+"/"+uk.public, status, hdr,
+				scrubbedError(up, c.dialect, status, errBody, uk.secret))
+			return attemptResult{done: true}
+		}
+		res := attemptResult{outcome: o, status: status, errBody: errBody}
+		if o.Kind == keypool.ModelNotFound {
+			// kept in case no other key can be tried: the client then gets
+			// this answer, not a gateway error
+			res.clientErr = scrubbedError(up, c.dialect, status, errBody, uk.secret)
+			res.routedVia = p.name + "/" + uk.public
+		}
+		return res
+	}
 	reqBody, err := c.body(up)
 	if err != nil {
 		// the request cannot be expressed for this upstream: the client's
@@ -461,41 +518,14 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
 		errBody = redactSecret(errBody, uk.secret) // every form: literal, %-encoded, base64
 	}
-	o := keypool.ClassifyResponse(resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
-	if o.Kind == keypool.RateLimited && o.HasRetryAfter && o.RetryAfter <= 0 {
-		// "retry now" (0 or a past date) from a key that just refused:
-		// use the backoff ladder instead of hammering it
-		o.HasRetryAfter = false
-	}
-	if o.Kind == keypool.ModelNotFound {
-		c.model404++
-		if c.model404 >= 2 {
-			// two keys agree that the model does not exist: tell the client
-			lease.Release(o)
-			al.outcome, al.status, al.dur = o.Kind.String(), o.Status, time.Since(t0)
-			rl.attempts = append(rl.attempts, al)
-			rl.key, rl.status = uk.id, translate.ClientStatus(c.dialect, resp.StatusCode)
-			w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
-			writeJSON(w, rl.status, scrubbedError(up, c.dialect, resp.StatusCode, errBody, uk.secret))
-			return attemptResult{done: true}
-		}
-	}
+	o := keypool.ClassifyResponseFor(c.upstreamModel, resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// redirects are not followed (the key would travel with them): a
 		// base_url that needs one is misconfigured
 		o = keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream redirected (" + strconv.Itoa(resp.StatusCode) + "); check base_url"}
 	}
 	if o.Kind != keypool.Success {
-		finish(o)
-		if o.Kind == keypool.ClientError {
-			// the request itself is wrong: no retry, relay the upstream's answer
-			w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
-			rl.key = uk.id
-			rl.status = translate.ClientStatus(c.dialect, resp.StatusCode)
-			writeJSON(w, rl.status, scrubbedError(up, c.dialect, resp.StatusCode, errBody, uk.secret))
-			return attemptResult{done: true}
-		}
-		return attemptResult{outcome: o, status: resp.StatusCode, errBody: errBody}
+		return settle(o, resp.StatusCode, resp.Header, errBody)
 	}
 
 	if !c.stream || !isEventStream(resp.Header.Get("Content-Type")) {
@@ -547,22 +577,52 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		return attemptResult{done: true}
 	}
 
-	// Streaming. Nothing is committed to the client until the upstream has
-	// produced its first bytes, so an upstream that fails before that (or
-	// sends an empty stream) can still be retried on another key.
-	first := make([]byte, 4<<10) // small: it lives as long as the stream
-	var n int
-	for n == 0 && err == nil {
-		n, err = body.Read(first)
+	// Streaming. The client's response (status, headers, the stream's
+	// preamble) is committed only at the upstream's first content event:
+	// an upstream that fails before that (an error event after
+	// message_start, a reset, an empty or preamble-only stream, no content
+	// within attempt_timeout) is retried on another key and the client
+	// never sees it. The translator holds bytes, not time: a healthy
+	// stream's first content leaves as soon as it is read.
+	fw := newFlushWriter(w, rl, h.clientWriteTimeout(), uk.secret)
+	cw := &commitWriter{fw: fw, commit: func() {
+		upTTFB = time.Since(t0)
+		timer.Reset(p.requestTimeout) // from here on, request_timeout between reads
+		rl.key, rl.status = uk.id, resp.StatusCode
+		hdr := w.Header()
+		hdr.Set("Content-Type", "text/event-stream")
+		hdr.Set("Cache-Control", "no-cache")
+		hdr.Set("X-Accel-Buffering", "no")
+		hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
+		hdr.Del("Content-Length")
+		w.WriteHeader(http.StatusOK)
+	}}
+	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), cw)
+	st.HoldPreamble()
+	if c.hideUsage && up == c.dialect {
+		st.HideUsageChunk()
 	}
-	upTTFB = time.Since(t0)
-	if n == 0 {
-		if err == io.EOF {
+	body.armed = st.Committed // attempt_timeout runs until the first content
+	runErr := st.Run(&flushBeforeRead{r: body, fw: fw})
+	fw.flush()
+	rl.usage = st.Usage()
+	se := st.UpstreamError()
+	switch {
+	case !st.Committed():
+		// nothing reached the client: the attempt failed before its first
+		// content event, and the request may move on
+		if se != nil && ctx.Err() == nil && !timedOut.Load() {
+			o := keypool.ClassifyResponseFor(c.upstreamModel, se.Status, resp.Header, se.Body, time.Now())
+			o.Message = "stream error event before content: " + o.Message
+			return settle(o, se.Status, nil, se.Body)
+		}
+		err := runErr
+		if err == nil || errors.Is(err, io.ErrUnexpectedEOF) && !timedOut.Load() {
 			err = io.ErrUnexpectedEOF
 		}
-		o := classifyErr(err, resp.StatusCode)
+		o := classifyErr(unwrapNotCommitted(err), resp.StatusCode)
 		if o.Kind == keypool.NetworkError {
-			o.Message = "empty stream"
+			o.Message = "stream ended before its first content"
 		}
 		finish(o)
 		if o.Kind == keypool.Canceled {
@@ -570,45 +630,41 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			return attemptResult{done: true}
 		}
 		return attemptResult{outcome: o, status: resp.StatusCode}
-	}
-	rl.key, rl.status = uk.id, resp.StatusCode
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
-	hdr.Del("Content-Length")
-	w.WriteHeader(http.StatusOK)
-	fw := newFlushWriter(w, rl, h.clientWriteTimeout(), uk.secret)
-	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), fw)
-	if c.hideUsage && up == c.dialect {
-		st.HideUsageChunk()
-	}
-	runErr := st.Run(&flushBeforeRead{r: io.MultiReader(bytes.NewReader(first[:n]), body), fw: fw})
-	fw.flush()
-	rl.usage = st.Usage()
-	switch {
 	case ctx.Err() != nil:
 		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
 		rl.status = 499
-	case runErr == nil && st.Truncated():
-		// closed properly for the client, but the upstream never said it
-		// was done: count it against the key and say so in the log
-		finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
-		rl.streamError = "truncated"
+		rl.streamOutcome = streamCanceled
 	case fw.err != nil:
 		// the client stopped reading (its context may not show it yet)
 		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
 		rl.status = 499
+		rl.streamOutcome = streamCanceled
+	case se != nil:
+		// an in-band error after content went out: relayed to the client
+		// in its dialect, and the attempt's outcome is that error,
+		// classified as the same error with an HTTP status would be
+		o := keypool.ClassifyResponseFor(c.upstreamModel, se.Status, resp.Header, se.Body, time.Now())
+		if o.Kind == keypool.Success {
+			o = keypool.Outcome{Kind: keypool.ServerError, Status: se.Status}
+		}
+		o.Message = "stream error event: " + o.Message
+		finish(o)
+		rl.streamError, rl.streamOutcome = o.Kind.String(), streamErrorEvent
+	case runErr == nil && st.Truncated():
+		// the upstream ended without a finish reason: the client was told
+		// in its dialect that the answer is cut short, the key is blamed
+		finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
+		rl.streamError, rl.streamOutcome = "truncated", streamTruncated
 	case runErr != nil:
-		// the upstream broke off mid-stream; the client got a properly
-		// terminated stream, the key gets the blame
+		// the upstream broke off mid-stream; the client got its dialect's
+		// error, the key gets the blame
 		o := classifyErr(runErr, resp.StatusCode)
 		o.Message = "stream interrupted: " + o.Message
 		finish(o)
-		rl.streamError = o.Kind.String()
+		rl.streamError, rl.streamOutcome = o.Kind.String(), streamInterrupted
 	default:
 		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
+		rl.streamOutcome = streamComplete
 	}
 	return attemptResult{done: true}
 }
@@ -653,15 +709,18 @@ func isEventStream(ct string) bool {
 // idleReader re-arms the attempt's timeout after every read that returns
 // data, so request_timeout bounds each wait for the upstream, not the whole
 // length of a stream.
+// While armed is set and reports false (a stream before its first content
+// event), reads do not re-arm it: the attempt's first wait still runs.
 type idleReader struct {
 	r     io.Reader
 	timer *time.Timer
 	d     time.Duration
+	armed func() bool
 }
 
 func (i *idleReader) Read(p []byte) (int, error) {
 	n, err := i.r.Read(p)
-	if n > 0 {
+	if n > 0 && (i.armed == nil || i.armed()) {
 		i.timer.Reset(i.d)
 	}
 	return n, err

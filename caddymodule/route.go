@@ -1,6 +1,10 @@
 package caddymodule
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // matchPattern reports whether model matches pattern: an exact name, or a
 // prefix followed by '*' ("*" alone matches everything).
@@ -43,3 +47,39 @@ func (p *pool) upstreamModel(model string) string {
 	}
 	return model
 }
+
+// choosesAuto reports whether the pool names a model of its own for the
+// client model "auto": a default_model, a model_map entry matching
+// "auto", or models that admit the name "auto" itself.
+func (p *pool) choosesAuto() bool {
+	if p.defaultModel != "" || p.serves("auto") {
+		return true
+	}
+	for _, m := range p.modelMap {
+		if matchPattern(m.Pattern, "auto") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxClientString bounds how much of a client-supplied string (a model
+// name, a field name) is quoted back in error bodies and log fields, in
+// bytes.
+const maxClientString = 256
+
+// clipClient cuts a client-supplied string to maxClientString bytes (on a
+// UTF-8 boundary), marking the cut with "…".
+func clipClient(s string) string {
+	if len(s) <= maxClientString {
+		return s
+	}
+	i := maxClientString
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// quoteClient is strconv.Quote of clipClient(s), for error messages.
+func quoteClient(s string) string { return strconv.Quote(clipClient(s)) }

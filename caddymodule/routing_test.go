@@ -52,7 +52,7 @@ func TestFallbackAcrossPools(t *testing.T) {
 // TestModelAuto: "auto" tries every pool in priority order with each
 // pool's default model.
 func TestModelAuto(t *testing.T) {
-	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"a-1": {Status: 401}}})
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"a-1": {Status: 500}}})
 	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n"+
 		"\t\tpool first {\n\t\t\tmodels gpt-*\n\t\t\tdefault_model model-a\n\t\t\tkey a-1 "+base+"\n\t\t}\n"+
 		"\t\tpool second {\n\t\t\tmodels claude-*\n\t\t\tdefault_model model-b\n\t\t\tkey b-1 "+base+"\n\t\t}\n\t}\n")

@@ -1,0 +1,48 @@
+package caddymodule
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+)
+
+// verifier returns the function the pool calls when a client request led
+// to a long key-level verdict (401, 402, 403 at key level, no credit, a
+// quota until a distant reset): the key is only provisionally cooled
+// (provisional_cooldown) until this independent probe, the same request
+// POST /llm_gateway/diagnose sends and never the client's body, confirms
+// the verdict, with a one-token completion: a models list may answer 200
+// for a key that is refused completions, out of credit or out of quota.
+func (h *Handler) verifier(p *pool) func(k *keypool.Key, o keypool.Outcome) {
+	logger := h.logger
+	return func(k *keypool.Key, o keypool.Outcome) {
+		uk := p.keys[k.Fingerprint()]
+		if uk == nil {
+			return // a key of a newer config: its own handler verifies it
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*probeTimeout)
+		defer cancel()
+		var res probeResult
+		probeKey(ctx, p, uk, &res, true)
+		probe := res.outcome
+		if res.OK {
+			probe = keypool.Outcome{Kind: keypool.Success, Status: res.Status}
+		}
+		p.kp.Confirm(k.Fingerprint(), probe)
+		if logger != nil {
+			verdict := "not confirmed: the key stays in rotation after its provisional cooldown"
+			switch {
+			case probe.Kind.Dead():
+				verdict = "confirmed"
+			case probe.Kind == keypool.Success:
+				verdict = "refuted: the client's request caused it; the key is back in rotation"
+			}
+			logger.Info("key verdict "+verdict,
+				zap.String("pool", p.name), zap.String("key", uk.id),
+				zap.String("verdict", o.Kind.String()), zap.String("probe", res.Probe),
+				zap.String("probe_outcome", probe.Kind.String()), zap.Int("probe_status", res.Status))
+		}
+	}
+}
