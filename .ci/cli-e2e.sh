@@ -2,7 +2,9 @@
 # Real CLIs through the gateway, loopback only: Claude Code answered by an
 # OpenAI-dialect upstream and Codex answered by an Anthropic-dialect one,
 # each once with a plain prompt and once with a tool call that the CLI
-# executes and whose result it sends back through the gateway.
+# executes and whose result it sends back through the gateway; then Claude
+# Code with a wrong gateway key, which must exit with the gateway's 401
+# message within 5 s (no retry loop).
 # Usage: .ci/cli-e2e.sh (after ./xcaddy.sh build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +83,22 @@ expect "$work/out" "Mock answer to:" "codex plain"
 codex "RUNTOOL please"
 expect "$work/out" "hello-from-tool" "codex tool execution"
 expect "$work/out" "Tool said:" "codex tool result"
+
+echo "-- Claude Code with a wrong gateway key exits with the gateway's 401 message within 5 s"
+# the gateway's own errors carry x-should-retry: false where retrying
+# cannot help, which the Anthropic SDK honours: no retries with backoff
+start_ns=$(date +%s%N)
+rc=0
+ANTHROPIC_BASE_URL="http://127.0.0.1:$GW_PORT" ANTHROPIC_API_KEY=sk-e2e-wrong-key \
+	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
+	timeout 60 "$bin/claude" -p "say hello" </dev/null >"$work/out" 2>&1 || rc=$?
+elapsed_ms=$((($(date +%s%N) - start_ns) / 1000000))
+[ "$rc" -ne 124 ] || fail "claude with a wrong gateway key still running after 60 s"
+[ "$rc" -ne 0 ] || fail "claude with a wrong gateway key exited 0"
+expect "$work/out" "invalid gateway API key" "claude wrong gateway key"
+[ "$elapsed_ms" -lt 5000 ] || fail "claude with a wrong gateway key took $elapsed_ms ms to exit (want < 5000)"
+n_401=$(grep '"llm request"' "$work/caddy.log" | grep -c '"status":401' || true)
+echo "   exit $rc after $elapsed_ms ms, $n_401 request(s) answered 401"
 
 cd - >/dev/null
 n_claude=$(grep '"llm request"' "$work/caddy.log" | grep -c '"dialect":"anthropic_messages","upstream_dialect":"openai_chat"' || true)
