@@ -598,7 +598,9 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		w.WriteHeader(http.StatusOK)
 	}}
 	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), cw)
-	st.HoldPreamble()
+	if holdPreamble {
+		st.HoldPreamble()
+	}
 	if c.hideUsage && up == c.dialect {
 		st.HideUsageChunk()
 	}

@@ -28,6 +28,11 @@ const (
 	streamCanceled = "canceled"
 )
 
+// holdPreamble turns the stream commit point on (see attempt). It is
+// always on; BenchmarkStreamCommitPoint turns it off to measure what
+// holding the preamble costs a healthy stream's time to first byte.
+var holdPreamble = true
+
 // commitWriter commits the client's response (status and headers, via
 // commit) when the stream translator writes its first event, which with
 // HoldPreamble is the first content event with the held preamble, and then
