@@ -40,7 +40,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llmgateway/llm_gateway/internal/testskip"
+	"github.com/llmgateway/llm_gateway/mockupstream/testskip"
 )
 
 // Environment of a child instance.

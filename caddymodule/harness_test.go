@@ -19,9 +19,9 @@ import (
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/logging"
 
-	"github.com/llmgateway/llm_gateway/internal/testskip"
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
+	"github.com/llmgateway/llm_gateway/mockupstream/testskip"
 )
 
 // gatewayKey is the gateway key the test configs accept.

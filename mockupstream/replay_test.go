@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgateway/llm_gateway/internal/testskip"
+	"github.com/llmgateway/llm_gateway/mockupstream/testskip"
 )
 
 // TestMain runs the tests, then says in one line what was skipped and why
-// (internal/testskip): the replays of ../shared/fixtures when the folder is
+// (mockupstream/testskip): the replays of ../shared/fixtures when the folder is
 // absent.
 func TestMain(m *testing.M) {
 	code := m.Run()

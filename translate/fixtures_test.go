@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmgateway/llm_gateway/internal/testskip"
+	"github.com/llmgateway/llm_gateway/mockupstream/testskip"
 	"github.com/tidwall/gjson"
 )
 
@@ -82,7 +82,7 @@ func TestSharedFixtures(t *testing.T) {
 }
 
 // TestMain runs the tests, then says in one line what was skipped and why
-// (internal/testskip), e.g. the replays of ../shared/fixtures when the
+// (mockupstream/testskip), e.g. the replays of ../shared/fixtures when the
 // folder is absent.
 func TestMain(m *testing.M) {
 	code := m.Run()

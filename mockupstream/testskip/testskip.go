@@ -8,7 +8,8 @@
 // -v is given, so Report writes to the terminal (/dev/tty) when there is one
 // and the run is not verbose; under -v or -json, and when there is no
 // terminal, it writes to standard output. Nothing is written when nothing
-// was skipped. Only tests import this package.
+// was skipped. Only tests import this package; it sits beside the mock
+// upstream, the other support the tests share.
 package testskip
 
 import (
