@@ -609,6 +609,9 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	fw.flush()
 	rl.usage = st.Usage()
 	se := st.UpstreamError()
+	if se != nil {
+		se.Body = redactSecret(se.Body, uk.secret) // it feeds the outcome's message and the log
+	}
 	switch {
 	case !st.Committed():
 		// nothing reached the client: the attempt failed before its first
