@@ -241,6 +241,11 @@ type keyView struct {
 	SecondsLeft    int        `json:"seconds_left,omitempty"`
 	CooldownSource string     `json:"cooldown_source,omitempty"`
 	CooldownStatus int        `json:"cooldown_status,omitempty"`
+	// Provisional is true while the cooldown is a provisional verdict
+	// (401, 402, 403, no credit, a distant quota reset) that the gateway's
+	// own probe has not confirmed yet; it lasts provisional_cooldown at
+	// most.
+	Provisional bool `json:"provisional,omitempty"`
 	// LastStatus and LastMessage describe the last upstream answer.
 	LastStatus          int    `json:"last_status,omitempty"`
 	LastMessage         string `json:"last_message,omitempty"`
@@ -302,6 +307,7 @@ func viewPool(kp *keypool.Pool) poolView {
 			SecondsLeft:         st.SecondsLeft,
 			CooldownSource:      st.Source,
 			CooldownStatus:      st.CooldownStatus,
+			Provisional:         st.Provisional,
 			LastStatus:          st.LastStatus,
 			LastMessage:         st.LastMessage,
 			ConsecutiveFailures: st.ConsecutiveFailures,
