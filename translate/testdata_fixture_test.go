@@ -145,8 +145,8 @@ func TestTestdataStreams(t *testing.T) {
 				got := clientUsage(t, to, out)
 				switch {
 				case !fx.noUsage:
-					if got.String() != want.usage {
-						t.Errorf("%s: client usage %s, want %s", label, got, want.usage)
+					if w := usageIn(to, tr.Usage()).String(); got.String() != w {
+						t.Errorf("%s: client usage %s, want %s", label, got, w)
 					}
 				case to == AnthropicMessages:
 					if s := got.String(); s != "in=0 out=0 cache_read=- cache_write=- reasoning=-" {

@@ -155,19 +155,25 @@ func (a *anthropicUsage) usage() Usage {
 	return out
 }
 
-// appendChatUsage appends an OpenAI Chat usage object for u. Only reported
-// figures are written; total_tokens only when both sides are known.
+// appendChatUsage appends an OpenAI Chat usage object for u (OpenAI
+// "CompletionUsage": prompt_tokens, completion_tokens and total_tokens are
+// required, so an unreported side is written as 0). Cache reads go to
+// prompt_tokens_details.cached_tokens; cache writes to
+// prompt_tokens_details.cache_write_tokens (OpenRouter's field, a named
+// extension in docs/translation-dropped-fields.md); reasoning to
+// completion_tokens_details.reasoning_tokens.
 func appendChatUsage(b []byte, u Usage) []byte {
-	b = append(b, '{')
+	var in, out int64
 	if u.InputTokens != nil {
-		b = appendIntField(b, "prompt_tokens", *u.InputTokens)
+		in = *u.InputTokens
 	}
 	if u.OutputTokens != nil {
-		b = appendIntField(b, "completion_tokens", *u.OutputTokens)
+		out = *u.OutputTokens
 	}
-	if u.InputTokens != nil && u.OutputTokens != nil {
-		b = appendIntField(b, "total_tokens", *u.InputTokens+*u.OutputTokens)
-	}
+	b = append(b, '{')
+	b = appendIntField(b, "prompt_tokens", in)
+	b = appendIntField(b, "completion_tokens", out)
+	b = appendIntField(b, "total_tokens", in+out)
 	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
 		b = appendKey(b, "prompt_tokens_details")
 		b = append(b, '{')
@@ -187,34 +193,29 @@ func appendChatUsage(b []byte, u Usage) []byte {
 	return append(b, '}')
 }
 
-// appendResponsesUsage appends an OpenAI Responses usage object for u.
+// appendResponsesUsage appends an OpenAI Responses usage object for u
+// (OpenAI "ResponseUsage": input_tokens, input_tokens_details.cached_tokens,
+// output_tokens, output_tokens_details.reasoning_tokens and total_tokens are
+// all required, so unreported figures are written as 0). The schema has no
+// cache-write figure: cache writes are counted in input_tokens only.
 func appendResponsesUsage(b []byte, u Usage) []byte {
+	val := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	in, out := val(u.InputTokens), val(u.OutputTokens)
 	b = append(b, '{')
-	if u.InputTokens != nil {
-		b = appendIntField(b, "input_tokens", *u.InputTokens)
-	}
-	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
-		b = appendKey(b, "input_tokens_details")
-		b = append(b, '{')
-		if u.CacheReadTokens != nil {
-			b = appendIntField(b, "cached_tokens", *u.CacheReadTokens)
-		}
-		if u.CacheWriteTokens != nil {
-			b = appendIntField(b, "cache_write_tokens", *u.CacheWriteTokens)
-		}
-		b = append(b, '}')
-	}
-	if u.OutputTokens != nil {
-		b = appendIntField(b, "output_tokens", *u.OutputTokens)
-	}
-	if u.ReasoningTokens != nil {
-		b = appendKey(b, "output_tokens_details")
-		b = appendIntField(append(b, '{'), "reasoning_tokens", *u.ReasoningTokens)
-		b = append(b, '}')
-	}
-	if u.InputTokens != nil && u.OutputTokens != nil {
-		b = appendIntField(b, "total_tokens", *u.InputTokens+*u.OutputTokens)
-	}
+	b = appendIntField(b, "input_tokens", in)
+	b = appendKey(b, "input_tokens_details")
+	b = appendIntField(append(b, '{'), "cached_tokens", val(u.CacheReadTokens))
+	b = append(b, '}')
+	b = appendIntField(b, "output_tokens", out)
+	b = appendKey(b, "output_tokens_details")
+	b = appendIntField(append(b, '{'), "reasoning_tokens", val(u.ReasoningTokens))
+	b = append(b, '}')
+	b = appendIntField(b, "total_tokens", in+out)
 	return append(b, '}')
 }
 
@@ -237,10 +238,14 @@ func anthropicInput(u Usage) *int64 {
 	return i64(n)
 }
 
-// appendAnthropicUsage appends an Anthropic usage object for u. When
-// placeholders is true (message_start from an upstream that reports usage
-// only at the end), the schema-required input_tokens/output_tokens are
-// written as 0 when unknown; the real figures follow in message_delta.
+// appendAnthropicUsage appends an Anthropic usage object for u, with only
+// the fields of Anthropic's schema (input_tokens, cache_creation_input_tokens,
+// cache_read_input_tokens, output_tokens; reasoning has no field there, it
+// is part of output_tokens). output_tokens is always written (0 when
+// unknown), as Anthropic's SDK types require it in message_start,
+// message_delta and a whole message. When placeholders is true (message_start,
+// a whole message), input_tokens is written as 0 when unknown too; in
+// message_delta only the input figures the upstream reported are written.
 func appendAnthropicUsage(b []byte, u Usage, placeholders bool) []byte {
 	b = append(b, '{')
 	if in := anthropicInput(u); in != nil {
@@ -256,13 +261,8 @@ func appendAnthropicUsage(b []byte, u Usage, placeholders bool) []byte {
 	}
 	if u.OutputTokens != nil {
 		b = appendIntField(b, "output_tokens", *u.OutputTokens)
-	} else if placeholders {
+	} else {
 		b = appendIntField(b, "output_tokens", 0)
-	}
-	if u.ReasoningTokens != nil {
-		b = appendKey(b, "output_tokens_details")
-		b = appendIntField(append(b, '{'), "thinking_tokens", *u.ReasoningTokens)
-		b = append(b, '}')
 	}
 	return append(b, '}')
 }
