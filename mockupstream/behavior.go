@@ -19,7 +19,8 @@ import (
 // answer 429 at once, without taking a slot or restarting the cooldown), then
 // the request takes an in-flight slot, Latency is waited, then Status (other
 // codes), ResetRate, FailRate, and finally replay or the normal answer.
-// GET /v1/models and POST /v1/messages/count_tokens only apply Status.
+// GET /v1/models applies ModelsStatus, else Status, then Latency, and lists
+// Models when set; POST /v1/messages/count_tokens only applies Status.
 type KeyBehavior struct {
 	// MaxConcurrency > 0 caps the requests in flight for this key; a request
 	// beyond the cap gets 429 (rate-limit error body in the path's dialect)
@@ -108,6 +109,21 @@ type KeyBehavior struct {
 	// ReplayContentType is the Content-Type for ReplayBody; event-stream
 	// content types are written event by event with a flush after each.
 	ReplayContentType string `json:"-"`
+
+	// Models, when non-nil, is the model list GET /v1/models answers for
+	// this key, in this order (empty: an empty list), instead of the
+	// server's Model and Models. A request with an anthropic-version
+	// header gets the Anthropic list shape ({"data":[{"type":"model",
+	// "id","display_name","created_at"}],"has_more":false,"first_id",
+	// "last_id"}), others the OpenAI one ({"object":"list","data":[{"id",
+	// "object":"model","created","owned_by"}]}).
+	Models []string `json:"models,omitempty"`
+
+	// ModelsStatus > 0 (and not 2xx) makes GET /v1/models (and
+	// /v1/models/{id}) answer with this status while the generating
+	// endpoints keep working, e.g. 404 for an upstream without a models
+	// list. It takes precedence over Status for those paths.
+	ModelsStatus int `json:"models_status,omitempty"`
 }
 
 // Config is the static configuration of a Server. Its JSON form is

@@ -132,6 +132,45 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// keyModelsBody renders a key's own model list (KeyBehavior.Models) in the
+// OpenAI list shape, or in the Anthropic one (per Anthropic's List Models
+// API) when anthropic is set.
+func (s *Server) keyModelsBody(ids []string, anthropic bool) []byte {
+	if !anthropic {
+		buf := []byte(`{"object":"list","data":[`)
+		for i, id := range ids {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = s.appendModel(buf, id)
+		}
+		return append(buf, "]}"...)
+	}
+	created := time.Unix(s.created, 0).UTC().Format(time.RFC3339)
+	buf := []byte(`{"data":[`)
+	for i, id := range ids {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"type":"model","id":`...)
+		buf = appendString(buf, id)
+		buf = append(buf, `,"display_name":`...)
+		buf = appendString(buf, id)
+		buf = append(buf, `,"created_at":`...)
+		buf = appendString(buf, created)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `],"has_more":false,"first_id":`...)
+	if len(ids) == 0 {
+		buf = append(buf, `null,"last_id":null}`...)
+		return buf
+	}
+	buf = appendString(buf, ids[0])
+	buf = append(buf, `,"last_id":`...)
+	buf = appendString(buf, ids[len(ids)-1])
+	return append(buf, '}')
+}
+
 func (s *Server) appendModel(buf []byte, id string) []byte {
 	buf = append(buf, `{"id":`...)
 	buf = appendString(buf, id)
@@ -325,16 +364,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch ep {
 	case epModels, epModel:
 		c.ks.record("", nil, r.Header)
+		if st := c.b.ModelsStatus; st > 0 && (st < 200 || st > 299) {
+			c.countError(st)
+			c.writeStatusError(st, "")
+			return
+		}
 		if c.b.statusError() {
 			c.countError(c.b.Status)
 			c.writeStatusError(c.b.Status, "")
 			return
 		}
+		if c.b.Latency > 0 && !sleepCtx(r.Context(), c.b.Latency) {
+			c.ks.canceled.Add(1)
+			return
+		}
 		var body []byte
-		if ep == epModels {
-			body = s.modelsBody
-		} else {
+		switch {
+		case ep == epModel:
 			body = s.appendModel(make([]byte, 0, 128), arg)
+		case c.b.Models != nil:
+			body = s.keyModelsBody(c.b.Models, r.Header.Get("Anthropic-Version") != "")
+		default:
+			body = s.modelsBody
 		}
 		c.writeJSON(http.StatusOK, body)
 		c.ks.ok.Add(1)
