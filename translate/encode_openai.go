@@ -141,7 +141,7 @@ func appendChatMessages(b []byte, m *canonMessage) []byte {
 		b = appendTextOf(b, "", m.parts, "\n")
 		return append(b, '}')
 	case "assistant":
-		return appendChatAssistant(b, m.parts)
+		return appendChatAssistant(b, m.parts, false)
 	}
 	var extra []canonPart // user-visible parts: tool-result images, then the turn's own parts
 	for i := range m.parts {
@@ -239,26 +239,38 @@ func appendChatPart(b []byte, p *canonPart) []byte {
 }
 
 // appendChatAssistant appends an assistant message: text joined into
-// content, unsigned reasoning echoed as reasoning_content (DeepSeek
-// requires it on tool-call turns), tool calls. Signed Anthropic thinking and
-// redacted thinking are dropped: they are only valid for Anthropic.
-func appendChatAssistant(b []byte, parts []canonPart) []byte {
-	nText, nReason := 0, 0
+// content, thinking text (signed or not) as reasoning_content (DeepSeek
+// requires it back on tool-call turns in thinking mode), tool calls. With
+// blocks (a response to a Chat client), signed thinking and redacted
+// thinking also go out as LiteLLM's thinking_blocks
+// [{type:"thinking",thinking,signature}|{type:"redacted_thinking",data}];
+// without (a request to an OpenAI-compatible upstream), signatures and
+// redacted thinking never leave Anthropic.
+func appendChatAssistant(b []byte, parts []canonPart, blocks bool) []byte {
+	nText, nReason, nBlocks := 0, 0, 0
 	hasCalls := false
 	for i := range parts {
 		switch p := &parts[i]; p.kind {
 		case partText:
 			nText++
 		case partThinking:
-			if p.signature == "" && p.text != "" {
+			if p.text != "" {
 				nReason++
 			}
+			if p.signature != "" {
+				nBlocks++
+			}
+		case partRedactedThinking:
+			nBlocks++
 		case partToolCall:
 			hasCalls = true
 		}
 	}
+	if !blocks {
+		nBlocks = 0
+	}
 	hasText := nText > 0
-	if !hasText && !hasCalls && nReason == 0 {
+	if !hasText && !hasCalls && nReason == 0 && nBlocks == 0 {
 		return b
 	}
 	b = appendComma(b)
@@ -269,14 +281,33 @@ func appendChatAssistant(b []byte, parts []canonPart) []byte {
 		b = append(b, "null"...)
 	}
 	if nReason > 0 {
-		// unsigned reasoning, joined
+		// every thinking text, joined
 		b = append(appendKey(b, "reasoning_content"), '"')
 		for i := range parts {
-			if p := &parts[i]; p.kind == partThinking && p.signature == "" {
+			if p := &parts[i]; p.kind == partThinking {
 				b = appendEscaped(b, p.text)
 			}
 		}
 		b = append(b, '"')
+	}
+	if nBlocks > 0 {
+		b = append(appendKey(b, "thinking_blocks"), '[')
+		for i := range parts {
+			switch p := &parts[i]; {
+			case p.kind == partThinking && p.signature != "":
+				b = appendComma(b)
+				b = append(b, `{"type":"thinking","thinking":`...)
+				b = appendString(b, p.text)
+				b = appendStrField(b, "signature", p.signature)
+				b = append(b, '}')
+			case p.kind == partRedactedThinking:
+				b = appendComma(b)
+				b = append(b, `{"type":"redacted_thinking","data":`...)
+				b = appendString(b, p.data)
+				b = append(b, '}')
+			}
+		}
+		b = append(b, ']')
 	}
 	if hasCalls {
 		b = append(b, `,"tool_calls":[`...)
@@ -322,15 +353,8 @@ func encodeChatResponse(r *canonResponse) []byte {
 	b = appendStrField(b, "model", r.model)
 	b = append(b, `,"choices":[{"index":0,"message":`...)
 	// A Chat client gets thinking as reasoning_content, signed or not, as
-	// in a stream; only the signature stays Anthropic's.
-	parts := make([]canonPart, len(r.parts))
-	copy(parts, r.parts)
-	for i := range parts {
-		if parts[i].kind == partThinking {
-			parts[i].signature = ""
-		}
-	}
-	b = appendChatAssistant(b, parts)
+	// in a stream; signed and redacted blocks also as thinking_blocks.
+	b = appendChatAssistant(b, r.parts, true)
 	if b[len(b)-1] == ':' { // no content at all
 		b = append(b, `{"role":"assistant","content":""}`...)
 	} else {

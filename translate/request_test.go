@@ -95,8 +95,12 @@ func TestAnthropicToChatRequest(t *testing.T) {
 	r := mustTranslate(t, AnthropicMessages, OpenAIChat, body, "deepseek-reasoner")
 	wantGet(t, r, "messages.0", `{"role":"system","content":"S1\nS2"}`)
 	wantGet(t, r, "messages.1", `{"role":"user","content":"q"}`)
-	// signed thinking dropped, never altered
-	wantGet(t, r, "messages.2.reasoning_content", "")
+	// signed thinking: its text goes back as reasoning_content (DeepSeek's
+	// rule for tool-call turns), its signature never leaves Anthropic
+	wantGet(t, r, "messages.2.reasoning_content", `"signed thought"`)
+	if strings.Contains(r.Raw, "sig==") {
+		t.Errorf("signature leaked: %s", r.Raw)
+	}
 	wantGet(t, r, "messages.2.content", `"calling"`)
 	wantGet(t, r, "messages.2.tool_calls.0", `{"id":"toolu_1","type":"function","function":{"name":"shot","arguments":"{\"x\":1}"}}`)
 	wantGet(t, r, "messages.3", `{"role":"tool","tool_call_id":"toolu_1","content":"Error: failed"}`)

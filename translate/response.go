@@ -17,6 +17,24 @@ import "github.com/tidwall/gjson"
 // Errors are *Error values (class ErrAPI for an upstream body that cannot
 // be understood).
 func TranslateResponse(from, to Dialect, body []byte, clientModel string) ([]byte, Usage, error) {
+	return TranslateResponseWith(from, to, body, clientModel, ResponseOptions{})
+}
+
+// ResponseOptions adjusts what a translated response (whole or streamed)
+// gives the client. The zero value is the default.
+type ResponseOptions struct {
+	// OmitReasoning drops the model's reasoning from translated OpenAI Chat
+	// output: no message.reasoning_content / delta.reasoning_content and no
+	// thinking_blocks (the pool option `reasoning_content off`). By default
+	// a Chat client gets an Anthropic upstream's thinking as
+	// reasoning_content (the field DeepSeek, vLLM and LiteLLM use) and its
+	// signed and redacted blocks in LiteLLM's thinking_blocks form. It has
+	// no effect on passthrough or on other client dialects.
+	OmitReasoning bool
+}
+
+// TranslateResponseWith is TranslateResponse with options.
+func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
 	if from == to {
 		u := ResponseUsage(from, body)
 		if clientModel == "" {
@@ -53,6 +71,9 @@ func TranslateResponse(from, to Dialect, body []byte, clientModel string) ([]byt
 	}
 	switch to {
 	case OpenAIChat:
+		if o.OmitReasoning {
+			resp.parts = withoutReasoning(resp.parts)
+		}
 		return encodeChatResponse(resp), resp.usage, nil
 	case AnthropicMessages:
 		return encodeAnthropicResponse(resp), resp.usage, nil
@@ -60,4 +81,16 @@ func TranslateResponse(from, to Dialect, body []byte, clientModel string) ([]byt
 		return encodeResponsesResponse(resp), resp.usage, nil
 	}
 	return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown client dialect"}
+}
+
+// withoutReasoning returns ps without its thinking and redacted thinking
+// parts.
+func withoutReasoning(ps []canonPart) []canonPart {
+	out := ps[:0:0]
+	for i := range ps {
+		if k := ps[i].kind; k != partThinking && k != partRedactedThinking {
+			out = append(out, ps[i])
+		}
+	}
+	return out
 }

@@ -87,9 +87,10 @@ type StreamTranslator struct {
 	upErr     *StreamError
 
 	// passthrough state
-	pt        passState
-	scratch   objFields
-	hideUsage bool
+	pt            passState
+	scratch       objFields
+	hideUsage     bool
+	omitReasoning bool
 
 	// translation state
 	cs  *canonStream
@@ -119,6 +120,16 @@ func NewStreamTranslator(from, to Dialect, clientModel string, w EventWriter) *S
 		}
 	}
 	return t
+}
+
+// SetOptions applies o (see ResponseOptions) to a translated stream; call
+// it before Run. An OpenAI Chat client then gets no delta.reasoning_content
+// and no thinking_blocks when o.OmitReasoning is set.
+func (t *StreamTranslator) SetOptions(o ResponseOptions) {
+	t.omitReasoning = o.OmitReasoning
+	if t.cs != nil {
+		t.cs.keepThinking = t.to == OpenAIChat && !o.OmitReasoning
+	}
 }
 
 // HideUsageChunk makes an OpenAI Chat passthrough drop the upstream's

@@ -68,6 +68,8 @@ type canonStream struct {
 	open       *streamBlock
 	sawTool    bool
 	accumulate bool // keep block text (Responses needs it for .done events)
+	// keepThinking keeps thinking text (Chat needs it for thinking_blocks)
+	keepThinking bool
 }
 
 func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream {
@@ -75,6 +77,7 @@ func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream 
 	switch to {
 	case OpenAIChat:
 		cs.enc = &chatStreamEncoder{}
+		cs.keepThinking = true
 	case AnthropicMessages:
 		cs.enc = &anthropicStreamEncoder{}
 	default:
@@ -148,7 +151,7 @@ func (cs *canonStream) delta(k deltaKind, s string) {
 	}
 	if k == deltaSignature {
 		b.signature += s
-	} else if cs.accumulate {
+	} else if cs.accumulate || (cs.keepThinking && b.kind == partThinking) {
 		b.text = append(b.text, s...)
 	}
 	cs.enc.delta(cs, b, k, s)

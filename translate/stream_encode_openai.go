@@ -46,6 +46,12 @@ func (e *chatStreamEncoder) choice(cs *canonStream, delta string, finish string)
 }
 
 func (e *chatStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
+	if blk.kind == partRedactedThinking && !cs.t.omitReasoning {
+		d := append([]byte(nil), `{"thinking_blocks":[{"type":"redacted_thinking","data":`...)
+		d = appendString(d, blk.data)
+		e.choice(cs, string(append(d, "}]}"...)), "")
+		return
+	}
 	if blk.kind != partToolCall {
 		return
 	}
@@ -73,6 +79,9 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 		b = appendString(b, s)
 		b = append(b, '}')
 	case deltaThinking:
+		if cs.t.omitReasoning {
+			return
+		}
 		b = append(b, `{"index":0,"delta":{"reasoning_content":`...)
 		b = appendString(b, s)
 		b = append(b, '}')
@@ -93,8 +102,17 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 
 // blockStop gives a call that streamed no arguments "{}" (Anthropic sends
 // tools without parameters as a single empty partial_json), so the client
-// never sees an empty arguments string.
+// never sees an empty arguments string. A signed thinking block ends with
+// one chunk carrying it whole in LiteLLM's form,
+// delta.thinking_blocks [{type:"thinking",thinking,signature}], so a
+// client that echoes the message can replay it to Anthropic.
 func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
+	if blk.kind == partThinking && blk.signature != "" && !cs.t.omitReasoning {
+		d := append([]byte(nil), `{"thinking_blocks":[{"type":"thinking","thinking":`...)
+		d = appendString(d, string(blk.text))
+		d = appendStrField(d, "signature", blk.signature)
+		e.choice(cs, string(append(d, "}]}"...)), "")
+	}
 	if blk.kind == partToolCall && !blk.argsSent {
 		e.delta(cs, blk, deltaArgs, "{}")
 	}
