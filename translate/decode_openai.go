@@ -50,6 +50,9 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		switch role {
 		case "system", "developer":
 			parts, e := chatTextParts(mf.get("content"), param.dot("content"), c)
+			if e == nil {
+				e = messageCache(parts, mf, param, c)
+			}
 			if e != nil {
 				err = e
 				return false
@@ -67,6 +70,9 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 				return false
 			}
 			parts, e := chatUserParts(content, param.dot("content"), c)
+			if e == nil {
+				e = messageCache(parts, mf, param, c)
+			}
 			if e != nil {
 				err = e
 				return false
@@ -74,6 +80,9 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			r.addMessage("user", parts...)
 		case "assistant":
 			parts, e := chatAssistant(mf, param, c)
+			if e == nil {
+				e = messageCache(parts, mf, param, c)
+			}
 			if e != nil {
 				err = e
 				return false
@@ -93,7 +102,22 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 				err = e
 				return false
 			}
-			r.addMessage("user", canonPart{kind: partToolResult, id: id, content: content})
+			// cache_control on the message or on any of its parts marks the
+			// tool_result block (Anthropic caches whole blocks)
+			res := canonPart{kind: partToolResult, id: id, content: content}
+			one := []canonPart{res}
+			if e := messageCache(one, mf, param, c); e != nil {
+				err = e
+				return false
+			}
+			res.cache = one[0].cache
+			for k := range content {
+				if content[k].cache != "" {
+					res.cache = content[k].cache
+					content[k].cache = ""
+				}
+			}
+			r.addMessage("user", res)
 		case "function":
 			err = unsupportedAt(param.dot("role"), `: the deprecated "function" role is not supported; use "tool"`)
 			return false
@@ -126,9 +150,14 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 // chatAssistant reads an assistant message: reasoning (in the fields
 // OpenAI-compatible upstreams use), content, refusal and tool_calls.
 func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) {
-	var parts []canonPart
-	if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
-		parts = append(parts, canonPart{kind: partThinking, text: rc})
+	parts, e := chatThinkingBlocks(mf.get("thinking_blocks"), param.dot("thinking_blocks"), c)
+	if e != nil {
+		return nil, e
+	}
+	if len(parts) == 0 {
+		if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
+			parts = append(parts, canonPart{kind: partThinking, text: rc})
+		}
 	}
 	content := mf.get("content")
 	switch {
@@ -155,11 +184,15 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 			switch typ {
 			case "text", "output_text":
 				t, e := c.reqStr(p.Get("text"), pp.dot("text"))
+				var cache string
+				if e == nil {
+					cache, e = partCache(p.Get("cache_control"), pp, c)
+				}
 				if e != nil {
 					err = e
 					return false
 				}
-				parts = append(parts, canonPart{kind: partText, text: t})
+				parts = append(parts, canonPart{kind: partText, text: t, cache: cache})
 			case "refusal":
 				t, e := c.reqStr(p.Get("refusal"), pp.dot("refusal"))
 				if e != nil {
@@ -247,6 +280,85 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 	return parts, nil
 }
 
+// partCache reads a cache_control extension (the field OpenRouter and
+// LiteLLM clients put on Chat content parts, messages and tools to get
+// Anthropic prompt caching): an object, kept raw for the matching
+// Anthropic block; "" when absent.
+func partCache(v gjson.Result, param fpath, c *checker) (string, *Error) {
+	if e := c.object(v, param.dot("cache_control")); e != nil {
+		return "", e
+	}
+	return rawOrEmpty(v), nil
+}
+
+// messageCache applies a message-level cache_control to the message's last
+// part that has none (LiteLLM's reading: a message with string content is
+// one block, and the breakpoint is at its end).
+func messageCache(parts []canonPart, mf objFields, param fpath, c *checker) *Error {
+	cache, e := partCache(mf.get("cache_control"), param, c)
+	if e != nil || cache == "" {
+		return e
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		if k := parts[i].kind; k != partThinking && k != partRedactedThinking {
+			if parts[i].cache == "" {
+				parts[i].cache = cache
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// chatThinkingBlocks reads LiteLLM's thinking_blocks on an assistant
+// message ([{type:"thinking",thinking,signature}|{type:"redacted_thinking",
+// data}], as the gateway returns them to Chat clients): signed blocks
+// become thinking parts replayable to Anthropic (raw set), redacted blocks
+// redacted parts. Blocks without a signature are skipped (the message's
+// reasoning_content carries that text). Anything but an array of objects
+// is a type error.
+func chatThinkingBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
+	if !present(v) {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, c.typeErr(param, wantArr, v)
+	}
+	var parts []canonPart
+	var err *Error
+	j := 0
+	v.ForEach(func(_, b gjson.Result) bool {
+		bp := param.at(j)
+		j++
+		if !b.IsObject() {
+			err = c.typeErr(bp, wantObj, b)
+			return false
+		}
+		res := gjson.GetMany(b.Raw, "type", "thinking", "signature", "data")
+		switch res[0].Str {
+		case "thinking":
+			if res[2].Type != gjson.String || res[2].Str == "" || res[1].Type != gjson.String {
+				return true // unsigned: never replayed to Anthropic
+			}
+			raw := append([]byte(`{"type":"thinking","thinking":`), nil...)
+			raw = appendString(raw, res[1].Str)
+			raw = appendStrField(raw, "signature", res[2].Str)
+			raw = append(raw, '}')
+			parts = append(parts, canonPart{kind: partThinking, text: res[1].Str, signature: res[2].Str, raw: string(raw)})
+		case "redacted_thinking":
+			if res[3].Type != gjson.String || res[3].Str == "" {
+				return true
+			}
+			raw := append([]byte(`{"type":"redacted_thinking","data":`), nil...)
+			raw = appendString(raw, res[3].Str)
+			raw = append(raw, '}')
+			parts = append(parts, canonPart{kind: partRedactedThinking, data: res[3].Str, raw: string(raw)})
+		}
+		return true
+	})
+	return parts, err
+}
+
 // chatTools reads Chat function tools; other tool types (custom, hosted)
 // have no counterpart and are dropped.
 func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
@@ -284,6 +396,14 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 			return false
 		}
 		tool, e := functionTool(f, param.dot("function"), "parameters", c)
+		if e == nil {
+			// LiteLLM's form puts cache_control on the tool; some clients
+			// put it on the function
+			tool.cache, e = partCache(tsc.get("cache_control"), param, c)
+			if e == nil && tool.cache == "" {
+				tool.cache, e = partCache(f.Get("cache_control"), param.dot("function"), c)
+			}
+		}
 		if e != nil {
 			err = e
 			return false
@@ -545,11 +665,15 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 				return false
 			}
 			t, e := c.reqStr(p.Get("text"), pp.dot("text"))
+			var cache string
+			if e == nil {
+				cache, e = partCache(p.Get("cache_control"), pp, c)
+			}
 			if e != nil {
 				err = e
 				return false
 			}
-			parts = append(parts, canonPart{kind: partText, text: t})
+			parts = append(parts, canonPart{kind: partText, text: t, cache: cache})
 			return true
 		})
 		return parts, err
@@ -579,10 +703,20 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			}
 			psc = fieldsInto(psc, p)
 			typ, e := c.reqStr(psc.get("type"), pp.dot("type"))
+			var cache string
+			if e == nil {
+				cache, e = partCache(psc.get("cache_control"), pp, c)
+			}
 			if e != nil {
 				err = e
 				return false
 			}
+			n := len(parts)
+			defer func() {
+				if len(parts) > n {
+					parts[n].cache = cache
+				}
+			}()
 			switch typ {
 			case "text":
 				t, e := c.reqStr(psc.get("text"), pp.dot("text"))

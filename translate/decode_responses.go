@@ -290,6 +290,9 @@ func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 			return true // hosted tools have no counterpart: dropped
 		}
 		tool, e := functionTool(t, p, "parameters", c)
+		if e == nil {
+			tool.cache, e = partCache(t.Get("cache_control"), p, c)
+		}
 		if e != nil {
 			err = e
 			return false
@@ -409,6 +412,9 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 		}
 		psc = fieldsInto(psc, p)
 		part, e := responsesPart(psc, pp, c)
+		if e == nil {
+			part.cache, e = partCache(psc.get("cache_control"), pp, c)
+		}
 		if e != nil {
 			err = e
 			return false
