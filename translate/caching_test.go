@@ -141,4 +141,3 @@ func TestReasoningInFromChatHistory(t *testing.T) {
 		t.Errorf("signature or redacted data left Anthropic: %s", ccx.Raw)
 	}
 }
-
