@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    }]
 //	    auth off
 //	    max_request_body <size>          # e.g. 8MiB
+//	    max_in_flight <n>                # requests served at once; default 1024 x GOMAXPROCS
+//	    max_buffered_bytes <size>        # request bodies in memory at once, e.g. 1GiB
 //	    client_write_timeout <duration>  # cut a stream the client stops reading; default 30s
 //	    usage_file <path>|off
 //	    log_payloads
@@ -136,6 +139,20 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_request_body: bad size '%s'", v)
 			}
 			h.MaxRequestBody = int64(size)
+		case "max_in_flight":
+			if err := intArg(d, &h.MaxInFlight, 1); err != nil {
+				return err
+			}
+		case "max_buffered_bytes":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			size, err := humanize.ParseBytes(v)
+			if err != nil || size == 0 || size > math.MaxInt64 {
+				return d.Errf("max_buffered_bytes: bad size '%s'", v)
+			}
+			h.MaxBufferedBytes = int64(size)
 		case "client_write_timeout":
 			if err := durationArg(d, &h.ClientWriteTimeout); err != nil {
 				return err

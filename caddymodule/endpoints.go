@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -35,16 +34,11 @@ func statelessCheck(body []byte) string {
 // X-Token-Count-Estimate: true and the field "estimated": true.
 func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) {
 	d := translate.AnthropicMessages
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge, "request body is larger than the gateway's limit")
-			return
-		}
-		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "could not read the request body")
+	body, releaseBody, ok := h.readBody(w, r, rl, d)
+	if !ok {
 		return
 	}
+	defer releaseBody()
 	model := gjson.GetBytes(body, "model")
 	if !gjson.ValidBytes(body) || model.Type != gjson.String || model.Str == "" {
 		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "body must be a JSON object with a string model")

@@ -36,6 +36,11 @@ type requestLog struct {
 	ttfb            time.Duration
 	acquireWait     time.Duration
 	usage           translate.Usage
+
+	// awaitsContinue: an HTTP/1 client that sent "Expect: 100-continue"
+	// and waits for it before sending its body; an error answered before
+	// the body is read closes the connection (see fail)
+	awaitsContinue bool
 }
 
 // attemptLog is one upstream attempt.
@@ -73,8 +78,23 @@ func (as attemptLogs) MarshalLogArray(enc zapcore.ArrayEncoder) error {
 	return nil
 }
 
-// fail writes a gateway error in the client's dialect and records it.
+// fail writes a gateway error in the client's dialect and records it. The
+// message is cut to maxErrorMessage bytes (it may quote the client); the
+// answer carries x-should-retry and, when retrying can help, Retry-After
+// (see writeError).
+//
+// When the client awaits "100 Continue" and its body has not been read (a
+// refusal before reading it: 401, 405, 413, 429, 503), the answer says
+// "Connection: close": the body is then never sent, where Go's server
+// would otherwise try to read up to 256 KiB of it first and so wait for
+// the client to give up waiting. (Other clients' unread bodies are left
+// to Go's server: it reads up to 256 KiB to keep the connection, or
+// closes it after a lingering wait so that the answer arrives.)
 func (rl *requestLog) fail(w http.ResponseWriter, d translate.Dialect, status int, class translate.ErrorClass, msg string) {
+	msg = clipMessage(msg, maxErrorMessage)
+	if rl.awaitsContinue {
+		w.Header().Set("Connection", "close")
+	}
 	rl.status, rl.errMsg = status, msg
 	writeError(w, d, status, class, msg)
 }
@@ -103,8 +123,8 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 		zap.String("request_id", rl.id),
 		zap.String("dialect", rl.dialect.String()),
 		zap.String("upstream_dialect", upstreamDialectName(rl.upstreamDialect)),
-		zap.String("client_model", rl.clientModel),
-		zap.String("upstream_model", rl.upstreamModel),
+		zap.String("client_model", clipClient(rl.clientModel)),
+		zap.String("upstream_model", clipClient(rl.upstreamModel)),
 		zap.String("pool", rl.pool),
 		zap.String("key", rl.key),
 		zap.Bool("stream", rl.stream),
@@ -126,7 +146,7 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	addTokens("cache_write_tokens", rl.usage.CacheWriteTokens)
 	addTokens("reasoning_tokens", rl.usage.ReasoningTokens)
 	if rl.errMsg != "" {
-		fields = append(fields, zap.String("error", rl.errMsg))
+		fields = append(fields, zap.String("error", clipMessage(rl.errMsg, maxErrorMessage)))
 	}
 	if rl.fallbackFrom != "" {
 		fields = append(fields, zap.String("fallback_from", rl.fallbackFrom))

@@ -78,7 +78,10 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 	site := gatewayBlock(poolBlock("met", base, 2, ""))
 	gw, admin := adminGateway(t, site, "")
 	in, out := scriptedRun(t, gw)
-	// a request the gateway refuses itself: no pool, no attempt
+	// a request the gateway refuses itself: no pool, no attempt (the
+	// counters are process-wide: other tests' refusals are counted too)
+	refused := []string{"pool=", "dialect_in=openai_chat", "code=401"}
+	before := max(0, metricValue(scrape(t, admin), "llm_gateway_requests_total", refused...))
 	resp, _ := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "x", false), "Authorization", "Bearer wrong")
 	if resp.StatusCode != 401 {
 		t.Fatalf("bad gateway key: %d", resp.StatusCode)
@@ -104,7 +107,7 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 			{"llm_gateway_key_in_flight", []string{"pool=met", "key=k2"}, 0},
 			{"llm_gateway_key_cooling", []string{"pool=met", "key=k2", "reason=invalid_key"}, 1},
 			{"llm_gateway_key_cooling", []string{"pool=met", "key=k1"}, -1},
-			{"llm_gateway_requests_total", []string{"pool=", "code=401"}, 1},
+			{"llm_gateway_requests_total", refused, before + 1},
 		} {
 			if got := metricValue(fams, c.name, c.labels...); got != c.want {
 				t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

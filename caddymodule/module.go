@@ -80,6 +80,26 @@ type Handler struct {
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
+	// MaxInFlight bounds the completion and count_tokens requests served
+	// at once, across all pools and every llm_gateway handler of the
+	// process (the old and the new configuration during a reload
+	// included). Beyond it a request gets 503 with Retry-After (1-3 s) in
+	// its dialect and its body is not read. Default: 1024 x GOMAXPROCS
+	// (DefaultInFlightPerCPU).
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+
+	// MaxBufferedBytes bounds the bytes of request bodies held in memory
+	// at once, across every llm_gateway handler of the process. A body is
+	// booked by its Content-Length before a byte is read (a chunked body
+	// as it grows) and released when its request ends; a request that
+	// does not fit gets 503 with Retry-After in its dialect, and its body
+	// is not read. A translated request peaks at up to 4x its body, so
+	// the default keeps the bodies' peak within the memory limit. Default:
+	// a quarter of the Go memory limit (GOMEMLIMIT), else of the cgroup's
+	// memory limit, else of the machine's RAM; 1 GiB when none can be
+	// read; never less than 2 x MaxRequestBody.
+	MaxBufferedBytes int64 `json:"max_buffered_bytes,omitempty"`
+
 	// ClientWriteTimeout cuts a stream whose client accepts no bytes for
 	// this long (a write or flush to the client that does not complete):
 	// the upstream request is cancelled, the key's slot is freed at once,
@@ -192,6 +212,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = DefaultMaxRequestBody
+	}
+	if h.MaxInFlight == 0 {
+		h.MaxInFlight = defaultMaxInFlight()
+	}
+	if h.MaxBufferedBytes == 0 {
+		h.MaxBufferedBytes = defaultMaxBufferedBytes(h.MaxRequestBody)
 	}
 	if err := h.provisionGatewayKeys(repl); err != nil {
 		return err
@@ -473,6 +499,12 @@ func (h *Handler) Validate() error {
 	}
 	if len(h.pools) == 0 {
 		return errors.New("at least one pool is required")
+	}
+	if h.MaxInFlight < 0 {
+		return errors.New("max_in_flight must not be negative")
+	}
+	if h.MaxBufferedBytes < h.MaxRequestBody {
+		return fmt.Errorf("max_buffered_bytes (%d) must be at least max_request_body (%d), or no largest body could be read", h.MaxBufferedBytes, h.MaxRequestBody)
 	}
 	if h.ClientWriteTimeout < 0 {
 		return errors.New("client_write_timeout must not be negative")

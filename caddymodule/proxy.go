@@ -38,24 +38,29 @@ const (
 func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) {
 	d := rl.dialect
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxRequestBody))
+	// the gateway key's own limits come first: a request they refuse
+	// costs no read of its body
+	release, wait, err := gk.admit(time.Now())
 	if err != nil {
-		if r.Context().Err() != nil {
-			rl.status = 499 // the client gave up while uploading
-			return
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge,
-				"request body is larger than the gateway's limit of "+strconv.FormatInt(h.MaxRequestBody, 10)+" bytes")
-			return
-		}
-		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "could not read the request body")
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		rl.fail(w, d, http.StatusTooManyRequests, translate.ErrRateLimited, "gateway key "+gk.id+" is over its rate or concurrency limit")
 		return
 	}
+	defer release()
+	body, releaseBody, ok := h.readBody(w, r, rl, d)
+	if !ok {
+		return
+	}
+	defer releaseBody()
 	model, stream, err := translate.RequestInfo(d, body)
 	if err == nil {
+		slot, cerr := decodeSlot(r.Context(), len(body))
+		if cerr != nil {
+			rl.status = 499 // the client went away while waiting
+			return
+		}
 		err = translate.ValidateRequest(d, body)
+		slot()
 	}
 	if err != nil {
 		var te *translate.Error
@@ -81,13 +86,6 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		rl.failWith(w, d, f)
 		return
 	}
-	release, wait, err := gk.admit(time.Now())
-	if err != nil {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		rl.fail(w, d, http.StatusTooManyRequests, translate.ErrRateLimited, "gateway key "+gk.id+" is over its rate or concurrency limit")
-		return
-	}
-	defer release()
 
 	session := sessionID(r, d, body)
 	// one deadline for the whole search, across retries and fallback pools

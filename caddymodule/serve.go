@@ -29,7 +29,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 
-	rl := &requestLog{id: requestID(r), dialect: translate.OpenAIChat, start: time.Now()}
+	rl := &requestLog{id: requestID(r), dialect: translate.OpenAIChat, start: time.Now(),
+		awaitsContinue: r.ProtoMajor == 1 && r.ContentLength != 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue")}
 	defer h.logRequest(r, rl)
 	w.Header().Set("X-Request-Id", rl.id)
 
@@ -60,10 +61,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		rl.dialect = d
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			rl.fail(w, d, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
+			rl.fail(w, d, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+clipClient(r.Method)+" not allowed; use POST")
 			return nil
 		}
 		rl.gatewayKey = gk.label()
+		release, ok := h.enter()
+		if !ok {
+			rl.failOverloaded(w, d, "max_in_flight ("+strconv.Itoa(h.MaxInFlight)+" requests)")
+			return nil
+		}
+		defer release()
 		h.serveCompletion(w, r, rl, gk)
 		return nil
 	}
@@ -72,15 +79,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		rl.dialect = translate.AnthropicMessages
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			rl.fail(w, rl.dialect, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use POST")
+			rl.fail(w, rl.dialect, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+clipClient(r.Method)+" not allowed; use POST")
 			return nil
 		}
 		rl.gatewayKey = gk.label()
+		release, ok := h.enter()
+		if !ok {
+			rl.failOverloaded(w, rl.dialect, "max_in_flight ("+strconv.Itoa(h.MaxInFlight)+" requests)")
+			return nil
+		}
+		defer release()
 		h.serveCountTokens(w, r, rl, gk)
 	case "/v1/models":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			rl.fail(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+r.Method+" not allowed; use GET")
+			rl.fail(w, translate.OpenAIChat, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+clipClient(r.Method)+" not allowed; use GET")
 			return nil
 		}
 		rl.status = http.StatusOK
@@ -95,7 +108,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if r.Header.Get("Anthropic-Version") != "" {
 			d = translate.AnthropicMessages
 		}
-		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+strconv.Quote(path))
+		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+quoteClient(path))
 	}
 	return nil
 }
@@ -195,14 +208,24 @@ func (h *Handler) serveReady(w http.ResponseWriter) {
 	writeJSON(w, http.StatusServiceUnavailable, b)
 }
 
+// writeJSON writes a JSON answer. An error answer (status >= 400) has its
+// message bounded (boundErrorBody) and carries x-should-retry
+// (setRetryHeaders) unless the caller set it.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	if status >= 400 {
+		body = boundErrorBody(body)
+		setRetryHeaders(w.Header(), status, false)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
-// writeError writes a gateway error in the client's dialect.
+// writeError writes a gateway error in the client's dialect, its message
+// cut to maxErrorMessage bytes, with x-should-retry and, when retrying can
+// help, Retry-After (1 s unless the caller set one).
 func writeError(w http.ResponseWriter, d translate.Dialect, status int, class translate.ErrorClass, msg string) {
-	writeJSON(w, status, translate.ErrorBody(d, class, msg))
+	setRetryHeaders(w.Header(), status, true)
+	writeJSON(w, status, translate.ErrorBody(d, class, clipMessage(msg, maxErrorMessage)))
 }

@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strconv"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -33,7 +34,9 @@ func sessionID(r *http.Request, d translate.Dialect, body []byte) string {
 	default:
 		paths = [2]string{`messages.#(role=="system").content`, `messages.#(role=="user").content`}
 	}
-	res := gjson.GetManyBytes(body, paths[0], paths[1])
+	// a read-only view of the body: GetManyBytes would copy what it finds
+	// (the whole system prompt and first message) only to hash 4 KiB
+	res := gjson.GetMany(unsafe.String(unsafe.SliceData(body), len(body)), paths[0], paths[1])
 	first := res[1]
 	if first.IsArray() && d == translate.OpenAIResponses {
 		first = first.Get(`#(role=="user")`)
