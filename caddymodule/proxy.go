@@ -65,7 +65,7 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 	if err != nil {
 		var te *translate.Error
 		if errors.As(err, &te) {
-			rl.fail(w, d, te.Class.Status(d), te.Class, te.Message)
+			rl.failRequest(w, d, te)
 		} else {
 			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
 		}
@@ -200,7 +200,11 @@ type call struct {
 // body returns the request body for an upstream dialect: the client's
 // bytes with the model rewritten when the dialects match, else a
 // translation. Errors are the client's (*translate.Error, 400).
-func (c *call) body(up translate.Dialect) ([]byte, error) {
+//
+// A translation of a large body waits for a decode slot (decodeSlot), so
+// that a burst of large translated requests does not decode them all at
+// once; ctx is the client's.
+func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 	if b := c.bodies[up]; b != nil {
 		return *b, nil
 	}
@@ -212,7 +216,12 @@ func (c *call) body(up translate.Dialect) ([]byte, error) {
 	var err error
 	switch {
 	case up != c.dialect:
+		release, serr := decodeSlot(ctx, len(c.raw))
+		if serr != nil {
+			return nil, serr
+		}
 		b, err = translate.TranslateRequest(c.dialect, up, c.raw, model)
+		release()
 	case model == "":
 		b = c.raw // validated once already (ValidateRequest): no second scan
 	default:
@@ -445,14 +454,19 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		}
 		return res
 	}
-	reqBody, err := c.body(up)
+	reqBody, err := c.body(ctx, up)
 	if err != nil {
+		if ctx.Err() != nil {
+			finish(keypool.Outcome{Kind: keypool.Canceled})
+			rl.status = 499
+			return attemptResult{done: true}
+		}
 		// the request cannot be expressed for this upstream: the client's
 		// problem, not the key's
 		finish(keypool.Outcome{Kind: keypool.ClientError, Status: http.StatusBadRequest})
 		var te *translate.Error
 		if errors.As(err, &te) {
-			rl.fail(w, c.dialect, te.Class.Status(c.dialect), te.Class, te.Message)
+			rl.failRequest(w, c.dialect, te)
 		} else {
 			rl.fail(w, c.dialect, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
 		}

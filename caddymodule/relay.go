@@ -69,6 +69,19 @@ func unwrapNotCommitted(err error) error {
 	return err
 }
 
+// failRequest writes a request the translate package refused (validation
+// or translation) as the client's 4xx, with the param and code the
+// vendor's own error would carry (OpenAI dialects), and records it.
+func (rl *requestLog) failRequest(w http.ResponseWriter, d translate.Dialect, te *translate.Error) {
+	status := te.Class.Status(d)
+	rl.status, rl.errMsg = status, clipMessage(te.Message, maxErrorMessage)
+	if rl.awaitsContinue {
+		w.Header().Set("Connection", "close")
+	}
+	setRetryHeaders(w.Header(), status, true)
+	writeJSON(w, status, te.Body(d))
+}
+
 // relayUpstreamError writes an upstream's error answer, already rendered
 // in the client's dialect (body), as the client's answer: the status as
 // the client's dialect has it, X-Routed-Via, and x-should-retry telling

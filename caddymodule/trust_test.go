@@ -251,3 +251,41 @@ func TestHungKeyNonStreamed(t *testing.T) {
 		t.Fatalf("mk-2 OK = %d", m.Stats("mk-2").OK)
 	}
 }
+
+// TestWrongTypesRejectedWithParam: a translated request whose field has
+// the wrong type or an impossible value gets the vendor's 400, naming the
+// field (param and code for OpenAI dialects), instead of being dropped or
+// coerced; nothing goes upstream.
+func TestWrongTypesRejectedWithParam(t *testing.T) {
+	m, gw := dialectGateway(t)
+	cases := []struct {
+		path, body, param, code, anthropicMsg string
+	}{
+		{"/v1/responses", `{"model":"claude-x","input":"hi","max_output_tokens":"zzz"}`, "max_output_tokens", "invalid_type", ""},
+		{"/v1/chat/completions", `{"model":"claude-x","messages":[{"role":"user","content":"hi"}],"max_tokens":1e308}`, "max_tokens", "", ""},
+		{"/v1/messages", `{"model":"gpt-x","max_tokens":"many","messages":[{"role":"user","content":"hi"}]}`, "", "", "max_tokens"},
+	}
+	for _, c := range cases {
+		hdr := []string{}
+		if c.path == "/v1/messages" {
+			hdr = []string{"Anthropic-Version", "2023-06-01"}
+		}
+		resp, body := post(t, gw+c.path, []byte(c.body), hdr...)
+		if resp.StatusCode != 400 || resp.Header.Get("X-Should-Retry") != "false" {
+			t.Fatalf("%s %s: %d %v %s", c.path, c.body, resp.StatusCode, resp.Header.Get("X-Should-Retry"), body)
+		}
+		if c.param != "" && gjson.GetBytes(body, "error.param").String() != c.param {
+			t.Fatalf("%s: param in %s, want %s", c.path, body, c.param)
+		}
+		if c.code != "" && gjson.GetBytes(body, "error.code").String() != c.code {
+			t.Fatalf("%s: code in %s, want %s", c.path, body, c.code)
+		}
+		if c.anthropicMsg != "" && (gjson.GetBytes(body, "error.type").String() != "invalid_request_error" ||
+			!strings.HasPrefix(gjson.GetBytes(body, "error.message").String(), c.anthropicMsg)) {
+			t.Fatalf("%s: %s", c.path, body)
+		}
+	}
+	if n := m.Stats("oa-key").Requests + m.Stats("an-key").Requests; n != 0 {
+		t.Fatalf("%d requests went upstream", n)
+	}
+}
