@@ -16,13 +16,14 @@ type inprocResult struct {
 	NsOp   string
 	BOp    string
 	Allocs string
+	TTFB   string // ns from ServeHTTP to the client's first body byte, "" when not reported
 }
 
 // runInproc runs the handler benchmarks of caddymodule (in-memory upstream,
 // no sockets) and parses their results.
 func runInproc(ctx context.Context, benchtime string) ([]inprocResult, error) {
-	fmt.Fprintln(os.Stderr, "bench: in-process handler benchmarks (go test -bench BenchmarkGateway ./caddymodule/)")
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkGateway$", "-benchmem",
+	fmt.Fprintln(os.Stderr, "bench: in-process handler benchmarks (go test -bench 'BenchmarkGateway|BenchmarkStreamCommitPoint' ./caddymodule/)")
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^(BenchmarkGateway|BenchmarkStreamCommitPoint)$", "-benchmem",
 		"-benchtime", benchtime, "-count", "1", "./caddymodule/")
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -34,10 +35,13 @@ func runInproc(ctx context.Context, benchtime string) ([]inprocResult, error) {
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkGateway/") {
+		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkGateway/") && !strings.HasPrefix(f[0], "BenchmarkStreamCommitPoint/") {
 			continue
 		}
 		r := inprocResult{Name: strings.TrimPrefix(f[0], "BenchmarkGateway/")}
+		if n, ok := strings.CutPrefix(f[0], "BenchmarkStreamCommitPoint/"); ok {
+			r.Name = "commit-point/" + n // a healthy stream with the preamble held, and without
+		}
 		if i := strings.LastIndexByte(r.Name, '-'); i > 0 {
 			r.Name = r.Name[:i] // GOMAXPROCS suffix
 		}
@@ -49,6 +53,8 @@ func runInproc(ctx context.Context, benchtime string) ([]inprocResult, error) {
 				r.BOp = f[i]
 			case "allocs/op":
 				r.Allocs = f[i]
+			case "ttfb-ns":
+				r.TTFB = f[i]
 			}
 		}
 		res = append(res, r)

@@ -199,10 +199,14 @@ func (r *report) Markdown() string {
 
 	if len(r.Inproc) > 0 {
 		b.WriteString("## In-process: one request through the handler, no sockets\n\n")
-		b.WriteString("`go test -run '^$' -bench BenchmarkGateway -benchmem ./caddymodule/`: the handler's ServeHTTP with the upstream client's transport replaced by an in-memory mockupstream (2 KB request; 1 KB answer or 200-event stream). `upstream-only` is the in-memory upstream by itself, included in every other line.\n\n")
-		b.WriteString("| case | ns/op | B/op | allocs/op |\n|---|--:|--:|--:|\n")
+		b.WriteString("`go test -run '^$' -bench 'BenchmarkGateway|BenchmarkStreamCommitPoint' -benchmem ./caddymodule/`: the handler's ServeHTTP with the upstream client's transport replaced by an in-memory mockupstream (2 KB request; 1 KB answer or 200-event stream). `upstream-only` is the in-memory upstream by itself, included in every other line. `ttfb ns` is the time from ServeHTTP to the client's first body byte; the `commit-point/*/hold` and `/no-hold` lines are the same stream with its preamble held until the first content event (as always served) and without, so their ttfb shows what the commit point costs.\n\n")
+		b.WriteString("| case | ns/op | ttfb ns | B/op | allocs/op |\n|---|--:|--:|--:|--:|\n")
 		for _, x := range r.Inproc {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.NsOp, x.BOp, x.Allocs)
+			ttfb := x.TTFB
+			if ttfb == "" {
+				ttfb = "-"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.Name, x.NsOp, ttfb, x.BOp, x.Allocs)
 		}
 		b.WriteString("\n")
 	}
