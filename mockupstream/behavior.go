@@ -119,6 +119,14 @@ type KeyBehavior struct {
 	// "object":"model","created","owned_by"}]}).
 	Models []string `json:"models,omitempty"`
 
+	// Vendor, when set, makes the key behave like one vendor's API beyond
+	// the common rules. VendorDeepSeek ("deepseek"): Chat answers always
+	// start with reasoning in reasoning_content, and an assistant message
+	// with tool_calls but no reasoning_content is refused with DeepSeek's
+	// 400 (see ValidateDeepSeekRequest). Every key is checked on
+	// /v1/messages by ValidateAnthropicRequest, whatever its Vendor.
+	Vendor string `json:"vendor,omitempty"`
+
 	// ModelsStatus > 0 (and not 2xx) makes GET /v1/models (and
 	// /v1/models/{id}) answer with this status while the generating
 	// endpoints keep working, e.g. 404 for an upstream without a models

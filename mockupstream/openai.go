@@ -103,7 +103,7 @@ func (req *chatRequest) decide(defModel string, b *KeyBehavior) answer {
 			break
 		}
 	}
-	if (req.ReasoningEffort != "" && req.ReasoningEffort != "none") || isReasoningModel(a.model) {
+	if (req.ReasoningEffort != "" && req.ReasoningEffort != "none") || isReasoningModel(a.model) || b.Vendor == VendorDeepSeek {
 		a.reasoning = ReasoningText(user)
 	}
 	if last != nil && last.Role == "tool" {

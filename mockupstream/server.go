@@ -494,6 +494,20 @@ func (c *call) generate(ep endpoint) {
 		c.badBody(model, body, err)
 		return
 	}
+	// the vendor's request validation comes first, as at the vendor
+	var refusal string
+	switch {
+	case ep == epMessages:
+		refusal = ValidateAnthropicRequest(body)
+	case ep == epChat && c.b.Vendor == VendorDeepSeek:
+		refusal = ValidateDeepSeekRequest(body)
+	}
+	if refusal != "" {
+		c.ks.record(model, body, c.r.Header)
+		c.ks.failed.Add(1)
+		c.writeError(http.StatusBadRequest, refusal, model)
+		return
+	}
 
 	ks, b := c.ks, c.b
 	adm, wait := ks.admit(b, model, body, c.r.Header)

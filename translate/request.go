@@ -147,8 +147,9 @@ func splice(body []byte, off, n int, repl []byte) []byte {
 // upstreamModel is "", the client's model is kept).
 //
 // When from == to the body is passed through byte for byte except for the
-// "model" field (SetModel); nothing is re-encoded and unknown fields
-// survive. Otherwise the body is decoded into the canonical form and
+// "model" field (SetModel) and, for AnthropicMessages, the blank text
+// blocks SanitizeAnthropicRequest removes; nothing is re-encoded and
+// unknown fields survive. Otherwise the body is decoded into the canonical form and
 // encoded for `to`; fields without a counterpart are dropped (see
 // docs/translation-dropped-fields.md). When the translated request streams
 // and `to` is OpenAIChat, stream_options.include_usage is set to true so the
@@ -168,6 +169,12 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 		return nil, e
 	}
 	if from == to {
+		if to == AnthropicMessages {
+			// the one exception to byte for byte: blank text blocks, which
+			// Anthropic always refuses (a cheap scan; most bodies are
+			// returned as they are)
+			body = SanitizeAnthropicRequest(body)
+		}
 		if upstreamModel == "" {
 			return body, nil
 		}

@@ -1,0 +1,225 @@
+package translate
+
+import (
+	"sort"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// SanitizeAnthropicRequest makes an Anthropic Messages request body safe
+// from one rule Anthropic always enforces: "text content blocks must be
+// non-empty" (a text block, a string content or a string system prompt that
+// is empty or whitespace only is refused with a 400; clients produce such
+// blocks next to tool_use, and after a cancelled turn). It removes:
+//
+//   - blank text blocks from messages[].content, from tool_result content
+//     and from system;
+//   - a blank string content of a tool_result (the content field goes) and a
+//     blank string system (the field goes);
+//   - a message left with no content at all (Anthropic merges consecutive
+//     turns of the same role, so dropping an empty turn does not change
+//     what the model sees), unless that would leave no message, in which
+//     case the body is returned unchanged and Anthropic's own 400 answers.
+//
+// A cheap byte scan runs first: a body without a blank "text", "content"
+// or "system" string value is returned as is (same slice, no allocation). Otherwise the
+// body is rewritten with only those removals (every other byte kept); it is
+// returned unchanged when the scan's hit was not a content block (a tool
+// input, say). The body is assumed to be a JSON object (see RequestInfo).
+func SanitizeAnthropicRequest(body []byte) []byte {
+	if !hasBlankString(body) {
+		return body
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return body
+	}
+	type edit struct {
+		off, n int
+		repl   string
+	}
+	var edits []edit
+	if sys := root.Get("system"); sys.Index > 0 {
+		switch {
+		case sys.Type == gjson.String && isBlank(sys.Str):
+			edits = append(edits, edit{sys.Index, len(sys.Raw), `[]`}) // removed below
+		case sys.IsArray():
+			if kept, changed := keptBlocks(sys); changed {
+				edits = append(edits, edit{sys.Index, len(sys.Raw), kept})
+			}
+		}
+	}
+	msgs := root.Get("messages")
+	if msgs.IsArray() && msgs.Index > 0 {
+		if repl := sanitizedMessages(body); repl != nil {
+			edits = append(edits, edit{msgs.Index, len(msgs.Raw), *repl})
+		}
+	}
+	if len(edits) == 0 {
+		return body
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
+	out := append([]byte(nil), body...)
+	for _, e := range edits {
+		out = splice(out, e.off, e.n, []byte(e.repl))
+	}
+	if sys := gjson.GetBytes(out, "system"); sys.IsArray() && len(sys.Array()) == 0 {
+		if o, err := sjson.DeleteBytes(out, "system"); err == nil {
+			out = o
+		}
+	}
+	return out
+}
+
+// sanitizedMessages returns the messages array of body with blank text
+// blocks and empty turns removed, or nil when nothing needs to change (or
+// every message would go).
+func sanitizedMessages(body []byte) *string {
+	msgs := gjson.GetBytes(body, "messages")
+	if !msgs.IsArray() {
+		return nil
+	}
+	changed := false
+	out := make([]byte, 0, len(msgs.Raw))
+	out = append(out, '[')
+	n := 0
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		raw := m.Raw
+		content := m.Get("content")
+		switch {
+		case !m.IsObject():
+		case content.Type == gjson.String && isBlank(content.Str):
+			changed = true
+			return true // an empty turn: dropped
+		case content.IsArray():
+			kept, ch := keptBlocks(content)
+			if ch {
+				changed = true
+				if kept == "[]" {
+					return true
+				}
+				if s, err := sjson.SetRaw(raw, "content", kept); err == nil {
+					raw = s
+				}
+			}
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+		n++
+		return true
+	})
+	if !changed || n == 0 {
+		return nil
+	}
+	s := string(append(out, ']'))
+	return &s
+}
+
+// keptBlocks returns the content array arr without its blank text blocks
+// (and with blank text removed inside tool_result blocks), and whether
+// anything was removed.
+func keptBlocks(arr gjson.Result) (string, bool) {
+	changed := false
+	out := make([]byte, 0, len(arr.Raw))
+	out = append(out, '[')
+	n := 0
+	arr.ForEach(func(_, b gjson.Result) bool {
+		raw := b.Raw
+		if b.IsObject() {
+			switch b.Get("type").Str {
+			case "text":
+				if t := b.Get("text"); t.Type == gjson.String && isBlank(t.Str) {
+					changed = true
+					return true
+				}
+			case "tool_result":
+				c := b.Get("content")
+				switch {
+				case c.Type == gjson.String && isBlank(c.Str):
+					if s, err := sjson.Delete(raw, "content"); err == nil {
+						raw, changed = s, true
+					}
+				case c.IsArray():
+					if kept, ch := keptBlocks(c); ch {
+						var s string
+						var err error
+						if kept == "[]" {
+							s, err = sjson.Delete(raw, "content")
+						} else {
+							s, err = sjson.SetRaw(raw, "content", kept)
+						}
+						if err == nil {
+							raw, changed = s, true
+						}
+					}
+				}
+			}
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+		n++
+		return true
+	})
+	return string(append(out, ']')), changed
+}
+
+// hasBlankString reports whether body has a "text", "content" or "system" member
+// whose value is a string of only JSON whitespace (raw or escaped as \n,
+// \r, \t): the cheap check before SanitizeAnthropicRequest parses.
+func hasBlankString(body []byte) bool {
+	for i := 0; i+6 < len(body); i++ {
+		if body[i] != '"' {
+			continue
+		}
+		var k int
+		switch {
+		case hasAt(body, i+1, `text"`):
+			k = i + 6
+		case hasAt(body, i+1, `content"`):
+			k = i + 9
+		case hasAt(body, i+1, `system"`):
+			k = i + 8
+		default:
+			continue
+		}
+		for k < len(body) && isSpace(body[k]) {
+			k++
+		}
+		if k >= len(body) || body[k] != ':' {
+			continue
+		}
+		k++
+		for k < len(body) && isSpace(body[k]) {
+			k++
+		}
+		if k >= len(body) || body[k] != '"' {
+			continue
+		}
+		k++
+		for k < len(body) {
+			switch c := body[k]; {
+			case isSpace(c):
+				k++
+				continue
+			case c == '\\' && k+1 < len(body) && (body[k+1] == 'n' || body[k+1] == 'r' || body[k+1] == 't'):
+				k += 2
+				continue
+			case c == '"':
+				return true
+			}
+			break
+		}
+	}
+	return false
+}
+
+func hasAt(b []byte, i int, s string) bool {
+	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
