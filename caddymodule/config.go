@@ -21,8 +21,24 @@ type PoolConfig struct {
 
 	// Models lists the client model names this pool serves. An entry is an
 	// exact name or a prefix ending in '*' ("gpt-4o*"); "*" matches any
-	// model. Default: ["*"].
+	// model. The entry "auto" serves the names learned from the keys'
+	// models lists (see Refresh): a learned model goes only to the keys
+	// that list it, and a client name that ModelMap sends to a learned
+	// name is served too. Default: ["*"].
 	Models []string `json:"models,omitempty"`
+
+	// Refresh is how often each key's models list is fetched again (GET
+	// <base_url>/models with Bearer; Anthropic keys GET /v1/models with
+	// x-api-key). The lists are fetched at provision, in the background
+	// (a request never waits for them), every Refresh after that, and
+	// when POST /llm_gateway/diagnose runs. GET /v1/models lists the
+	// learned names the pool serves next to the configured ones, and a
+	// learned model goes only to the keys that list it. An upstream
+	// without a models list (404, 405) leaves its key as configured; a
+	// failed fetch keeps what was learned before. A negative value
+	// (Caddyfile: "refresh off") turns discovery off, which "models auto"
+	// does not allow. Default: 1h.
+	Refresh caddy.Duration `json:"refresh,omitempty"`
 
 	// ModelMap rewrites client model names to upstream model names. The
 	// most specific matching pattern wins (an exact name beats any
@@ -190,14 +206,13 @@ type KeyConfig struct {
 	// and the gateway appends "/chat/completions". For the anthropic
 	// dialect it is e.g. "https://api.anthropic.com" and the gateway
 	// appends "/v1/messages" (a trailing "/v1" is accepted and not
-	// doubled). Trailing slashes are ignored. Required unless Provider
-	// is set.
+	// doubled). Trailing slashes are ignored. Required.
 	BaseURL string `json:"base_url"`
 
 	// Dialect is the API the upstream speaks: "openai" (Chat Completions,
 	// Authorization: Bearer) or "anthropic" (Messages, x-api-key and
 	// anthropic-version: 2023-06-01). Requests in other dialects are
-	// translated. Default: the Provider's, else "openai".
+	// translated. Default: "openai".
 	Dialect string `json:"dialect,omitempty"`
 
 	// AnthropicBaseURL gives an openai-dialect key a second, native
@@ -210,13 +225,6 @@ type KeyConfig struct {
 	// native endpoint (so prompt caching and every Anthropic feature
 	// survive) and all other clients to the OpenAI one; "openai" and
 	// "anthropic" always use that endpoint. Default: "auto".
-	// Provider names a provider preset ("groq", "anthropic", "ollama"; see
-	// PresetNames) that fills BaseURL and Dialect when they are empty; an
-	// explicit BaseURL or Dialect always wins. In the Caddyfile it may
-	// stand where the base URL goes: key {env.GROQ_KEY} groq. Default:
-	// none (BaseURL is then required).
-	Provider string `json:"provider,omitempty"`
-
 	Prefer string `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this

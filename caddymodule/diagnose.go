@@ -72,6 +72,11 @@ func (adminAPI) handleDiagnose(w http.ResponseWriter, r *http.Request) error {
 	}
 	onlyKey := q.Get("key")
 	verify := q.Get("clear") == "1" || q.Get("clear") == "true"
+	for _, kp := range pools {
+		if prov := publishedPool(kp.Name()); prov != nil {
+			prov.disc.wakeUp() // the models lists are fetched again too
+		}
+	}
 
 	type job struct {
 		kp  *keypool.Pool

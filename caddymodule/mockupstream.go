@@ -75,7 +75,9 @@ func parseMockCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, er
 // latency <duration>, tokens_per_second <n>, retry_after <value>,
 // replay <file>, replay_status <code>, stream_error_after <n>,
 // stream_cut_after <n>, tool_trigger <text>, tool_name <name>,
-// tool_arguments <json> (see mockupstream.KeyBehavior).
+// tool_arguments <json>, models <name...> (the key's own GET /v1/models
+// list; no names lists none), models_status <code> (e.g. 404: no models
+// list) (see mockupstream.KeyBehavior).
 func (m *MockUpstream) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -137,6 +139,11 @@ func (m *MockUpstream) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 func unmarshalBehavior(d *caddyfile.Dispenser, b *mockupstream.KeyBehavior) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
+		if name == "models" {
+			// the key's own GET /v1/models list; no names: an empty list
+			b.Models = append([]string{}, d.RemainingArgs()...)
+			continue
+		}
 		var v string
 		if !d.AllArgs(&v) {
 			return d.ArgErr()
@@ -147,6 +154,8 @@ func unmarshalBehavior(d *caddyfile.Dispenser, b *mockupstream.KeyBehavior) erro
 			b.MaxConcurrency, err = strconv.Atoi(v)
 		case "status":
 			b.Status, err = strconv.Atoi(v)
+		case "models_status":
+			b.ModelsStatus, err = strconv.Atoi(v)
 		case "fail_status":
 			b.FailStatus, err = strconv.Atoi(v)
 		case "fail_rate":

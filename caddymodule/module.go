@@ -160,7 +160,8 @@ type pool struct {
 	connectTimeout time.Duration
 	totalTimeout   time.Duration
 	priority       int
-	rawModelNames  []string // non-wildcard names for /v1/models
+	rawModelNames  []string   // non-wildcard names for /v1/models
+	disc           *discovery // model discovery, nil when off
 }
 
 // upstreamKey is a provisioned KeyConfig. It holds the resolved secret and
@@ -239,8 +240,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.metrics = h.provisionInstrumentation(ctx)
+	h.startDiscovery(ctx) // in the background: startup never waits for a models list
 	h.warnTimeouts()
-	h.logStartupSummary(ctx)
 	return nil
 }
 
@@ -380,6 +381,9 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 	h.stored = append(h.stored, regKey)
 	p.kp = kp
 	kp.SetVerifier(h.verifier(p))
+	if err := p.provisionDiscovery(pc); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -387,29 +391,16 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if kc.Secret == "" {
 		return nil, errors.New("secret is required")
 	}
-	// errors name the placeholder, never the value
-	secret, err := resolveSecretValue(repl, kc.Secret)
+	secret, err := repl.ReplaceOrErr(kc.Secret, true, true)
 	if err != nil {
-		return nil, err
+		// never echo the value: it may be the secret itself
+		return nil, errors.New("resolving secret: placeholder is empty or unknown")
 	}
-	rawBase, dialect := kc.BaseURL, kc.Dialect
-	if kc.Provider != "" {
-		pr, ok := LookupPreset(kc.Provider)
-		if !ok {
-			hint := ""
-			if s := nearest(kc.Provider, PresetNames()); s != "" {
-				hint = fmt.Sprintf(" (did you mean %s?)", s)
-			}
-			return nil, fmt.Errorf("provider %q: unknown%s; known: %s", kc.Provider, hint, strings.Join(PresetNames(), ", "))
-		}
-		if rawBase == "" { // an explicit base_url always wins
-			rawBase = pr.BaseURL
-		}
-		if dialect == "" {
-			dialect = pr.Dialect
-		}
+	secret = strings.TrimSpace(secret)
+	if secret == "" {
+		return nil, errors.New("secret resolves to an empty value")
 	}
-	base, err := normaliseBaseURL(rawBase)
+	base, err := normaliseBaseURL(kc.BaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +422,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if uk.prefer == "" {
 		uk.prefer = "auto"
 	}
-	switch dialect {
+	switch kc.Dialect {
 	case "", "openai":
 		uk.chatURL = base + "/chat/completions"
 		if kc.AnthropicBaseURL != "" {

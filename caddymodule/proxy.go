@@ -151,7 +151,7 @@ func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFai
 	}
 	if len(out) == 0 {
 		return nil, "", &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound,
-			msg: "model " + quoteClient(model) + " is not served by this gateway (see GET /v1/models)"}
+			msg: h.notServedMessage(model, gk)}
 	}
 	allowed := out[:0:0]
 	for _, p := range out {
@@ -300,7 +300,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				return true // refused, DNS or TLS failure: the host is down
 			}
 		}
-		return false
+		return p.keyLacksModel(uk, c.upstreamModel) // a learned model goes to the keys that list it
 	}
 	transientLeft := p.maxRetries
 	maxAttempts := 2*len(p.keys) + p.maxRetries + 1

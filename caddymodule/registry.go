@@ -27,6 +27,7 @@ type poolState struct {
 	keys      []keypool.KeyConfig
 	backend   keypool.Backend // state backend set by that load (nil: memory)
 	sopts     keypool.SharedOptions
+	learned   *learnedStore // model discovery's lists, by key fingerprint (nil until used)
 	// prev is the attachment that loadID's reconcile replaced, kept until
 	// that load is either committed (a newer load attaches) or rejected
 	// (its Cleanup runs while it is still the last one attached).

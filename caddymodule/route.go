@@ -27,11 +27,14 @@ func specificity(pattern string) int {
 // serves reports whether the pool serves the client model name.
 func (p *pool) serves(model string) bool {
 	for _, m := range p.models {
+		if m == "auto" && p.disc != nil && p.disc.auto {
+			continue // the learned names, below
+		}
 		if matchPattern(m, model) {
 			return true
 		}
 	}
-	return false
+	return p.servesLearned(model)
 }
 
 // upstreamModel maps a client model name to the upstream's: the most

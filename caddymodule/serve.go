@@ -25,6 +25,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		h.serveReady(w)
 		return nil
 	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
+	case unversionedPath(path):
+		path = "/v1" + path // a base URL without /v1: served as the /v1 form
 	default:
 		return next.ServeHTTP(w, r)
 	}
@@ -179,7 +181,7 @@ func (h *Handler) modelNames(gk *gwKey) []string {
 		if !gk.allowsPool(p.name) {
 			continue
 		}
-		for _, n := range p.rawModelNames {
+		for _, n := range p.listNames() {
 			if !seen[n] && gk.allowsModel(n) && p.serves(n) {
 				seen[n] = true
 				out = append(out, n)

@@ -1,0 +1,442 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
+)
+
+// discoveryOffByDefault: the package's older tests count every request
+// their upstreams see, so pools discover only when they say so (refresh,
+// models auto). A variable initialiser, so that it also holds in the
+// cluster tests' child processes, which start Caddy from an init function.
+var discoveryOffByDefault = func() bool { discoveryByDefault = false; return true }()
+
+// listModels answers GET <gw><path> with the gateway key: the ids listed
+// and the body. anthropic sends anthropic-version (the Anthropic shape).
+func listModels(t *testing.T, gw, path string, anthropic bool) ([]string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, gw+path, nil)
+	req.Header.Set("Authorization", "Bearer "+gatewayKey)
+	if anthropic {
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	ids := []string{}
+	for _, v := range gjson.GetBytes(b, "data.#.id").Array() {
+		ids = append(ids, v.String())
+	}
+	return ids, b
+}
+
+// discKey is a key line with an id.
+func discKey(secret, base, id string) string {
+	return fmt.Sprintf("\t\t\tkey %s %s {\n\t\t\t\tid %s\n\t\t\t}\n", secret, base, id)
+}
+
+var routedSeq atomic.Int64
+
+// routedVia sends a chat for model and returns the status, X-Routed-Via
+// and the body.
+func routedVia(t *testing.T, gw, model string) (int, string, []byte) {
+	t.Helper()
+	// a new conversation each time: affinity would keep one key
+	resp, body := post(t, gw+"/v1/chat/completions", chatBody(model, fmt.Sprintf("hi %d", routedSeq.Add(1)), false))
+	return resp.StatusCode, resp.Header.Get("X-Routed-Via"), body
+}
+
+// TestDiscoveryUnionAndRouting: /v1/models shows the union of the keys'
+// learned lists next to the configured names (both list shapes); in a
+// "models auto" pool a learned model goes only to the keys that list it,
+// a key without a list (404) gets none, and a model nobody lists is not
+// served, with the pools and the nearest name in the message; a "models
+// *" pool keeps serving every name and lists its learned ones.
+func TestDiscoveryUnionAndRouting(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"da-1": {Models: []string{"m-alpha", "m-shared"}},
+		"da-2": {Models: []string{"m-beta", "m-shared"}},
+		"da-3": {ModelsStatus: 404},
+		"dw-1": {Models: []string{"w-one"}},
+	}})
+	gw := gateway(t, gatewayBlock(
+		"\t\tpool learned {\n\t\t\tmodels auto\n\t\t\tmodel_map alias-beta m-beta\n"+
+			discKey("da-1", base, "a1")+discKey("da-2", base, "a2")+discKey("da-3", base, "a3")+"\t\t}\n",
+		"\t\tpool wild {\n\t\t\tmodels fixed-name *\n\t\t\trefresh 1h\n\t\t\tpriority 5\n"+discKey("dw-1", base, "w1")+"\t\t}\n"))
+
+	want := []string{"alias-beta", "m-alpha", "m-beta", "m-shared", "fixed-name", "w-one"}
+	eventually(t, 5*time.Second, "learned models listed", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return len(ids) == len(want)
+	})
+	ids, body := listModels(t, gw, "/v1/models", false)
+	if !slices.Equal(ids, want) || gjson.GetBytes(body, "object").String() != "list" {
+		t.Fatalf("/v1/models %v, want %v: %s", ids, want, body)
+	}
+	aids, abody := listModels(t, gw, "/v1/models", true)
+	if !slices.Equal(aids, want) || gjson.GetBytes(abody, "data.0.type").String() != "model" {
+		t.Fatalf("anthropic /v1/models %v: %s", aids, abody)
+	}
+
+	for i := range 4 {
+		if st, via, b := routedVia(t, gw, "m-alpha"); st != 200 || via != "learned/a1" {
+			t.Fatalf("m-alpha %d: %d via %q %s", i, st, via, b)
+		}
+		if st, via, b := routedVia(t, gw, "m-beta"); st != 200 || via != "learned/a2" {
+			t.Fatalf("m-beta %d: %d via %q %s", i, st, via, b)
+		}
+		if st, via, b := routedVia(t, gw, "alias-beta"); st != 200 || via != "learned/a2" {
+			t.Fatalf("alias-beta %d: %d via %q %s", i, st, via, b)
+		}
+	}
+	seen := map[string]int{}
+	for range 8 {
+		st, via, b := routedVia(t, gw, "m-shared")
+		if st != 200 {
+			t.Fatalf("m-shared: %d %s", st, b)
+		}
+		seen[via]++
+	}
+	if seen["learned/a1"] == 0 || seen["learned/a2"] == 0 || len(seen) != 2 {
+		t.Fatalf("m-shared went to %v, want a1 and a2 only", seen)
+	}
+	if st := m.Stats("da-3"); st.OK != 0 || st.Failed != 1 {
+		t.Fatalf("the key without a models list was sent requests (or not asked for its list): %+v", st)
+	}
+	if got := m.Stats("da-2").LastModel; got != "m-beta" && got != "m-shared" {
+		t.Fatalf("da-2 last model %q", got)
+	}
+
+	// the wildcard pool: a learned name and any other name
+	for _, model := range []string{"w-one", "anything-else", "fixed-name"} {
+		if st, via, b := routedVia(t, gw, model); st != 200 || via != "wild/w1" {
+			t.Fatalf("%s: %d via %q %s", model, st, via, b)
+		}
+	}
+
+	// nothing serves it in the auto pool and the key is scoped away from
+	// the wildcard pool: the message names the pools and the nearest name
+	gw2 := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+" {\n\t\t\tpools learned2\n\t\t}\n"+
+		"\t\tpool learned2 {\n\t\t\tmodels auto\n"+discKey("da-1", base, "a1")+"\t\t}\n"+
+		"\t\tpool wild2 {\n\t\t\tmodels w-*\n"+discKey("dw-1", base, "w1")+"\t\t}\n\t}\n")
+	eventually(t, 5*time.Second, "learned2 lists", func() bool {
+		ids, _ := listModels(t, gw2, "/v1/models", false)
+		return len(ids) == 2
+	})
+	st, _, b := routedVia(t, gw2, "m-aplha")
+	msg := gjson.GetBytes(b, "error.message").String()
+	if st != 404 || !strings.Contains(msg, `did you mean "m-alpha"?`) || !strings.Contains(msg, "learned2 (auto: 2 learned)") ||
+		strings.Contains(msg, "wild2") {
+		t.Fatalf("not served: %d %q", st, msg)
+	}
+}
+
+// TestDiscoveryRefresh: a refresh after the upstream's list changed
+// serves the new model and stops serving the one that went; POST
+// /llm_gateway/diagnose fetches the lists again at once.
+func TestDiscoveryRefresh(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"dr-1": {Models: []string{"old-model"}},
+		"dd-1": {Models: []string{"first"}},
+	}})
+	gw, admin := adminGateway(t, gatewayBlock(
+		"\t\tpool fresh {\n\t\t\tmodels auto\n\t\t\trefresh 100ms\n"+discKey("dr-1", base, "r1")+"\t\t}\n",
+		"\t\tpool slowref {\n\t\t\tmodels auto\n\t\t\trefresh 1h\n"+discKey("dd-1", base, "d1")+"\t\t}\n"), "")
+	eventually(t, 5*time.Second, "old-model served", func() bool {
+		st, _, _ := routedVia(t, gw, "old-model")
+		return st == 200
+	})
+	m.SetKey("dr-1", mockupstream.KeyBehavior{Models: []string{"new-model"}})
+	eventually(t, 5*time.Second, "new-model served after a refresh", func() bool {
+		st, _, _ := routedVia(t, gw, "new-model")
+		return st == 200
+	})
+	if st, _, b := routedVia(t, gw, "old-model"); st != 404 {
+		t.Fatalf("old-model still served: %d %s", st, b)
+	}
+
+	eventually(t, 5*time.Second, "first listed", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return slices.Contains(ids, "first")
+	})
+	m.SetKey("dd-1", mockupstream.KeyBehavior{Models: []string{"second"}})
+	before := m.Stats("dd-1").Requests
+	time.Sleep(50 * time.Millisecond)
+	if ids, _ := listModels(t, gw, "/v1/models", false); !slices.Contains(ids, "first") || m.Stats("dd-1").Requests != before {
+		t.Fatalf("a 1h refresh fetched again on its own: %v", ids)
+	}
+	if code, b := adminDo(t, http.MethodPost, admin+"/llm_gateway/diagnose?pool=slowref"); code != 200 {
+		t.Fatalf("diagnose: %d %s", code, b)
+	}
+	eventually(t, 5*time.Second, "second listed after diagnose", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return slices.Contains(ids, "second") && !slices.Contains(ids, "first")
+	})
+}
+
+// TestDiscoveryWithoutModelsList: an upstream that answers 404 (or 405)
+// to GET /models leaves the pool as configured: its configured names are
+// listed and served, and any name still goes to its keys.
+func TestDiscoveryWithoutModelsList(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"dn-1": {ModelsStatus: 404},
+		"dn-2": {ModelsStatus: 405},
+	}})
+	gw := gateway(t, gatewayBlock(
+		"\t\tpool plain {\n\t\t\tmodels conf-a conf-b*\n\t\t\trefresh 100ms\n"+discKey("dn-1", base, "n1")+discKey("dn-2", base, "n2")+"\t\t}\n"))
+	eventually(t, 5*time.Second, "both lists asked for twice", func() bool {
+		return m.Stats("dn-1").Failed >= 2 && m.Stats("dn-2").Failed >= 2
+	})
+	if ids, b := listModels(t, gw, "/v1/models", false); !slices.Equal(ids, []string{"conf-a"}) {
+		t.Fatalf("/v1/models %v: %s", ids, b)
+	}
+	seen := map[string]bool{}
+	for _, model := range []string{"conf-a", "conf-b-1", "conf-b-2", "conf-a"} {
+		st, via, b := routedVia(t, gw, model)
+		if st != 200 {
+			t.Fatalf("%s: %d %s", model, st, b)
+		}
+		seen[via] = true
+	}
+	if !seen["plain/n1"] || !seen["plain/n2"] {
+		t.Fatalf("keys used: %v", seen)
+	}
+	if st, _, _ := routedVia(t, gw, "other"); st != 404 {
+		t.Fatalf("other: %d", st)
+	}
+	for _, k := range []string{"n1", "n2"} {
+		if s := keyStatus(t, "plain", k); s.State != "ready" || s.Failures != 0 {
+			t.Fatalf("the missing models list touched key %s: %+v", k, s)
+		}
+	}
+}
+
+// TestDiscoveryDoesNotDelayStartup: while one key's models list is still
+// pending (the mock's latency on that key), the gateway is up, serves
+// requests and lists what the other keys said.
+func TestDiscoveryDoesNotDelayStartup(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"ds-slow": {Models: []string{"m-slow"}, Latency: 3 * time.Second},
+		"ds-fast": {Models: []string{"m-fast"}},
+	}})
+	gw := gateway(t, gatewayBlock(
+		"\t\tpool startup {\n\t\t\trefresh 1h\n"+discKey("ds-slow", base, "slow")+discKey("ds-fast", base, "fast")+"\t\t}\n"))
+	eventually(t, 5*time.Second, "m-fast listed", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return slices.Equal(ids, []string{"m-fast"})
+	})
+	st, via, b := routedVia(t, gw, "m-fast")
+	if st != 200 || via != "startup/fast" {
+		t.Fatalf("m-fast: %d via %q %s", st, via, b)
+	}
+	if s := m.Stats("ds-slow"); s.Requests != 1 || s.OK != 0 || s.Canceled != 0 {
+		t.Fatalf("the slow models list is not pending while the gateway serves: %+v", s)
+	}
+	if ids, _ := listModels(t, gw, "/v1/models", false); slices.Contains(ids, "m-slow") {
+		t.Fatalf("m-slow listed before its list came: %v", ids)
+	}
+	eventually(t, 6*time.Second, "m-slow listed once its list comes", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return slices.Equal(ids, []string{"m-fast", "m-slow"})
+	})
+}
+
+// TestDiscoverySurvivesReload: a reload that keeps the pool keeps the
+// learned lists while the new configuration fetches them again.
+func TestDiscoverySurvivesReload(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"dk-1": {Models: []string{"kept-model"}},
+	}})
+	port := freePort(t)
+	cfg := func(extra string) string {
+		return fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tgrace_period 1ns\n}\nhttp://127.0.0.1:%d {\n%s\n}\n", port,
+			gatewayBlock("\t\tpool keep {\n\t\t\tmodels auto\n"+extra+discKey("dk-1", base, "k1")+"\t\t}\n"))
+	}
+	loadCaddyfile(t, cfg(""))
+	t.Cleanup(func() { _ = caddy.Stop() })
+	gw := fmt.Sprintf("http://127.0.0.1:%d", port)
+	eventually(t, 5*time.Second, "kept-model served", func() bool {
+		st, _, _ := routedVia(t, gw, "kept-model")
+		return st == 200
+	})
+	m.SetKey("dk-1", mockupstream.KeyBehavior{Models: []string{"kept-model"}, Latency: 2 * time.Second})
+	loadCaddyfile(t, cfg("\t\t\tmax_concurrency_per_key 2\n"))
+	if st, via, b := routedVia(t, gw, "kept-model"); st != 200 || via != "keep/k1" {
+		t.Fatalf("after reload, before the new fetch: %d via %q %s", st, via, b)
+	}
+}
+
+// TestUnversionedPaths: a base URL without /v1 works (the openai-go
+// client, and the other API paths), and other paths outside /v1 still go
+// to the next handler.
+func TestUnversionedPaths(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	gw := gateway(t, gatewayBlock(poolBlock("nov1", base, 1, ""))+"\trespond /other \"next handler\" 200\n")
+
+	client := openai.NewClient(option.WithBaseURL(gw), option.WithAPIKey(gatewayKey), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "mock-gpt",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there")}})
+	if err != nil || cc.Choices[0].Message.Content != mockupstream.Text("hello there") {
+		t.Fatalf("openai-go without /v1: %v %+v", err, cc)
+	}
+	page, err := client.Models.List(ctx)
+	if err != nil || len(page.Data) != 0 {
+		t.Fatalf("models without /v1: %v %+v", err, page)
+	}
+
+	msg := []byte(`{"model":"mock-gpt","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+	for _, c := range []struct {
+		path string
+		body []byte
+		want string // gjson path that must exist
+	}{
+		{"/chat/completions", chatBody("mock-gpt", "hi", false), "choices.0.message.content"},
+		{"/chat/completions/", chatBody("mock-gpt", "hi", false), "choices.0.message.content"},
+		{"/messages", msg, "content.0.text"},
+		{"/messages/count_tokens", msg, "input_tokens"},
+		{"/responses", []byte(`{"model":"mock-gpt","input":"hi"}`), "output"},
+	} {
+		resp, b := post(t, gw+c.path, c.body, "Anthropic-Version", "2023-06-01")
+		if resp.StatusCode != 200 || !gjson.GetBytes(b, c.want).Exists() {
+			t.Errorf("POST %s: %d %s", c.path, resp.StatusCode, b)
+		}
+	}
+	if resp, b := post(t, gw+"/messages", msg, "Authorization", "Bearer sk-wrong-000000000000"); resp.StatusCode != 401 ||
+		gjson.GetBytes(b, "type").String() != "error" {
+		t.Errorf("wrong key on /messages: %d %s", resp.StatusCode, b)
+	}
+	for _, p := range []string{"/other", "/chat", "/v2/chat/completions"} {
+		resp, b := post(t, gw+p, chatBody("mock-gpt", "hi", false))
+		if p == "/other" && (resp.StatusCode != 200 || string(b) != "next handler") {
+			t.Errorf("POST %s: %d %q", p, resp.StatusCode, b)
+		}
+		if p != "/other" && (resp.StatusCode != 200 || len(b) != 0) {
+			t.Errorf("POST %s reached the gateway: %d %q", p, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestParseModelIDs: the list shapes read, bounds and bad input.
+func TestParseModelIDs(t *testing.T) {
+	cases := []struct {
+		body string
+		want []string
+		ok   bool
+	}{
+		{`{"object":"list","data":[{"id":"gpt-4o","object":"model"},{"id":"o3"}]}`, []string{"gpt-4o", "o3"}, true},
+		{`{"data":[{"type":"model","id":"claude-sonnet-4-5","display_name":"Claude Sonnet 4.5"}],"has_more":false}`, []string{"claude-sonnet-4-5"}, true},
+		{`[{"id":"a"},{"id":"b"}]`, []string{"a", "b"}, true},
+		{`{"models":[{"name":"llama3.2:latest"},{"id":"qwen"}]}`, []string{"llama3.2:latest", "qwen"}, true},
+		{`{"data":["plain-id",{"id":7},{"name":"named"}]}`, []string{"plain-id", "named"}, true},
+		{`{"data":[]}`, nil, true},
+		{`{"error":{"message":"no"}}`, nil, false},
+		{`<html>`, nil, false},
+		{``, nil, false},
+	}
+	for _, c := range cases {
+		got, ok := parseModelIDs([]byte(c.body))
+		if ok != c.ok || !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v %v, want %v %v", c.body, got, ok, c.want, c.ok)
+		}
+	}
+	for name, want := range map[string]bool{"gpt-4o": true, "": false, "a b": false, "x\n": false, strings.Repeat("m", 256): true, strings.Repeat("m", 257): false} {
+		if validModelName(name) != want {
+			t.Errorf("validModelName(%q) = %v", name, !want)
+		}
+	}
+}
+
+// TestDiscoveryBounds: a list longer than maxLearnedPerKey keeps the
+// first maxLearnedPerKey valid names; names that are too long, empty or
+// repeated are dropped; the secret never reaches the log.
+func TestDiscoveryBounds(t *testing.T) {
+	names := make([]string, 0, maxLearnedPerKey+50)
+	names = append(names, strings.Repeat("x", maxLearnedName+1), "dup", "dup")
+	for i := len(names); i < maxLearnedPerKey+50; i++ {
+		names = append(names, fmt.Sprintf("n-%05d", i))
+	}
+	const secret, rejected = "db-secret-0123456789abcdef", "db-rejected-0123456789abcdef"
+	_, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		secret:   {Models: names},
+		rejected: {Status: 401},
+	}})
+	appLog := t.TempDir() + "/app.log"
+	gw := gateway(t, gatewayBlock("\t\tpool bounds {\n\t\t\tmodels auto\n"+discKey(secret, base, "b1")+discKey(rejected, base, "b2")+"\t\t}\n"),
+		"\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}") // DEBUG would show Caddy's own config dump, literal secrets included
+	logs := func() string { b, _ := os.ReadFile(appLog); return string(b) }
+	var ids []string
+	eventually(t, 5*time.Second, "list learned", func() bool {
+		ids, _ = listModels(t, gw, "/v1/models", false)
+		return len(ids) > 0
+	})
+	if len(ids) != maxLearnedPerKey || !slices.Contains(ids, "dup") || slices.Contains(ids, names[0]) ||
+		!slices.Contains(ids, fmt.Sprintf("n-%05d", maxLearnedPerKey+1)) || slices.Contains(ids, fmt.Sprintf("n-%05d", maxLearnedPerKey+2)) {
+		t.Fatalf("%d names learned", len(ids))
+	}
+	eventually(t, 2*time.Second, "cut and 401 logged", func() bool {
+		l := logs()
+		return strings.Contains(l, "list cut") && strings.Contains(l, `"status":401`)
+	})
+	if l := logs(); strings.Contains(l, secret[3:15]) || strings.Contains(l, rejected[3:15]) {
+		t.Fatalf("a secret reached the log:\n%s", l)
+	}
+}
+
+// TestNearestName: suggestions by edit distance, case-insensitive,
+// bounded.
+func TestNearestName(t *testing.T) {
+	names := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet-4-5", "o3"}
+	for model, want := range map[string]string{
+		"gpt4o":                  "gpt-4o",
+		"GPT-4o-mini":            "gpt-4o-mini",
+		"claude-sonet-4-5":       "claude-sonnet-4-5",
+		"o4":                     "o3",
+		"llama":                  "",
+		"":                       "",
+		strings.Repeat("a", 200): "",
+	} {
+		if got := nearestName(model, names); got != want {
+			t.Errorf("nearestName(%q) = %q, want %q", model, got, want)
+		}
+	}
+	if d := boundedEditDistance("kitten", "sitting", 10); d != 3 {
+		t.Errorf("distance %d", d)
+	}
+	if d := boundedEditDistance("aaaaaaaa", "bbbbbbbb", 2); d != 3 {
+		t.Errorf("bounded distance %d", d)
+	}
+}
+
+// BenchmarkNearestName: the not-served message with 2000 learned names.
+func BenchmarkNearestName(b *testing.B) {
+	names := make([]string, 2000)
+	for i := range names {
+		names[i] = fmt.Sprintf("vendor/model-family-%04d-instruct", i)
+	}
+	for b.Loop() {
+		nearestName("vendor/model-family-0999-instrukt", names)
+	}
+}
