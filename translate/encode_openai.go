@@ -356,7 +356,7 @@ func encodeChatResponse(r *canonResponse) []byte {
 	// in a stream; signed and redacted blocks also as thinking_blocks.
 	b = appendChatAssistant(b, r.parts, true)
 	if b[len(b)-1] == ':' { // no content at all
-		b = append(b, `{"role":"assistant","content":""}`...)
+		b = append(b, `{"role":"assistant","content":"","refusal":null}`...)
 	} else {
 		b = insertBeforeLastBrace(b, `,"refusal":null`)
 	}

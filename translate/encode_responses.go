@@ -121,7 +121,7 @@ func appendRSResponse(b []byte, id string, created int64, status, reason, model 
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `,"instructions":null,"model":`...)
+	b = append(b, `,"instructions":null,"metadata":{},"model":`...)
 	b = appendString(b, model)
 	b = append(b, `,"output":`...)
 	if len(output) == 0 {
@@ -129,7 +129,7 @@ func appendRSResponse(b []byte, id string, created int64, status, reason, model 
 	} else {
 		b = append(b, output...)
 	}
-	b = append(b, `,"parallel_tool_calls":true,"tool_choice":"auto","tools":[],"usage":`...)
+	b = append(b, `,"parallel_tool_calls":true,"temperature":null,"tool_choice":"auto","tools":[],"top_p":null,"usage":`...)
 	if u.IsZero() {
 		b = append(b, "null"...)
 	} else {

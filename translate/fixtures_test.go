@@ -58,6 +58,9 @@ func sharedFixtureTests() []namedTest {
 		{"TestHoldPreambleFirstContentNotDelayed", TestHoldPreambleFirstContentNotDelayed},
 		{"TestMultiTurnChatClientAnthropicUpstream", TestMultiTurnChatClientAnthropicUpstream},
 		{"TestResponsesCarriesAnthropicSignature", TestResponsesCarriesAnthropicSignature},
+		{"TestStrictSchemaTranslatedStreams", TestStrictSchemaTranslatedStreams},
+		{"TestStrictSchemaTranslatedBodies", TestStrictSchemaTranslatedBodies},
+		{"TestStrictSchemaMatchesVendors", TestStrictSchemaMatchesVendors},
 	}
 }
 
