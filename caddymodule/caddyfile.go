@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -46,9 +47,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        refresh <duration>|off            # how often the models lists are fetched; default 1h
 //	        model_map <pattern> <upstream-model>
 //	        default_model <upstream-model>
-//	        key <secret> [<base_url>] {
+//	        key <secret> [<base_url>|<provider>] {   # provider: see PresetNames
 //	            id <label>
-//	            base_url <url>
+//	            base_url <url>                    # wins over the provider's
+//	            provider <name>
 //	            dialect openai|anthropic
 //	            anthropic_base_url <url>
 //	            prefer auto|openai|anthropic
@@ -95,7 +97,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch d.Val() {
 		case "api_key":
 			if !d.NextArg() {
-				return d.ArgErr()
+				return d.Errf("api_key needs a token: api_key <token>|sha256:<hex>|{env.NAME} (the token is empty: %s)", emptySecretHint(d))
 			}
 			tok := d.Val()
 			if d.NextArg() {
@@ -176,7 +178,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Pools = append(h.Pools, pc)
 		default:
-			return d.Errf("unrecognized llm_gateway subdirective '%s'", d.Val())
+			return unknownSubdirective(d, "llm_gateway", d.Val(), handlerSubdirectives)
 		}
 	}
 	return nil
@@ -216,7 +218,7 @@ func unmarshalGatewayKey(d *caddyfile.Dispenser, tok string) (*GatewayKeyConfig,
 				return nil, err
 			}
 		default:
-			return nil, d.Errf("unrecognized api_key subdirective '%s'", d.Val())
+			return nil, unknownSubdirective(d, "api_key", d.Val(), apiKeySubdirectives)
 		}
 	}
 	return gc, nil
@@ -375,23 +377,51 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 				return nil, err
 			}
 		default:
-			return nil, d.Errf("unrecognized pool subdirective '%s'", sub)
+			return nil, unknownSubdirective(d, "pool", sub, poolSubdirectives)
 		}
 	}
 	return pc, nil
 }
 
+// unmarshalKey reads `key <secret> [<base_url>|<provider>] [{ ... }]`.
+// Errors about the key as a whole (an empty secret, no base URL) point at
+// the key's own line, not at the end of its block.
 func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 	kc := &KeyConfig{}
+	// a dispenser over the key token alone, to report errors at its line
+	at := caddyfile.NewDispenser([]caddyfile.Token{d.Token()})
+	at.Next()
 	if !d.NextArg() {
-		return nil, d.Err("key needs a secret: key <secret> [<base_url>] { ... }")
+		return nil, d.Errf("key needs a secret: key <secret> [<base_url>|<provider>] { ... } (the secret is empty: %s)", emptySecretHint(d))
 	}
 	kc.Secret = d.Val()
+	var second string
 	if d.NextArg() {
-		kc.BaseURL = d.Val()
+		second = d.Val()
+		if _, ok := LookupPreset(second); ok {
+			kc.Provider = second
+		} else if strings.Contains(second, "://") || strings.HasPrefix(second, "{") {
+			kc.BaseURL = second // a URL, or a placeholder resolved at load
+		} else {
+			hint := ""
+			if s := nearest(second, PresetNames()); s != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			return nil, d.Errf("key: '%s' is neither a base URL (http:// or https://) nor a known provider%s; providers: %s",
+				second, hint, strings.Join(PresetNames(), ", "))
+		}
 	}
 	if d.NextArg() {
 		return nil, d.ArgErr()
+	}
+	// With an empty {$NAME} before it, the base URL or the provider moves
+	// into the secret's place: say so rather than "base_url is required".
+	emptySecret := func() error {
+		return at.Errf("key: the secret is empty, '%s' stands where the secret goes (key <secret> <base_url>|<provider>): %s",
+			kc.Secret, emptySecretHint(at))
+	}
+	if second == "" && strings.Contains(kc.Secret, "://") {
+		return nil, emptySecret()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
@@ -402,6 +432,17 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 		case "base_url":
 			if !d.AllArgs(&kc.BaseURL) {
 				return nil, d.ArgErr()
+			}
+		case "provider":
+			if !d.AllArgs(&kc.Provider) {
+				return nil, d.ArgErr()
+			}
+			if _, ok := LookupPreset(kc.Provider); !ok {
+				hint := ""
+				if s := nearest(kc.Provider, PresetNames()); s != "" {
+					hint = fmt.Sprintf(" (did you mean %s?)", s)
+				}
+				return nil, d.Errf("provider: unknown provider '%s'%s; known: %s", kc.Provider, hint, strings.Join(PresetNames(), ", "))
 			}
 		case "dialect":
 			if !d.AllArgs(&kc.Dialect) {
@@ -460,11 +501,15 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 			}
 			kc.Quota = strings.Join(args, " ")
 		default:
-			return nil, d.Errf("unrecognized key subdirective '%s'", d.Val())
+			return nil, unknownSubdirective(d, "key", d.Val(), keySubdirectives)
 		}
 	}
-	if kc.BaseURL == "" {
-		return nil, d.Err("key: base_url is required (key <secret> <base_url>, or base_url inside its block)")
+	if _, secretIsPreset := LookupPreset(kc.Secret); secretIsPreset && second == "" && kc.BaseURL == "" && kc.Provider == "" {
+		return nil, emptySecret()
+	}
+	if kc.BaseURL == "" && kc.Provider == "" {
+		return nil, at.Errf("key: base_url is required (key <secret> <base_url>|<provider>, or base_url or provider inside its block; providers: %s)",
+			strings.Join(PresetNames(), ", "))
 	}
 	return kc, nil
 }

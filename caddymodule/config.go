@@ -206,13 +206,14 @@ type KeyConfig struct {
 	// and the gateway appends "/chat/completions". For the anthropic
 	// dialect it is e.g. "https://api.anthropic.com" and the gateway
 	// appends "/v1/messages" (a trailing "/v1" is accepted and not
-	// doubled). Trailing slashes are ignored. Required.
+	// doubled). Trailing slashes are ignored. Required unless Provider
+	// is set.
 	BaseURL string `json:"base_url"`
 
 	// Dialect is the API the upstream speaks: "openai" (Chat Completions,
 	// Authorization: Bearer) or "anthropic" (Messages, x-api-key and
 	// anthropic-version: 2023-06-01). Requests in other dialects are
-	// translated. Default: "openai".
+	// translated. Default: the Provider's, else "openai".
 	Dialect string `json:"dialect,omitempty"`
 
 	// AnthropicBaseURL gives an openai-dialect key a second, native
@@ -225,6 +226,13 @@ type KeyConfig struct {
 	// native endpoint (so prompt caching and every Anthropic feature
 	// survive) and all other clients to the OpenAI one; "openai" and
 	// "anthropic" always use that endpoint. Default: "auto".
+	// Provider names a provider preset ("groq", "anthropic", "ollama"; see
+	// PresetNames) that fills BaseURL and Dialect when they are empty; an
+	// explicit BaseURL or Dialect always wins. In the Caddyfile it may
+	// stand where the base URL goes: key {env.GROQ_KEY} groq. Default:
+	// none (BaseURL is then required).
+	Provider string `json:"provider,omitempty"`
+
 	Prefer string `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this

@@ -97,14 +97,10 @@ const gatewayKeyHashPrefix = "sha256:"
 // clients' tokens are). literal reports a token written in the config as
 // is (neither a placeholder nor a hash). Errors never show the value.
 func parseGatewayKey(repl *caddy.Replacer, raw string) (gk *gwKey, literal bool, err error) {
-	v, err := repl.ReplaceOrErr(raw, true, true)
-	if err == nil && strings.TrimSpace(v) == "" {
-		err = errors.New("blank")
-	}
+	v, err := resolveSecretValue(repl, raw) // errors name the placeholder, never the value
 	if err != nil {
-		return nil, false, errors.New("resolving placeholder: value is empty or unknown")
+		return nil, false, err
 	}
-	v = strings.TrimSpace(v)
 	if rest, ok := strings.CutPrefix(v, gatewayKeyHashPrefix); ok {
 		b, err := hex.DecodeString(rest)
 		if err != nil || len(b) != sha256.Size {

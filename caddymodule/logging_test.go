@@ -134,7 +134,7 @@ func TestSecretPlaceholderErrors(t *testing.T) {
 	cf := "{\n\tadmin off\n\tpersist_config off\n}\nhttp://127.0.0.1:1 {\n\tllm_gateway {\n\t\tapi_key " + gatewayKey +
 		"\n\t\tpool p {\n\t\t\tkey {env.LLMGW_DEFINITELY_UNSET} " + base + "\n\t\t}\n\t}\n}\n"
 	err := loadCaddyfileErr(cf)
-	if err == nil || !strings.Contains(err.Error(), "placeholder is empty or unknown") {
+	if err == nil || !strings.Contains(err.Error(), `pool "p": key #1: {env.LLMGW_DEFINITELY_UNSET} is unset or empty`) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -242,6 +242,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.metrics = h.provisionInstrumentation(ctx)
 	h.startDiscovery(ctx) // in the background: startup never waits for a models list
 	h.warnTimeouts()
+	h.logStartupSummary(ctx)
 	return nil
 }
 
@@ -391,16 +392,29 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if kc.Secret == "" {
 		return nil, errors.New("secret is required")
 	}
-	secret, err := repl.ReplaceOrErr(kc.Secret, true, true)
+	// errors name the placeholder, never the value
+	secret, err := resolveSecretValue(repl, kc.Secret)
 	if err != nil {
-		// never echo the value: it may be the secret itself
-		return nil, errors.New("resolving secret: placeholder is empty or unknown")
+		return nil, err
 	}
-	secret = strings.TrimSpace(secret)
-	if secret == "" {
-		return nil, errors.New("secret resolves to an empty value")
+	rawBase, dialect := kc.BaseURL, kc.Dialect
+	if kc.Provider != "" {
+		pr, ok := LookupPreset(kc.Provider)
+		if !ok {
+			hint := ""
+			if s := nearest(kc.Provider, PresetNames()); s != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			return nil, fmt.Errorf("provider %q: unknown%s; known: %s", kc.Provider, hint, strings.Join(PresetNames(), ", "))
+		}
+		if rawBase == "" { // an explicit base_url always wins
+			rawBase = pr.BaseURL
+		}
+		if dialect == "" {
+			dialect = pr.Dialect
+		}
 	}
-	base, err := normaliseBaseURL(kc.BaseURL)
+	base, err := normaliseBaseURL(rawBase)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +436,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if uk.prefer == "" {
 		uk.prefer = "auto"
 	}
-	switch kc.Dialect {
+	switch dialect {
 	case "", "openai":
 		uk.chatURL = base + "/chat/completions"
 		if kc.AnthropicBaseURL != "" {
