@@ -25,7 +25,7 @@ func TranslateResponse(from, to Dialect, body []byte, clientModel string) ([]byt
 type ResponseOptions struct {
 	// OmitReasoning drops the model's reasoning from translated OpenAI Chat
 	// output: no message.reasoning_content / delta.reasoning_content and no
-	// thinking_blocks (the pool option `reasoning_content off`). By default
+	// thinking_blocks (what a pool option `reasoning_content off` sets). By default
 	// a Chat client gets an Anthropic upstream's thinking as
 	// reasoning_content (the field DeepSeek, vLLM and LiteLLM use) and its
 	// signed and redacted blocks in LiteLLM's thinking_blocks form. It has
