@@ -2,6 +2,7 @@ package translate
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -60,11 +61,11 @@ func SanitizeAnthropicRequest(body []byte) []byte {
 		return body
 	}
 	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
-	out := append([]byte(nil), body...)
+	out := body
 	for _, e := range edits {
-		out = splice(out, e.off, e.n, []byte(e.repl))
+		out = splice(out, e.off, e.n, []byte(e.repl)) // a new slice: body is never written
 	}
-	if sys := gjson.GetBytes(out, "system"); sys.IsArray() && len(sys.Array()) == 0 {
+	if sys := gjson.GetBytes(out, "system"); sys.IsArray() && strings.TrimSpace(sys.Raw[1:len(sys.Raw)-1]) == "" {
 		if o, err := sjson.DeleteBytes(out, "system"); err == nil {
 			out = o
 		}
@@ -122,6 +123,9 @@ func sanitizedMessages(body []byte) *string {
 // (and with blank text removed inside tool_result blocks), and whether
 // anything was removed.
 func keptBlocks(arr gjson.Result) (string, bool) {
+	if !hasBlankString([]byte(arr.Raw)) {
+		return arr.Raw, false // the common case: nothing to remove, no copy
+	}
 	changed := false
 	out := make([]byte, 0, len(arr.Raw))
 	out = append(out, '[')

@@ -89,3 +89,48 @@ func TestTranslatedAnthropicRequestsValidate(t *testing.T) {
 		}
 	}
 }
+
+// anthropicHistory is an Anthropic body of about size bytes: n turns of
+// text and tool use; with blank, one assistant turn has a blank text block.
+func anthropicHistory(size int, blank bool) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"c","max_tokens":64,"tools":[{"name":"ping","input_schema":{"type":"object","properties":{}}}],"messages":[`)
+	para := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 40)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := "t" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
+		b.WriteString(`{"role":"user","content":[{"type":"text","text":"` + para + `"}]},`)
+		text := para
+		if blank && i == 3 {
+			text = " \n"
+		}
+		b.WriteString(`{"role":"assistant","content":[{"type":"text","text":"` + text + `"},{"type":"tool_use","id":"` + id + `","name":"ping","input":{}}]},`)
+		b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkSanitizeAnthropic: the cost of the blank-text check on an
+// Anthropic passthrough body of 1 MB, clean (the cheap scan only) and with
+// one blank block (scan and rewrite).
+func BenchmarkSanitizeAnthropic(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		blank bool
+	}{{"clean", false}, {"one-blank", true}} {
+		body := anthropicHistory(1<<20, c.blank)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				out := translate.SanitizeAnthropicRequest(body)
+				if c.blank == (len(out) == len(body)) {
+					b.Fatalf("blank %v: rewritten %v", c.blank, len(out) != len(body))
+				}
+			}
+		})
+	}
+}
