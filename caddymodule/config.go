@@ -210,6 +210,13 @@ type KeyConfig struct {
 	// is set.
 	BaseURL string `json:"base_url"`
 
+	// Provider names a provider preset ("groq", "anthropic", "ollama"; see
+	// PresetNames) that fills BaseURL and Dialect when they are empty; an
+	// explicit BaseURL or Dialect always wins. In the Caddyfile it may
+	// stand where the base URL goes: key {env.GROQ_KEY} groq. Default:
+	// none (BaseURL is then required).
+	Provider string `json:"provider,omitempty"`
+
 	// Dialect is the API the upstream speaks: "openai" (Chat Completions,
 	// Authorization: Bearer) or "anthropic" (Messages, x-api-key and
 	// anthropic-version: 2023-06-01). Requests in other dialects are
@@ -226,13 +233,6 @@ type KeyConfig struct {
 	// native endpoint (so prompt caching and every Anthropic feature
 	// survive) and all other clients to the OpenAI one; "openai" and
 	// "anthropic" always use that endpoint. Default: "auto".
-	// Provider names a provider preset ("groq", "anthropic", "ollama"; see
-	// PresetNames) that fills BaseURL and Dialect when they are empty; an
-	// explicit BaseURL or Dialect always wins. In the Caddyfile it may
-	// stand where the base URL goes: key {env.GROQ_KEY} groq. Default:
-	// none (BaseURL is then required).
-	Provider string `json:"provider,omitempty"`
-
 	Prefer string `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this

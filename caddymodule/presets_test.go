@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -158,5 +159,21 @@ func TestPresetKeyThroughGateway(t *testing.T) {
 	}
 	if s := m.Stats("sk-preset-groq-0000000000"); s.OK != 1 {
 		t.Errorf("groq preset key: mock stats %+v, want 1 ok", s)
+	}
+}
+
+// TestPresetsDocumented: docs/providers.md lists every preset with its base
+// URL, dialect and source page.
+func TestPresetsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/providers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, p := range Presets() {
+		row := "| `" + p.Name + "` | " + p.Title + " | `" + p.BaseURL + "` | " + p.Dialect + " | <" + p.Doc + "> |"
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/providers.md lacks the row %s", row)
+		}
 	}
 }

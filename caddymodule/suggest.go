@@ -20,7 +20,7 @@ var (
 	}
 	apiKeySubdirectives = []string{"id", "pools", "models", "rpm", "max_concurrency"}
 	poolSubdirectives   = []string{
-		"models", "model_map", "default_model", "key", "max_concurrency_per_key",
+		"models", "refresh", "model_map", "default_model", "key", "max_concurrency_per_key",
 		"failure_threshold", "priority", "attempt_timeout", "strategy", "least_used_by",
 		"affinity", "affinity_max_entries", "max_hint_cooldown", "invalid_key_cooldown",
 		"no_credit_cooldown", "forbidden_cooldown", "provisional_cooldown", "probe_timeout",
