@@ -407,8 +407,14 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 			if s := nearest(second, PresetNames()); s != "" {
 				hint = fmt.Sprintf(" (did you mean %s?)", s)
 			}
-			return nil, d.Errf("key: '%s' is neither a base URL (http:// or https://) nor a known provider%s; providers: %s",
-				second, hint, strings.Join(PresetNames(), ", "))
+			// a long word here may be a secret written in the wrong place:
+			// name it only when it is short enough to be a provider's name
+			what := "'" + second + "'"
+			if len(second) > 20 || strings.HasPrefix(second, "sk-") {
+				what = "its second argument"
+			}
+			return nil, d.Errf("key: %s is neither a base URL (http:// or https://) nor a known provider%s; providers: %s",
+				what, hint, strings.Join(PresetNames(), ", "))
 		}
 	}
 	if d.NextArg() {
