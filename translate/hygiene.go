@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 
@@ -9,13 +10,20 @@ import (
 )
 
 // SanitizeAnthropicRequest makes an Anthropic Messages request body safe
-// from one rule Anthropic always enforces: "text content blocks must be
+// from two rules Anthropic always enforces: "text content blocks must be
 // non-empty" (a text block, a string content or a string system prompt that
 // is empty or whitespace only is refused with a 400; clients produce such
-// blocks next to tool_use, and after a cancelled turn). It removes:
+// blocks next to tool_use, and after a cancelled turn), and thinking blocks
+// must be signed (an assistant turn the gateway translated from an
+// OpenAI-compatible upstream's reasoning carries "signature":"", which only
+// Anthropic can produce). It removes:
 //
 //   - blank text blocks from messages[].content, from tool_result content
 //     and from system;
+//   - thinking blocks whose signature is empty; when thinking is on and the
+//     last assistant turn is then left with tool calls but no signed
+//     thinking, the top-level "thinking" goes too (Anthropic requires such
+//     a turn to start with signed thinking; translation does the same);
 //   - a blank string content of a tool_result (the content field goes) and a
 //     blank string system (the field goes);
 //   - a message left with no content at all (Anthropic merges consecutive
@@ -23,8 +31,9 @@ import (
 //     what the model sees), unless that would leave no message, in which
 //     case the body is returned unchanged and Anthropic's own 400 answers.
 //
-// A cheap byte scan runs first: a body without a blank "text", "content"
-// or "system" string value is returned as is (same slice, no allocation). Otherwise the
+// A cheap byte scan runs first: a body without a blank "text", "content",
+// "system" or "signature" string value is returned as is (same slice, no
+// allocation). Otherwise the
 // body is rewritten with only those removals (every other byte kept); it is
 // returned unchanged when the scan's hit was not a content block (a tool
 // input, say). The body is assumed to be a JSON object (see RequestInfo).
@@ -37,30 +46,35 @@ func SanitizeAnthropicRequest(body []byte) []byte {
 		return body
 	}
 	type edit struct {
-		off, n int
-		repl   string
+		off, n   int
+		repl     string
+		unsigned bool // unsigned thinking was removed
 	}
 	var edits []edit
 	if sys := root.Get("system"); sys.Index > 0 {
 		switch {
 		case sys.Type == gjson.String && isBlank(sys.Str):
-			edits = append(edits, edit{sys.Index, len(sys.Raw), `[]`}) // removed below
+			edits = append(edits, edit{sys.Index, len(sys.Raw), `[]`, false}) // removed below
 		case sys.IsArray():
 			if kept, changed := keptBlocks(sys); changed {
-				edits = append(edits, edit{sys.Index, len(sys.Raw), kept})
+				edits = append(edits, edit{sys.Index, len(sys.Raw), kept, false})
 			}
 		}
 	}
 	msgs := root.Get("messages")
 	if msgs.IsArray() && msgs.Index > 0 {
 		if repl := sanitizedMessages(body); repl != nil {
-			edits = append(edits, edit{msgs.Index, len(msgs.Raw), *repl})
+			edits = append(edits, edit{msgs.Index, len(msgs.Raw), *repl, bytes.Contains(body, []byte(`"thinking"`))})
 		}
 	}
 	if len(edits) == 0 {
 		return body
 	}
+	unsignedDropped := false
 	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
+	for _, e := range edits {
+		unsignedDropped = unsignedDropped || e.unsigned
+	}
 	out := body
 	for _, e := range edits {
 		out = splice(out, e.off, e.n, []byte(e.repl)) // a new slice: body is never written
@@ -70,7 +84,40 @@ func SanitizeAnthropicRequest(body []byte) []byte {
 			out = o
 		}
 	}
+	if unsignedDropped && !lastToolTurnSigned(out) {
+		if t := gjson.GetBytes(out, "thinking.type").Str; t == "enabled" || t == "adaptive" {
+			if o, err := sjson.DeleteBytes(out, "thinking"); err == nil {
+				out = o
+			}
+		}
+	}
 	return out
+}
+
+// lastToolTurnSigned reports whether the last assistant message of body
+// either makes no tool call or holds a signed thinking or a
+// redacted_thinking block.
+func lastToolTurnSigned(body []byte) bool {
+	var last gjson.Result
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").Str == "assistant" {
+			last = m
+		}
+		return true
+	})
+	hasCall, signed := false, false
+	last.Get("content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "tool_use":
+			hasCall = true
+		case "thinking":
+			signed = signed || b.Get("signature").Str != ""
+		case "redacted_thinking":
+			signed = true
+		}
+		return true
+	})
+	return !hasCall || signed
 }
 
 // sanitizedMessages returns the messages array of body with blank text
@@ -139,6 +186,11 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 					changed = true
 					return true
 				}
+			case "thinking":
+				if sig := b.Get("signature"); sig.Type == gjson.String && isBlank(sig.Str) {
+					changed = true // unsigned: Anthropic refuses it
+					return true
+				}
 			case "tool_result":
 				c := b.Get("content")
 				switch {
@@ -172,7 +224,8 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 	return string(append(out, ']')), changed
 }
 
-// hasBlankString reports whether body has a "text", "content" or "system" member
+// hasBlankString reports whether body has a "text", "content", "system" or
+// "signature" member
 // whose value is a string of only JSON whitespace (raw or escaped as \n,
 // \r, \t): the cheap check before SanitizeAnthropicRequest parses.
 func hasBlankString(body []byte) bool {
@@ -188,6 +241,8 @@ func hasBlankString(body []byte) bool {
 			k = i + 9
 		case hasAt(body, i+1, `system"`):
 			k = i + 8
+		case hasAt(body, i+1, `signature"`):
+			k = i + 11
 		default:
 			continue
 		}

@@ -134,3 +134,35 @@ func BenchmarkSanitizeAnthropic(b *testing.B) {
 		})
 	}
 }
+
+// TestSanitizeUnsignedThinking: an Anthropic passthrough whose history
+// holds thinking with an empty signature (an assistant turn the gateway
+// translated from an OpenAI-compatible upstream's reasoning) loses those
+// blocks; thinking is turned off only when the last tool-call turn is then
+// left without signed thinking, as Anthropic requires.
+func TestSanitizeUnsignedThinking(t *testing.T) {
+	const head = `{"model":"c","max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},"tools":[{"name":"ping","input_schema":{"type":"object","properties":{}}}],"messages":[{"role":"user","content":"go"},`
+	unsignedLast := head + `{"role":"assistant","content":[{"type":"thinking","thinking":"from deepseek","signature":""},{"type":"tool_use","id":"t1","name":"ping","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`
+	out, err := translate.TranslateRequest(translate.AnthropicMessages, translate.AnthropicMessages, []byte(unsignedLast), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"c","max_tokens":2048,"tools":[{"name":"ping","input_schema":{"type":"object","properties":{}}}],"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ping","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`
+	if string(out) != want {
+		t.Errorf("unsigned last turn:\n got %s\nwant %s", out, want)
+	}
+	if msg := mockupstream.ValidateAnthropicRequest(out); msg != "" {
+		t.Errorf("validator: %s", msg)
+	}
+
+	signedLast := head + `{"role":"assistant","content":[{"type":"thinking","thinking":"old","signature":""},{"type":"text","text":"a"}]},{"role":"user","content":"more"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"new","signature":"c2ln"},{"type":"tool_use","id":"t1","name":"ping","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`
+	out = translate.SanitizeAnthropicRequest([]byte(signedLast))
+	if !gjson.GetBytes(out, "thinking").Exists() || gjson.GetBytes(out, "messages.1.content.#").Int() != 1 ||
+		gjson.GetBytes(out, "messages.3.content.0.signature").Str != "c2ln" {
+		t.Errorf("signed last turn: %s", out)
+	}
+	if msg := mockupstream.ValidateAnthropicRequest(out); msg != "" {
+		t.Errorf("validator: %s", msg)
+	}
+}
