@@ -569,24 +569,28 @@ const (
 )
 
 // nearestName returns the name closest to model by edit distance
-// (case-insensitive), when it is within a third of the model's length
-// (at least 1, at most 8 edits); "" when none is.
+// (ASCII case-insensitive), when it is within a third of the model's
+// length (at least 1, at most 8 edits); "" when none is. At most
+// maxSuggestNames names of up to maxSuggestLen bytes are compared, each in
+// a band of the current best distance, without allocating.
 func nearestName(model string, names []string) string {
 	if len(model) == 0 || len(model) > maxSuggestLen {
 		return ""
 	}
-	m := strings.ToLower(model)
-	limit := min(max(len(m)/3, 1), 8)
+	limit := min(max(len(model)/3, 1), 8)
 	best, bestD := "", limit+1
 	for i, n := range names {
 		if i >= maxSuggestNames {
 			break
 		}
-		if len(n) > maxSuggestLen || absDiff(len(n)-len(m)) >= bestD {
+		if len(n) > maxSuggestLen || absDiff(len(n)-len(model)) >= bestD {
 			continue
 		}
-		if d := boundedEditDistance(m, strings.ToLower(n), bestD-1); d < bestD {
+		if d := boundedEditDistance(model, n, bestD-1); d < bestD {
 			best, bestD = n, d
+			if d == 0 {
+				break
+			}
 		}
 	}
 	return best
@@ -599,29 +603,61 @@ func absDiff(x int) int {
 	return x
 }
 
-// boundedEditDistance is the Levenshtein distance of a and b in bytes, or
-// limit+1 as soon as it must exceed limit.
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// boundedEditDistance is the Levenshtein distance of a and b in bytes
+// (ASCII case-insensitive), or limit+1 as soon as it must exceed limit.
+// Only the cells within limit of the diagonal are computed; both strings
+// must be at most maxSuggestLen bytes.
 func boundedEditDistance(a, b string, limit int) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
+	if absDiff(len(a)-len(b)) > limit {
+		return limit + 1
+	}
+	const inf = 1 << 20
+	var rows [2][maxSuggestLen + 1]int
+	prev, cur := &rows[0], &rows[1]
+	for j := 0; j <= len(b); j++ {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
+		lo, hi := max(1, i-limit), min(len(b), i+limit)
+		if lo > 1 {
+			cur[lo-1] = inf
+		} else {
+			cur[0] = i
+		}
+		rowMin := inf
+		if lo == 1 {
+			rowMin = cur[0]
+		}
+		ca := lowerASCII(a[i-1])
+		for j := lo; j <= hi; j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if ca == lowerASCII(b[j-1]) {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			up := inf
+			if j <= i-1+limit { // prev[j] is inside the previous row's band
+				up = prev[j]
+			}
+			cur[j] = min(up+1, cur[j-1]+1, prev[j-1]+cost)
 			rowMin = min(rowMin, cur[j])
+		}
+		if hi < len(b) {
+			cur[hi+1] = inf
 		}
 		if rowMin > limit {
 			return limit + 1
 		}
 		prev, cur = cur, prev
+	}
+	if prev[len(b)] > limit {
+		return limit + 1
 	}
 	return prev[len(b)]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -428,6 +429,41 @@ func TestNearestName(t *testing.T) {
 	if d := boundedEditDistance("aaaaaaaa", "bbbbbbbb", 2); d != 3 {
 		t.Errorf("bounded distance %d", d)
 	}
+	// the banded computation agrees with the full table
+	full := func(a, b string) int {
+		prev := make([]int, len(b)+1)
+		for j := range prev {
+			prev[j] = j
+		}
+		for i := 1; i <= len(a); i++ {
+			cur := make([]int, len(b)+1)
+			cur[0] = i
+			for j := 1; j <= len(b); j++ {
+				cost := 1
+				if a[i-1] == b[j-1] {
+					cost = 0
+				}
+				cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			}
+			prev = cur
+		}
+		return prev[len(b)]
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = "abc-"[rng.IntN(4)]
+		}
+		return string(b)
+	}
+	for range 5000 {
+		a, b, limit := word(), word(), rng.IntN(10)
+		want := min(full(a, b), limit+1)
+		if got := boundedEditDistance(a, b, limit); got != want {
+			t.Fatalf("boundedEditDistance(%q, %q, %d) = %d, want %d", a, b, limit, got, want)
+		}
+	}
 }
 
 // BenchmarkNearestName: the not-served message with 2000 learned names.
@@ -438,5 +474,34 @@ func BenchmarkNearestName(b *testing.B) {
 	}
 	for b.Loop() {
 		nearestName("vendor/model-family-0999-instrukt", names)
+	}
+}
+
+// TestDiscoveryConfig: refresh parses as a duration or off, and "models
+// auto" refuses "refresh off" with a message that says why.
+func TestDiscoveryConfig(t *testing.T) {
+	for _, c := range []struct {
+		pool string
+		want string // "" for a config that loads
+	}{
+		{"\t\t\trefresh 30m\n", ""},
+		{"\t\t\trefresh off\n", ""},
+		{"\t\t\tmodels auto\n\t\t\trefresh 10s\n", ""},
+		{"\t\t\trefresh soon\n", "refresh: want a duration such as 1h, or off; got 'soon'"},
+		{"\t\t\trefresh 0s\n", "refresh: want a duration"},
+		{"\t\t\trefresh\n", "wrong argument count"},
+		{"\t\t\tmodels auto\n\t\t\trefresh off\n", "models auto needs model discovery: remove 'refresh off'"},
+	} {
+		cf := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n}\nhttp://127.0.0.1:%d {\n%s}\n", freePort(t),
+			gatewayBlock("\t\tpool cfg {\n"+c.pool+discKey("dc-1", "http://127.0.0.1:9/v1", "c1")+"\t\t}\n"))
+		err := loadCaddyfileErr(cf)
+		_ = caddy.Stop()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%q: %v, want %q", c.pool, err, c.want)
+		}
+	}
+	var pc PoolConfig
+	if err := pc.Refresh.UnmarshalJSON([]byte(`"90s"`)); err != nil || time.Duration(pc.Refresh) != 90*time.Second {
+		t.Errorf("JSON refresh: %v %v", pc.Refresh, err)
 	}
 }
