@@ -330,6 +330,13 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 			if err := durationArg(d, &pc.ProvisionalCooldown); err != nil {
 				return nil, err
 			}
+		case "reasoning_content":
+			if !d.AllArgs(&pc.ReasoningContent) {
+				return nil, d.ArgErr()
+			}
+			if pc.ReasoningContent != "on" && pc.ReasoningContent != "off" {
+				return nil, d.Errf("reasoning_content: want on or off, got '%s'", pc.ReasoningContent)
+			}
 		case "probe_timeout":
 			if err := durationArg(d, &pc.ProbeTimeout); err != nil {
 				return nil, err

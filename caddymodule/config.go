@@ -169,6 +169,13 @@ type PoolConfig struct {
 	// succeeds puts the key back at once. Default: 60s.
 	ProvisionalCooldown caddy.Duration `json:"provisional_cooldown,omitempty"`
 
+	// ReasoningContent says whether Chat Completions clients served by a
+	// thinking upstream (Anthropic thinking, translated) get the
+	// reasoning as `reasoning_content` and signed blocks as
+	// `thinking_blocks` (the extensions DeepSeek, vLLM and LiteLLM use;
+	// the official SDKs ignore them): "on" (default) or "off".
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+
 	// ProbeTimeout bounds a half-open probe attempt. Default: 5s.
 	ProbeTimeout caddy.Duration `json:"probe_timeout,omitempty"`
 

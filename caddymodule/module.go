@@ -159,6 +159,7 @@ type pool struct {
 	attemptTimeout time.Duration
 	connectTimeout time.Duration
 	totalTimeout   time.Duration
+	respOpts       translate.ResponseOptions // reasoning_content
 	priority       int
 	rawModelNames  []string   // non-wildcard names for /v1/models
 	disc           *discovery // model discovery, nil when off
@@ -262,6 +263,10 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		connectTimeout: time.Duration(pc.ConnectTimeout),
 		totalTimeout:   time.Duration(pc.TotalTimeout),
 		priority:       pc.Priority,
+		respOpts:       translate.ResponseOptions{OmitReasoning: pc.ReasoningContent == "off"},
+	}
+	if pc.ReasoningContent != "" && pc.ReasoningContent != "on" && pc.ReasoningContent != "off" {
+		return nil, fmt.Errorf("reasoning_content %q: want on or off", pc.ReasoningContent)
 	}
 	if len(p.models) == 0 {
 		p.models = []string{"*"}

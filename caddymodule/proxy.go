@@ -227,6 +227,11 @@ func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 	default:
 		b, err = translate.SetModel(c.raw, model)
 	}
+	if err == nil && up == translate.AnthropicMessages && up == c.dialect {
+		// Anthropic rejects empty or whitespace-only text blocks, which
+		// clients produce: a cheap scan, a rewrite only when one is found
+		b = translate.SanitizeAnthropicRequest(b)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -561,7 +566,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			}
 			return attemptResult{outcome: o, status: resp.StatusCode}
 		}
-		out, usage, err := translate.TranslateResponse(up, c.dialect, data, c.responseModel(up))
+		out, usage, err := translate.TranslateResponseWith(up, c.dialect, data, c.responseModel(up), p.respOpts)
 		if err != nil {
 			// a 2xx the gateway cannot understand: the upstream's fault
 			o := keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "unreadable upstream response"}
@@ -610,6 +615,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		w.WriteHeader(http.StatusOK)
 	}}
 	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), cw)
+	st.SetOptions(p.respOpts)
 	if holdPreamble {
 		st.HoldPreamble()
 	}

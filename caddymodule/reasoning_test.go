@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -197,5 +198,38 @@ func TestChatCacheControlThroughGateway(t *testing.T) {
 	}
 	if msg := mockupstream.ValidateAnthropicRequest(up); msg != "" {
 		t.Errorf("validator: %s", msg)
+	}
+}
+
+// TestReasoningContentOffAndBlankBlocks: a pool with reasoning_content off
+// gives Chat clients the answer without reasoning_content or
+// thinking_blocks; an Anthropic client's history with empty and
+// whitespace-only text blocks passes through to an Anthropic key that
+// rejects them, as Anthropic does (the mock validates every request).
+func TestReasoningContentOffAndBlankBlocks(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	root := strings.TrimSuffix(base, "/v1")
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n"+
+		"\t\tpool quiet {\n\t\t\tmodels claude-*\n\t\t\treasoning_content off\n\t\t\tkey an-key "+root+" {\n\t\t\t\tid an\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n\t}\n")
+	const q = "why is the sky blue"
+	for _, stream := range []bool{false, true} {
+		body := []byte(`{"model":"claude-sonnet-4-5","reasoning_effort":"high","stream":` + fmt.Sprint(stream) + `,"messages":[{"role":"user","content":"` + q + `"}]}`)
+		resp, out := post(t, gw+"/v1/chat/completions", body)
+		if resp.StatusCode != 200 || strings.Contains(string(out), "reasoning_content") || strings.Contains(string(out), "thinking_blocks") ||
+			!strings.Contains(string(out), "Mock") {
+			t.Fatalf("stream %v: %d %s", stream, resp.StatusCode, out)
+		}
+	}
+	history := `{"model":"claude-x","max_tokens":50,"messages":[` +
+		`{"role":"user","content":[{"type":"text","text":"run it"},{"type":"text","text":""}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"  \n"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt"},{"type":"text","text":" "}]}]}`
+	resp, out := post(t, gw+"/v1/messages", []byte(history), "Anthropic-Version", "2023-06-01")
+	if resp.StatusCode != 200 {
+		t.Fatalf("blank text blocks reached the Anthropic key: %d %s", resp.StatusCode, out)
+	}
+	sent := m.Stats("an-key").LastBody
+	if strings.Contains(string(sent), `"text":""`) || strings.Contains(string(sent), `"text":"  \n"`) || strings.Contains(string(sent), `"text":" "`) {
+		t.Fatalf("upstream got blank text blocks: %s", sent)
 	}
 }

@@ -23,7 +23,7 @@ var (
 		"models", "refresh", "model_map", "default_model", "key", "max_concurrency_per_key",
 		"failure_threshold", "priority", "attempt_timeout", "strategy", "least_used_by",
 		"affinity", "affinity_max_entries", "max_hint_cooldown", "invalid_key_cooldown",
-		"no_credit_cooldown", "forbidden_cooldown", "provisional_cooldown", "probe_timeout",
+		"no_credit_cooldown", "forbidden_cooldown", "provisional_cooldown", "reasoning_content", "probe_timeout",
 		"connect_timeout", "total_timeout", "max_retries", "cooldown_after_success",
 		"rate_limit_cooldown", "error_cooldown", "max_cooldown", "breaker_open",
 		"acquire_timeout", "request_timeout",
