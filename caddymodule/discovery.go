@@ -16,6 +16,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
+
+	"github.com/llmgateway/llm_gateway/translate"
 )
 
 // Model discovery: each key's models are learned from its upstream's
@@ -64,6 +66,8 @@ type discovery struct {
 	refresh time.Duration // between fetches
 	store   *learnedStore // shared with every instance of the pool (registry)
 	wake    chan struct{} // a fetch now (diagnose); buffered 1
+	// fetched is set once this instance's first round of fetches ended
+	fetched atomic.Bool
 }
 
 // learnedStore holds the learned model names of one pool's keys, by key
@@ -173,6 +177,7 @@ func (d *discovery) wakeUp() {
 func (d *discovery) run(ctx context.Context, p *pool, log *zap.Logger) {
 	for {
 		d.fetchAll(ctx, p, log)
+		d.fetched.Store(true)
 		t := time.NewTimer(d.refresh)
 		select {
 		case <-ctx.Done():
@@ -510,6 +515,31 @@ func (p *pool) isRawName(n string) bool {
 		}
 	}
 	return false
+}
+
+// learning reports whether the pool serves the learned names and has
+// none yet while its first fetches are still running.
+func (d *discovery) learning() bool {
+	if d == nil || !d.auto || d.fetched.Load() {
+		return false
+	}
+	s := d.store.load()
+	return s == nil || len(s.names) == 0
+}
+
+// notServed is the answer for a model no pool serves: 404 with
+// notServedMessage; or, while a "models auto" pool the gateway key may use
+// is still fetching its first lists with nothing learned, 503 with
+// Retry-After: 1, so that clients retry in a moment rather than give up.
+func (h *Handler) notServed(model string, gk *gwKey) *loopFailure {
+	for _, p := range h.pools {
+		if gk.allowsPool(p.name) && p.disc.learning() {
+			return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, retryAfter: time.Second,
+				msg: "model " + quoteClient(model) + " is not served yet: pool " + strconv.Quote(p.name) +
+					" is still learning its models from its keys' models lists; retry in a moment"}
+		}
+	}
+	return &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound, msg: h.notServedMessage(model, gk)}
 }
 
 // notServedMessage is the error message for a model no pool serves: each

@@ -263,6 +263,29 @@ func TestDiscoveryDoesNotDelayStartup(t *testing.T) {
 	})
 }
 
+// TestDiscoveryAutoPoolWhileLearning: a "models auto" pool whose first
+// lists have not come yet answers 503 with Retry-After (clients retry),
+// then serves the learned names; once its lists came, an unknown model is
+// a 404.
+func TestDiscoveryAutoPoolWhileLearning(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"dl-1": {Models: []string{"late-model"}, Latency: 2 * time.Second},
+	}})
+	gw := gateway(t, gatewayBlock("\t\tpool late {\n\t\t\tmodels auto\n"+discKey("dl-1", base, "l1")+"\t\t}\n"))
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("late-model", "hi", false))
+	if msg := gjson.GetBytes(b, "error.message").String(); resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" ||
+		!strings.Contains(msg, `pool "late" is still learning its models`) {
+		t.Fatalf("while learning: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	eventually(t, 5*time.Second, "late-model served", func() bool {
+		st, _, _ := routedVia(t, gw, "late-model")
+		return st == 200
+	})
+	if st, _, b := routedVia(t, gw, "late-modl"); st != 404 || !strings.Contains(string(b), `did you mean \"late-model\"?`) {
+		t.Fatalf("unknown model after learning: %d %s", st, b)
+	}
+}
+
 // TestDiscoverySurvivesReload: a reload that keeps the pool keeps the
 // learned lists while the new configuration fetches them again.
 func TestDiscoverySurvivesReload(t *testing.T) {

@@ -150,8 +150,7 @@ func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFai
 		}
 	}
 	if len(out) == 0 {
-		return nil, "", &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound,
-			msg: h.notServedMessage(model, gk)}
+		return nil, "", h.notServed(model, gk)
 	}
 	allowed := out[:0:0]
 	for _, p := range out {
