@@ -250,29 +250,34 @@ func ErrorBody(d Dialect, class ErrorClass, message string) []byte {
 func errorBody(d Dialect, class ErrorClass, message, param string) []byte {
 	b := make([]byte, 0, 96+len(message))
 	if d == AnthropicMessages {
-		b = append(b, `{"type":"error","error":{"type":"`...)
-		b = append(b, class.anthropicType()...)
-		b = append(b, `","message":`...)
-		b = appendString(b, message)
-		return append(b, "}}"...)
+		return appendAnthropicError(b, class.anthropicType(), message)
 	}
 	typ, code := class.openAIType()
+	return appendOpenAIError(b, typ, message, param, code)
+}
+
+// appendOpenAIError appends the OpenAI error envelope
+// {"error":{"message":…,"type":…,"param":…|null,"code":…|null}} to b; an
+// empty type, param or code is written as null.
+func appendOpenAIError(b []byte, typ, message, param, code string) []byte {
 	b = append(b, `{"error":{"message":`...)
 	b = appendString(b, message)
-	b = append(b, `,"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","param":`...)
-	if param == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendString(b, param)
-	}
+	b = append(b, `,"type":`...)
+	b = appendNullableString(b, typ)
+	b = append(b, `,"param":`...)
+	b = appendNullableString(b, param)
 	b = append(b, `,"code":`...)
-	if code == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendString(b, code)
-	}
+	b = appendNullableString(b, code)
+	return append(b, "}}"...)
+}
+
+// appendAnthropicError appends the Anthropic error envelope
+// {"type":"error","error":{"type":…,"message":…}} to b.
+func appendAnthropicError(b []byte, typ, message string) []byte {
+	b = append(b, `{"type":"error","error":{"type":`...)
+	b = appendString(b, typ)
+	b = append(b, `,"message":`...)
+	b = appendString(b, message)
 	return append(b, "}}"...)
 }
 

@@ -134,24 +134,12 @@ func newStreamError(up Dialect, typ, code, msg, param string) *StreamError {
 	if up == AnthropicMessages {
 		e.Type = firstNonEmpty(typ, code, "api_error")
 		b := make([]byte, 0, 64+len(e.Type)+len(msg))
-		b = append(b, `{"type":"error","error":{"type":`...)
-		b = appendString(b, e.Type)
-		b = append(b, `,"message":`...)
-		b = appendString(b, msg)
-		e.Body = append(b, "}}"...)
+		e.Body = appendAnthropicError(b, e.Type, msg)
 		return e
 	}
 	e.Type = firstNonEmpty(code, typ, "server_error")
 	b := make([]byte, 0, 96+len(typ)+len(code)+len(param)+len(msg))
-	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, msg)
-	b = append(b, `,"type":`...)
-	b = appendNullableString(b, firstNonEmpty(typ, e.Type))
-	b = append(b, `,"param":`...)
-	b = appendNullableString(b, param)
-	b = append(b, `,"code":`...)
-	b = appendNullableString(b, code)
-	e.Body = append(b, "}}"...)
+	e.Body = appendOpenAIError(b, firstNonEmpty(typ, e.Type), msg, param, code)
 	return e
 }
 

@@ -558,19 +558,7 @@ var openAIEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"
 func errorBodyCode(d Dialect, class ErrorClass, message, param, code string) []byte {
 	typ, _ := class.openAIType()
 	b := make([]byte, 0, 96+len(message)+len(param))
-	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, message)
-	b = append(b, `,"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","param":`...)
-	if param == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendString(b, param)
-	}
-	b = append(b, `,"code":`...)
-	b = appendString(b, code)
-	return append(b, "}}"...)
+	return appendOpenAIError(b, typ, message, param, code)
 }
 
 // invalidAt is invalid for the field at p, with the message p's rendering
