@@ -22,41 +22,28 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		return nil, c.typeErr(top("messages"), wantArr, msgs)
 	}
 	var err *Error
-	i := 0
 	var msc objFields
 	msgsPath := top("messages")
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		param := msgsPath.at(i)
-		i++
-		if !m.IsObject() {
-			err = c.typeErr(param, wantObj, m)
-			return false
-		}
+	err = eachObject(msgs, msgsPath, c, func(idx int, m gjson.Result) *Error {
+		param := msgsPath.at(idx)
 		msc = fieldsInto(msc, m)
 		role, e := c.reqStr(msc.get("role"), param.dot("role"))
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if role != "user" && role != "assistant" && role != "system" {
-			if c.translate || role == "" {
-				err = c.badValue(param.dot("role"), role, []string{"user", "assistant"})
-			} else {
-				err = unsupportedAt(param.dot("role"), `: must be "user" or "assistant"`)
-			}
-			return false
+			return roleErr(c, param.dot("role"), role, []string{"user", "assistant"}, `: must be "user" or "assistant"`)
 		}
 		parts, e := anthropicBlocks(msc.get("content"), param.dot("content"), c)
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if role == "system" {
 			r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
-			return true
+			return nil
 		}
 		r.addMessage(role, parts...)
-		return true
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -82,36 +69,27 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 		}
 	case sys.IsArray():
 		var err *Error
-		i := 0
 		var bsc objFields
 		sysPath := top("system")
-		sys.ForEach(func(_, b gjson.Result) bool {
-			p := sysPath.at(i)
-			i++
-			if !b.IsObject() {
-				err = c.typeErr(p, wantObj, b)
-				return false
-			}
+		err = eachObject(sys, sysPath, c, func(idx int, b gjson.Result) *Error {
+			p := sysPath.at(idx)
 			bsc = fieldsInto(bsc, b)
 			typ, e := c.reqStr(bsc.get("type"), p.dot("type"))
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			if typ != "text" {
-				err = unsupportedAt(p.dot("type"), ": system blocks must be text")
-				return false
+				return unsupportedAt(p.dot("type"), ": system blocks must be text")
 			}
 			text, e := c.reqStr(bsc.get("text"), p.dot("text"))
 			if e == nil {
 				e = c.object(bsc.get("cache_control"), p.dot("cache_control"))
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			r.system = append(r.system, canonPart{kind: partText, text: text, cache: rawOrEmpty(bsc.get("cache_control"))})
-			return true
+			return nil
 		})
 		return err
 	case present(sys):
@@ -128,25 +106,18 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	}
 	var out []canonTool
 	var err *Error
-	i := 0
 	var tsc objFields
 	toolsPath := top("tools")
-	tools.ForEach(func(_, t gjson.Result) bool {
-		p := toolsPath.at(i)
-		i++
-		if !t.IsObject() {
-			err = c.typeErr(p, wantObj, t)
-			return false
-		}
+	err = eachObject(tools, toolsPath, c, func(idx int, t gjson.Result) *Error {
+		p := toolsPath.at(idx)
 		tsc = fieldsInto(tsc, t)
 		tf := tsc
 		typ, e := c.str(tf.get("type"), p.dot("type"))
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if typ != "" && typ != "custom" {
-			return true // server tools have no counterpart: dropped
+			return nil // server tools have no counterpart: dropped
 		}
 		name, e := c.reqStr(tf.get("name"), p.dot("name"))
 		if e == nil && name == "" {
@@ -171,12 +142,11 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 			e = c.object(tf.get("cache_control"), p.dot("cache_control"))
 		}
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		out = append(out, canonTool{name: name, description: desc,
 			schema: rawOrEmpty(schema), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
-		return true
+		return nil
 	})
 	return out, err
 }
@@ -354,25 +324,18 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 	}
 	var parts []canonPart
 	var err *Error
-	j := 0
 	var bsc objFields
-	v.ForEach(func(_, b gjson.Result) bool {
-		p := param.at(j)
-		j++
-		if !b.IsObject() {
-			err = c.typeErr(p, wantObj, b)
-			return false
-		}
+	err = eachObject(v, param, c, func(idx int, b gjson.Result) *Error {
+		p := param.at(idx)
 		bsc = fieldsInto(bsc, b)
 		part, keep, e := anthropicBlock(b, bsc, p, c)
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if keep {
 			parts = append(parts, part)
 		}
-		return true
+		return nil
 	})
 	return parts, err
 }

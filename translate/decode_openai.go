@@ -26,17 +26,11 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		return nil, c.typeErr(top("messages"), wantArr, msgs)
 	}
 	var err *Error
-	i := 0
 	leading := true
 	var msc objFields
 	msgsPath := top("messages")
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		param := msgsPath.at(i)
-		i++
-		if !m.IsObject() {
-			err = c.typeErr(param, wantObj, m)
-			return false
-		}
+	err = eachObject(msgs, msgsPath, c, func(idx int, m gjson.Result) *Error {
+		param := msgsPath.at(idx)
 		msc = fieldsInto(msc, m)
 		mf := msc
 		role, e := c.reqStr(mf.get("role"), param.dot("role"))
@@ -44,8 +38,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			_, e = c.str(mf.get("name"), param.dot("name"))
 		}
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		switch role {
 		case "system", "developer":
@@ -54,28 +47,25 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 				e = messageCache(parts, mf, param, c)
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			if leading {
 				r.system = append(r.system, parts...)
 			} else {
 				r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
 			}
-			return true
+			return nil
 		case "user":
 			content := mf.get("content")
 			if !present(content) && c.translate {
-				err = c.missing(param.dot("content"))
-				return false
+				return c.missing(param.dot("content"))
 			}
 			parts, e := chatUserParts(content, param.dot("content"), c)
 			if e == nil {
 				e = messageCache(parts, mf, param, c)
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			r.addMessage("user", parts...)
 		case "assistant":
@@ -84,8 +74,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 				e = messageCache(parts, mf, param, c)
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			r.addMessage("assistant", parts...)
 		case "tool":
@@ -94,21 +83,18 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 				e = invalidAt(param.dot("tool_call_id"), `: required for role "tool"`)
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			content, e := chatUserParts(mf.get("content"), param.dot("content"), c)
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			// cache_control on the message or on any of its parts marks the
 			// tool_result block (Anthropic caches whole blocks)
 			res := canonPart{kind: partToolResult, id: id, content: content}
 			one := []canonPart{res}
 			if e := messageCache(one, mf, param, c); e != nil {
-				err = e
-				return false
+				return e
 			}
 			res.cache = one[0].cache
 			for k := range content {
@@ -119,18 +105,12 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			}
 			r.addMessage("user", res)
 		case "function":
-			err = unsupportedAt(param.dot("role"), `: the deprecated "function" role is not supported; use "tool"`)
-			return false
+			return unsupportedAt(param.dot("role"), `: the deprecated "function" role is not supported; use "tool"`)
 		default:
-			if c.translate || role == "" {
-				err = c.badValue(param.dot("role"), role, chatRoles)
-			} else {
-				err = unsupportedAt(param.dot("role"), sprintf(": unknown role %q", clip(role)))
-			}
-			return false
+			return roleErr(c, param.dot("role"), role, chatRoles, sprintf(": unknown role %q", clip(role)))
 		}
 		leading = false
-		return true
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -167,19 +147,12 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 		}
 	case content.IsArray():
 		var err *Error
-		j := 0
 		contentPath := param.dot("content")
-		content.ForEach(func(_, p gjson.Result) bool {
-			pp := contentPath.at(j)
-			j++
-			if !p.IsObject() {
-				err = c.typeErr(pp, wantObj, p)
-				return false
-			}
+		err = eachObject(content, contentPath, c, func(idx int, p gjson.Result) *Error {
+			pp := contentPath.at(idx)
 			typ, e := c.reqStr(p.Get("type"), pp.dot("type"))
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			switch typ {
 			case "text", "output_text":
@@ -189,22 +162,19 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 					cache, e = partCache(p.Get("cache_control"), pp, c)
 				}
 				if e != nil {
-					err = e
-					return false
+					return e
 				}
 				parts = append(parts, canonPart{kind: partText, text: t, cache: cache})
 			case "refusal":
 				t, e := c.reqStr(p.Get("refusal"), pp.dot("refusal"))
 				if e != nil {
-					err = e
-					return false
+					return e
 				}
 				parts = append(parts, canonPart{kind: partText, text: t})
 			default:
-				err = unsupportedAt(pp, sprintf(": unsupported assistant content part type %q", clip(typ)))
-				return false
+				return unsupportedAt(pp, sprintf(": unsupported assistant content part type %q", clip(typ)))
 			}
-			return true
+			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -224,52 +194,40 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 		return nil, e
 	}
 	var err *Error
-	j := 0
 	if !tcs.IsArray() {
 		tcs = gjson.Result{} // null: no calls
 	}
 	callsPath := param.dot("tool_calls")
-	tcs.ForEach(func(_, tc gjson.Result) bool {
-		tp := callsPath.at(j)
-		j++
-		if !tc.IsObject() {
-			err = c.typeErr(tp, wantObj, tc)
-			return false
-		}
+	err = eachObject(tcs, callsPath, c, func(idx int, tc gjson.Result) *Error {
+		tp := callsPath.at(idx)
 		id, e := c.reqStr(tc.Get("id"), tp.dot("id"))
 		var typ string
 		if e == nil {
 			typ, e = c.str(tc.Get("type"), tp.dot("type"))
 		}
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if typ != "" && typ != "function" {
-			err = unsupportedAt(tp, sprintf(": tool call type %q cannot be translated", clip(typ)))
-			return false
+			return unsupportedAt(tp, sprintf(": tool call type %q cannot be translated", clip(typ)))
 		}
 		f := tc.Get("function")
 		if !present(f) {
-			err = c.missing(tp.dot("function"))
-			return false
+			return c.missing(tp.dot("function"))
 		}
 		if !f.IsObject() {
-			err = c.typeErr(tp.dot("function"), wantObj, f)
-			return false
+			return c.typeErr(tp.dot("function"), wantObj, f)
 		}
 		name, e := c.reqStr(f.Get("name"), tp.dot("function.name"))
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		args := f.Get("arguments")
 		if present(args) && args.Type != gjson.String {
-			err = c.typeErr(tp.dot("function.arguments"), wantStr, args)
-			return false
+			return c.typeErr(tp.dot("function.arguments"), wantStr, args)
 		}
 		parts = append(parts, canonPart{kind: partToolCall, id: id, name: name, args: args.Str})
-		return true
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -325,20 +283,12 @@ func chatThinkingBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *
 		return nil, c.typeErr(param, wantArr, v)
 	}
 	var parts []canonPart
-	var err *Error
-	j := 0
-	v.ForEach(func(_, b gjson.Result) bool {
-		bp := param.at(j)
-		j++
-		if !b.IsObject() {
-			err = c.typeErr(bp, wantObj, b)
-			return false
-		}
+	err := eachObject(v, param, c, func(_ int, b gjson.Result) *Error {
 		res := gjson.GetMany(b.Raw, "type", "thinking", "signature", "data")
 		switch res[0].Str {
 		case "thinking":
 			if res[2].Type != gjson.String || res[2].Str == "" || res[1].Type != gjson.String {
-				return true // unsigned: never replayed to Anthropic
+				return nil // unsigned: never replayed to Anthropic
 			}
 			raw := append([]byte(`{"type":"thinking","thinking":`), nil...)
 			raw = appendString(raw, res[1].Str)
@@ -347,14 +297,14 @@ func chatThinkingBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *
 			parts = append(parts, canonPart{kind: partThinking, text: res[1].Str, signature: res[2].Str, raw: string(raw)})
 		case "redacted_thinking":
 			if res[3].Type != gjson.String || res[3].Str == "" {
-				return true
+				return nil
 			}
 			raw := append([]byte(`{"type":"redacted_thinking","data":`), nil...)
 			raw = appendString(raw, res[3].Str)
 			raw = append(raw, '}')
 			parts = append(parts, canonPart{kind: partRedactedThinking, data: res[3].Str, raw: string(raw)})
 		}
-		return true
+		return nil
 	})
 	return parts, err
 }
@@ -367,33 +317,24 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	}
 	var out []canonTool
 	var err *Error
-	i := 0
 	var tsc objFields
 	toolsPath := top("tools")
-	tools.ForEach(func(_, t gjson.Result) bool {
-		param := toolsPath.at(i)
-		i++
-		if !t.IsObject() {
-			err = c.typeErr(param, wantObj, t)
-			return false
-		}
+	err = eachObject(tools, toolsPath, c, func(idx int, t gjson.Result) *Error {
+		param := toolsPath.at(idx)
 		tsc = fieldsInto(tsc, t)
 		typ, e := c.str(tsc.get("type"), param.dot("type"))
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if typ != "function" && typ != "" {
-			return true // hosted/custom tools have no counterpart: dropped
+			return nil // hosted/custom tools have no counterpart: dropped
 		}
 		f := tsc.get("function")
 		if !present(f) {
-			err = c.missing(param.dot("function"))
-			return false
+			return c.missing(param.dot("function"))
 		}
 		if !f.IsObject() {
-			err = c.typeErr(param.dot("function"), wantObj, f)
-			return false
+			return c.typeErr(param.dot("function"), wantObj, f)
 		}
 		tool, e := functionTool(f, param.dot("function"), "parameters", c)
 		if e == nil {
@@ -405,11 +346,10 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 			}
 		}
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		out = append(out, tool)
-		return true
+		return nil
 	})
 	return out, err
 }
@@ -646,23 +586,14 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 		return []canonPart{{kind: partText, text: v.Str}}, nil
 	case v.IsArray():
 		var parts []canonPart
-		var err *Error
-		j := 0
-		v.ForEach(func(_, p gjson.Result) bool {
-			pp := param.at(j)
-			j++
-			if !p.IsObject() {
-				err = c.typeErr(pp, wantObj, p)
-				return false
-			}
+		err := eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
+			pp := param.at(idx)
 			typ, e := c.reqStr(p.Get("type"), pp.dot("type"))
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			if typ != "text" {
-				err = unsupportedAt(param, ": system messages may only contain text parts")
-				return false
+				return unsupportedAt(param, ": system messages may only contain text parts")
 			}
 			t, e := c.reqStr(p.Get("text"), pp.dot("text"))
 			var cache string
@@ -670,11 +601,10 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 				cache, e = partCache(p.Get("cache_control"), pp, c)
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			parts = append(parts, canonPart{kind: partText, text: t, cache: cache})
-			return true
+			return nil
 		})
 		return parts, err
 	case !present(v):
@@ -692,15 +622,9 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 	case v.IsArray():
 		var parts []canonPart
 		var err *Error
-		j := 0
 		var psc objFields
-		v.ForEach(func(_, p gjson.Result) bool {
-			pp := param.at(j)
-			j++
-			if !p.IsObject() {
-				err = c.typeErr(pp, wantObj, p)
-				return false
-			}
+		err = eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
+			pp := param.at(idx)
 			psc = fieldsInto(psc, p)
 			typ, e := c.reqStr(psc.get("type"), pp.dot("type"))
 			var cache string
@@ -708,8 +632,7 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 				cache, e = partCache(psc.get("cache_control"), pp, c)
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			n := len(parts)
 			defer func() {
@@ -721,32 +644,27 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			case "text":
 				t, e := c.reqStr(psc.get("text"), pp.dot("text"))
 				if e != nil {
-					err = e
-					return false
+					return e
 				}
 				parts = append(parts, canonPart{kind: partText, text: t})
 			case "image_url":
 				part, e := chatImage(psc.get("image_url"), pp.dot("image_url"), c)
 				if e != nil {
-					err = e
-					return false
+					return e
 				}
 				parts = append(parts, part)
 			case "file":
 				part, e := chatFile(psc.get("file"), pp.dot("file"), c)
 				if e != nil {
-					err = e
-					return false
+					return e
 				}
 				parts = append(parts, part)
 			case "input_audio":
-				err = unsupportedAt(pp, ": audio input cannot be translated to this upstream")
-				return false
+				return unsupportedAt(pp, ": audio input cannot be translated to this upstream")
 			default:
-				err = unsupportedAt(pp.dot("type"), sprintf(": unsupported content part type %q", clip(typ)))
-				return false
+				return unsupportedAt(pp.dot("type"), sprintf(": unsupported content part type %q", clip(typ)))
 			}
-			return true
+			return nil
 		})
 		return parts, err
 	case !present(v):

@@ -71,22 +71,15 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 	leading := true
 	var err *Error
-	i := 0
 	var isc objFields
 	inputPath := top("input")
-	input.ForEach(func(_, it gjson.Result) bool {
-		p := inputPath.at(i)
-		i++
-		if !it.IsObject() {
-			err = c.typeErr(p, wantObj, it)
-			return false
-		}
+	err = eachObject(input, inputPath, c, func(idx int, it gjson.Result) *Error {
+		p := inputPath.at(idx)
 		isc = fieldsInto(isc, it)
 		itf := isc
 		typ, e := c.str(itf.get("type"), p.dot("type"))
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if typ == "" && itf.get("role").Exists() {
 			typ = "message"
@@ -95,13 +88,11 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 		case "message":
 			role, e := c.reqStr(itf.get("role"), p.dot("role"))
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			parts, e := responsesContent(itf.get("content"), p.dot("content"), c)
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			switch role {
 			case "system", "developer":
@@ -110,16 +101,11 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				} else {
 					r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
 				}
-				return true
+				return nil
 			case "user", "assistant":
 				r.addMessage(role, parts...)
 			default:
-				if c.translate || role == "" {
-					err = c.badValue(p.dot("role"), role, responsesRoles)
-				} else {
-					err = unsupportedAt(p.dot("role"), sprintf(": unknown role %q", clip(role)))
-				}
-				return false
+				return roleErr(c, p.dot("role"), role, responsesRoles, sprintf(": unknown role %q", clip(role)))
 			}
 		case "function_call":
 			callID, e := c.reqStr(itf.get("call_id"), p.dot("call_id"))
@@ -139,8 +125,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				}
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: args.Str})
 		case "function_call_output":
@@ -149,8 +134,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				e = invalidAt(p.dot("call_id"), ": required")
 			}
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			out := itf.get("output")
 			var content []canonPart
@@ -159,36 +143,31 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				content = []canonPart{{kind: partText, text: out.Str}}
 			case out.IsArray():
 				if content, e = responsesContent(out, p.dot("output"), c); e != nil {
-					err = e
-					return false
+					return e
 				}
 			case !present(out):
-				err = c.missing(p.dot("output"))
-				return false
+				return c.missing(p.dot("output"))
 			default:
-				err = c.typeErr(p.dot("output"), wantStrOrArr, out)
-				return false
+				return c.typeErr(p.dot("output"), wantStrOrArr, out)
 			}
 			r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
 		case "reasoning":
 			part, keep, e := responsesReasoning(itf, p, c)
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			if keep {
 				r.addMessage("assistant", part)
 			}
 		case "item_reference":
-			err = unsupportedAt(p, ": item_reference is not supported by this gateway (it keeps no state); send the items themselves")
-			return false
+			return unsupportedAt(p, ": item_reference is not supported by this gateway (it keeps no state); send the items themselves")
 		default:
 			// hosted tool calls and their outputs (web_search_call,
 			// file_search_call, computer_call, …) have no counterpart
-			return true
+			return nil
 		}
 		leading = false
-		return true
+		return nil
 	})
 	return err
 }
@@ -215,25 +194,18 @@ func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *E
 		if !arr.IsArray() {
 			return
 		}
-		j := 0
-		arr.ForEach(func(_, x gjson.Result) bool {
-			xp := path.at(j)
-			j++
-			if !x.IsObject() {
-				err = c.typeErr(xp, wantObj, x)
-				return false
-			}
+		err = eachObject(arr, path, c, func(idx int, x gjson.Result) *Error {
+			xp := path.at(idx)
 			t, e := c.str(x.Get("text"), xp.dot("text"))
 			if e != nil {
-				err = e
-				return false
+				return e
 			}
 			if n > 0 {
 				sb.WriteString(sep)
 			}
 			n++
 			sb.WriteString(t)
-			return true
+			return nil
 		})
 	}
 	collect(summary, p.dot("summary"), "\n\n")
@@ -272,33 +244,25 @@ func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	}
 	var out []canonTool
 	var err *Error
-	i := 0
 	toolsPath := top("tools")
-	tools.ForEach(func(_, t gjson.Result) bool {
-		p := toolsPath.at(i)
-		i++
-		if !t.IsObject() {
-			err = c.typeErr(p, wantObj, t)
-			return false
-		}
+	err = eachObject(tools, toolsPath, c, func(idx int, t gjson.Result) *Error {
+		p := toolsPath.at(idx)
 		typ, e := c.reqStr(t.Get("type"), p.dot("type"))
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		if typ != "function" {
-			return true // hosted tools have no counterpart: dropped
+			return nil // hosted tools have no counterpart: dropped
 		}
 		tool, e := functionTool(t, p, "parameters", c)
 		if e == nil {
 			tool.cache, e = partCache(t.Get("cache_control"), p, c)
 		}
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		out = append(out, tool)
-		return true
+		return nil
 	})
 	return out, err
 }
@@ -401,26 +365,19 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 	}
 	var parts []canonPart
 	var err *Error
-	j := 0
 	var psc objFields
-	v.ForEach(func(_, p gjson.Result) bool {
-		pp := param.at(j)
-		j++
-		if !p.IsObject() {
-			err = c.typeErr(pp, wantObj, p)
-			return false
-		}
+	err = eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
+		pp := param.at(idx)
 		psc = fieldsInto(psc, p)
 		part, e := responsesPart(psc, pp, c)
 		if e == nil {
 			part.cache, e = partCache(psc.get("cache_control"), pp, c)
 		}
 		if e != nil {
-			err = e
-			return false
+			return e
 		}
 		parts = append(parts, part)
-		return true
+		return nil
 	})
 	return parts, err
 }
