@@ -119,10 +119,7 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		if typ != "" && typ != "custom" {
 			return nil // server tools have no counterpart: dropped
 		}
-		name, e := c.reqStr(tf.get("name"), p.dot("name"))
-		if e == nil && name == "" {
-			e = invalidAt(p.dot("name"), ": required")
-		}
+		name, e := c.reqNonEmpty(tf.get("name"), p.dot("name"))
 		var desc string
 		if e == nil {
 			desc, e = c.str(tf.get("description"), p.dot("description"))
@@ -396,10 +393,7 @@ func anthropicBlock(b gjson.Result, bf objFields, p fpath, c *checker) (part can
 		}
 		return canonPart{kind: partToolCall, id: id, name: name, args: args, cache: cache}, true, nil
 	case "tool_result":
-		id, e := c.reqStr(bf.get("tool_use_id"), p.dot("tool_use_id"))
-		if e == nil && id == "" {
-			e = invalidAt(p.dot("tool_use_id"), ": required")
-		}
+		id, e := c.reqNonEmpty(bf.get("tool_use_id"), p.dot("tool_use_id"))
 		var isErr bool
 		if e == nil {
 			isErr, _, e = c.boolean(bf.get("is_error"), p.dot("is_error"))

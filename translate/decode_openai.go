@@ -358,12 +358,9 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 // schema under schemaKey, strict) from the object f.
 func functionTool(f gjson.Result, param fpath, schemaKey string, c *checker) (canonTool, *Error) {
 	res := gjson.GetMany(f.Raw, "name", "description", schemaKey, "strict")
-	name, e := c.reqStr(res[0], param.dot("name"))
+	name, e := c.reqNonEmpty(res[0], param.dot("name"))
 	if e != nil {
 		return canonTool{}, e
-	}
-	if name == "" {
-		return canonTool{}, invalidAt(param.dot("name"), ": required")
 	}
 	desc, e := c.str(res[1], param.dot("description"))
 	if e == nil {

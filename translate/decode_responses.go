@@ -108,10 +108,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				return roleErr(c, p.dot("role"), role, responsesRoles, sprintf(": unknown role %q", clip(role)))
 			}
 		case "function_call":
-			callID, e := c.reqStr(itf.get("call_id"), p.dot("call_id"))
-			if e == nil && callID == "" {
-				e = invalidAt(p.dot("call_id"), ": required")
-			}
+			callID, e := c.reqNonEmpty(itf.get("call_id"), p.dot("call_id"))
 			var name string
 			if e == nil {
 				name, e = c.reqStr(itf.get("name"), p.dot("name"))
@@ -129,10 +126,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			}
 			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: args.Str})
 		case "function_call_output":
-			callID, e := c.reqStr(itf.get("call_id"), p.dot("call_id"))
-			if e == nil && callID == "" {
-				e = invalidAt(p.dot("call_id"), ": required")
-			}
+			callID, e := c.reqNonEmpty(itf.get("call_id"), p.dot("call_id"))
 			if e != nil {
 				return e
 			}

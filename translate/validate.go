@@ -427,6 +427,17 @@ func (c *checker) reqStr(v gjson.Result, path fpath) (string, *Error) {
 	return c.str(v, path)
 }
 
+// reqNonEmpty reads a required string field that may not be empty (an id or
+// a name): missing, not a string, or "" (invalid_request_error
+// "…: required") are errors.
+func (c *checker) reqNonEmpty(v gjson.Result, path fpath) (string, *Error) {
+	s, e := c.reqStr(v, path)
+	if e == nil && s == "" {
+		e = invalidAt(path, ": required")
+	}
+	return s, e
+}
+
 // boolean reads an optional boolean field.
 func (c *checker) boolean(v gjson.Result, path fpath) (val, set bool, err *Error) {
 	if !present(v) {
