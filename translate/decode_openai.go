@@ -156,15 +156,11 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 			}
 			switch typ {
 			case "text", "output_text":
-				t, e := c.reqStr(p.Get("text"), pp.dot("text"))
-				var cache string
-				if e == nil {
-					cache, e = partCache(p.Get("cache_control"), pp, c)
-				}
+				part, e := chatTextPart(p, pp, c)
 				if e != nil {
 					return e
 				}
-				parts = append(parts, canonPart{kind: partText, text: t, cache: cache})
+				parts = append(parts, part)
 			case "refusal":
 				t, e := c.reqStr(p.Get("refusal"), pp.dot("refusal"))
 				if e != nil {
@@ -576,6 +572,17 @@ func chatReasoning(content, reasoning, details gjson.Result) string {
 	return s.String()
 }
 
+// chatTextPart reads the text and cache_control of the Chat text part p
+// (at path pp); the text is required.
+func chatTextPart(p gjson.Result, pp fpath, c *checker) (canonPart, *Error) {
+	t, e := c.reqStr(p.Get("text"), pp.dot("text"))
+	var cache string
+	if e == nil {
+		cache, e = partCache(p.Get("cache_control"), pp, c)
+	}
+	return canonPart{kind: partText, text: t, cache: cache}, e
+}
+
 // chatTextParts reads system/developer content: a string or text parts.
 func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
@@ -592,15 +599,11 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			if typ != "text" {
 				return unsupportedAt(param, ": system messages may only contain text parts")
 			}
-			t, e := c.reqStr(p.Get("text"), pp.dot("text"))
-			var cache string
-			if e == nil {
-				cache, e = partCache(p.Get("cache_control"), pp, c)
-			}
+			part, e := chatTextPart(p, pp, c)
 			if e != nil {
 				return e
 			}
-			parts = append(parts, canonPart{kind: partText, text: t, cache: cache})
+			parts = append(parts, part)
 			return nil
 		})
 		return parts, err
