@@ -166,17 +166,7 @@ func benchStream(b *testing.B, from, to Dialect, body []byte) {
 }
 
 func BenchmarkStream(b *testing.B) {
-	var chat, anth []byte
-	for _, fx := range streamFixtures(b, OpenAIChat) {
-		if strings.HasPrefix(fx.name, "vercel__openai-text") {
-			chat = fx.body
-		}
-	}
-	for _, fx := range streamFixtures(b, AnthropicMessages) {
-		if strings.Contains(fx.name, "thinking-stream") {
-			anth = fx.body
-		}
-	}
+	chat, anth := benchFixtures(b)
 	for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
 		b.Run("chat_to_"+to.String(), func(b *testing.B) { benchStream(b, OpenAIChat, to, chat) })
 	}

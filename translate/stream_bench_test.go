@@ -24,18 +24,28 @@ func benchFixtures(b *testing.B) (chat, anth []byte) {
 	return chat, anth
 }
 
+// benchPair is one stream benchmark case: an upstream body in dialect from,
+// translated (or passed through) to dialect to.
+type benchPair struct {
+	from, to Dialect
+	body     []byte
+}
+
+// benchPairs are the passthrough and translated cases of the HoldPreamble
+// benchmarks over the two benchFixtures streams.
+func benchPairs(chat, anth []byte) []benchPair {
+	return []benchPair{
+		{OpenAIChat, OpenAIChat, chat}, {OpenAIChat, AnthropicMessages, chat},
+		{AnthropicMessages, AnthropicMessages, anth}, {AnthropicMessages, OpenAIChat, anth},
+	}
+}
+
 // BenchmarkStreamHoldPreamble is BenchmarkStream with HoldPreamble: the
 // cost of the commit point on a healthy stream (passthrough and
 // translated).
 func BenchmarkStreamHoldPreamble(b *testing.B) {
 	chat, anth := benchFixtures(b)
-	for _, c := range []struct {
-		from, to Dialect
-		body     []byte
-	}{
-		{OpenAIChat, OpenAIChat, chat}, {OpenAIChat, AnthropicMessages, chat},
-		{AnthropicMessages, AnthropicMessages, anth}, {AnthropicMessages, OpenAIChat, anth},
-	} {
+	for _, c := range benchPairs(chat, anth) {
 		b.Run(c.from.String()+"_to_"+c.to.String(), func(b *testing.B) {
 			b.SetBytes(int64(len(c.body)))
 			b.ReportAllocs()
@@ -60,13 +70,7 @@ var errFirstContent = errors.New("first content written")
 // the preamble is held in bytes, never in time.
 func BenchmarkFirstContent(b *testing.B) {
 	chat, anth := benchFixtures(b)
-	for _, c := range []struct {
-		from, to Dialect
-		body     []byte
-	}{
-		{OpenAIChat, OpenAIChat, chat}, {OpenAIChat, AnthropicMessages, chat},
-		{AnthropicMessages, AnthropicMessages, anth}, {AnthropicMessages, OpenAIChat, anth},
-	} {
+	for _, c := range benchPairs(chat, anth) {
 		evs := newEventReader(c.body).evs
 		for _, hold := range []bool{false, true} {
 			name := c.from.String() + "_to_" + c.to.String() + "/hold=" + map[bool]string{false: "no", true: "yes"}[hold]
