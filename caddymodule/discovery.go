@@ -54,6 +54,12 @@ const (
 // discoveryTimeout bounds one key's models list fetch (all its pages).
 var discoveryTimeout = 15 * time.Second
 
+// discoveryRetry is the wait before fetching again after a round in which
+// some key's fetch failed (not a 404/405); it doubles with each failed
+// round, up to the refresh interval. An upstream served by the same Caddy
+// is not listening yet at provision, so the first round often fails there.
+var discoveryRetry = 2 * time.Second
+
 // discoveryByDefault makes pools without a refresh setting discover their
 // models. The package's older tests set it to false (their upstreams count
 // every request); a pool with "models auto" or an explicit refresh always
@@ -175,10 +181,20 @@ func (d *discovery) wakeUp() {
 }
 
 func (d *discovery) run(ctx context.Context, p *pool, log *zap.Logger) {
-	for {
-		d.fetchAll(ctx, p, log)
-		d.fetched.Store(true)
-		t := time.NewTimer(d.refresh)
+	retry := discoveryRetry
+	for round := 0; ; round++ {
+		failed := d.fetchAll(ctx, p, log, round == 0)
+		if !failed || round > 0 {
+			d.fetched.Store(true)
+		}
+		wait := d.refresh
+		if failed {
+			wait = min(retry, d.refresh)
+			retry = min(2*retry, d.refresh)
+		} else {
+			retry = discoveryRetry
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -201,10 +217,13 @@ type fetchResult struct {
 // upstream never holds back what the others said): a list replaces the
 // key's previous one, an upstream without a list (404, 405) leaves the key
 // unlisted, and any other failure keeps what was learned before. Key state
-// is never changed: a models list is not a request.
-func (d *discovery) fetchAll(ctx context.Context, p *pool, log *zap.Logger) {
+// is never changed: a models list is not a request. It reports whether
+// some key's fetch failed; failures of the first round are logged at
+// debug level only (see discoveryRetry), later ones as warnings.
+func (d *discovery) fetchAll(ctx context.Context, p *pool, log *zap.Logger, first bool) bool {
 	sem := make(chan struct{}, discoveryParallelism)
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for _, uk := range p.keys {
 		wg.Add(1)
 		go func() {
@@ -215,8 +234,12 @@ func (d *discovery) fetchAll(ctx context.Context, p *pool, log *zap.Logger) {
 				return
 			}
 			defer func() { <-sem }()
-			r := fetchKeyModels(ctx, p.name, uk, log)
-			if ctx.Err() != nil || (!r.ok && !r.unsupported) {
+			r := fetchKeyModels(ctx, p.name, uk, log, first)
+			if ctx.Err() != nil {
+				return
+			}
+			if !r.ok && !r.unsupported {
+				failed.Store(true)
 				return
 			}
 			d.store.update(p.name, func(m map[string]map[string]struct{}) {
@@ -236,6 +259,7 @@ func (d *discovery) fetchAll(ctx context.Context, p *pool, log *zap.Logger) {
 		}()
 	}
 	wg.Wait()
+	return failed.Load()
 }
 
 // update applies change to a copy of the learned lists, drops the keys the
@@ -302,7 +326,13 @@ func (k *upstreamKey) modelsListURL() (string, bool) {
 // fetchKeyModels fetches one key's models list. Failures are logged with
 // the pool, the key's id and the status or failure class, never with the
 // secret or the upstream's error text.
-func fetchKeyModels(ctx context.Context, pool string, uk *upstreamKey, log *zap.Logger) fetchResult {
+// In the first round (first) a failure is logged at debug level: the
+// round is retried soon (discoveryRetry).
+func fetchKeyModels(ctx context.Context, pool string, uk *upstreamKey, log *zap.Logger, first bool) fetchResult {
+	warn := log.Warn
+	if first {
+		warn = log.Debug
+	}
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
 	base, anthropic := uk.modelsListURL()
@@ -326,7 +356,7 @@ func fetchKeyModels(ctx context.Context, pool string, uk *upstreamKey, log *zap.
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 					class = "timeout"
 				}
-				log.Warn("model discovery failed; keeping the models learned before", zap.String("pool", pool), zap.String("key", uk.id), zap.String("error", class))
+				warn("model discovery failed; keeping the models learned before", zap.String("pool", pool), zap.String("key", uk.id), zap.String("error", class))
 			}
 			return fetchResult{}
 		}
@@ -335,12 +365,12 @@ func fetchKeyModels(ctx context.Context, pool string, uk *upstreamKey, log *zap.
 			return fetchResult{unsupported: page == 0}
 		}
 		if status < 200 || status > 299 {
-			log.Warn("model discovery failed; keeping the models learned before", zap.String("pool", pool), zap.String("key", uk.id), zap.Int("status", status))
+			warn("model discovery failed; keeping the models learned before", zap.String("pool", pool), zap.String("key", uk.id), zap.Int("status", status))
 			return fetchResult{}
 		}
 		ids, ok := parseModelIDs(body)
 		if !ok {
-			log.Warn("model discovery: the models list is not a JSON list of models; keeping the models learned before", zap.String("pool", pool), zap.String("key", uk.id))
+			warn("model discovery: the models list is not a JSON list of models; keeping the models learned before", zap.String("pool", pool), zap.String("key", uk.id))
 			return fetchResult{}
 		}
 		for _, id := range ids {

@@ -420,7 +420,7 @@ func TestDiscoveryBounds(t *testing.T) {
 		!slices.Contains(ids, fmt.Sprintf("n-%05d", maxLearnedPerKey+1)) || slices.Contains(ids, fmt.Sprintf("n-%05d", maxLearnedPerKey+2)) {
 		t.Fatalf("%d names learned", len(ids))
 	}
-	eventually(t, 2*time.Second, "cut and 401 logged", func() bool {
+	eventually(t, 10*time.Second, "cut and 401 logged", func() bool { // the 401 is a warning from the second round on
 		l := logs()
 		return strings.Contains(l, "list cut") && strings.Contains(l, `"status":401`)
 	})
@@ -526,5 +526,54 @@ func TestDiscoveryConfig(t *testing.T) {
 	var pc PoolConfig
 	if err := pc.Refresh.UnmarshalJSON([]byte(`"90s"`)); err != nil || time.Duration(pc.Refresh) != 90*time.Second {
 		t.Errorf("JSON refresh: %v %v", pc.Refresh, err)
+	}
+}
+
+// TestDiscoveryWithCaddyfileMock: the llm_mock_upstream directive's
+// per-key models and models_status, in the same process as the gateway.
+func TestDiscoveryWithCaddyfileMock(t *testing.T) {
+	mport := freePort(t)
+	mockSite := fmt.Sprintf("http://127.0.0.1:%d {\n\tllm_mock_upstream {\n\t\tkey cm-1 {\n\t\t\tmodels cm-a cm-b\n\t\t}\n"+
+		"\t\tkey cm-2 {\n\t\t\tmodels_status 404\n\t\t}\n\t\tkey cm-3 {\n\t\t\tmodels cm-b\n\t\t}\n\t}\n}\n", mport)
+	mbase := fmt.Sprintf("http://127.0.0.1:%d/v1", mport)
+	port := freePort(t)
+	cf := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tgrace_period 1ns\n}\nhttp://127.0.0.1:%d {\n%s}\n%s", port,
+		gatewayBlock("\t\tpool cmock {\n\t\t\trefresh 1h\n"+discKey("cm-1", mbase, "c1")+discKey("cm-2", mbase, "c2")+discKey("cm-3", mbase, "c3")+"\t\t}\n"),
+		mockSite)
+	loadCaddyfile(t, cf)
+	t.Cleanup(func() { _ = caddy.Stop() })
+	gw := fmt.Sprintf("http://127.0.0.1:%d", port)
+	eventually(t, 5*time.Second, "cm-a and cm-b listed", func() bool {
+		ids, _ := listModels(t, gw, "/models", false)
+		return slices.Equal(ids, []string{"cm-a", "cm-b"})
+	})
+	// cm-a goes to c1 only, cm-b to c1 and c3; a model nobody lists goes
+	// to every key
+	seen := map[string]bool{}
+	for range 3 {
+		if st, via, b := routedVia(t, gw, "cm-a"); st != 200 || via != "cmock/c1" {
+			t.Fatalf("cm-a: %d via %q %s", st, via, b)
+		}
+	}
+	for range 6 {
+		st, via, b := routedVia(t, gw, "cm-b")
+		if st != 200 || via == "cmock/c2" {
+			t.Fatalf("cm-b: %d via %q %s", st, via, b)
+		}
+		seen[via] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("cm-b went to %v, want c1 and c3", seen)
+	}
+	seen = map[string]bool{}
+	for range 12 {
+		st, via, b := routedVia(t, gw, "unlisted")
+		if st != 200 {
+			t.Fatalf("unlisted: %d %s", st, b)
+		}
+		seen[via] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("unlisted went to %v, want all three keys", seen)
 	}
 }

@@ -76,8 +76,8 @@ func parseMockCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, er
 // replay <file>, replay_status <code>, stream_error_after <n>,
 // stream_cut_after <n>, tool_trigger <text>, tool_name <name>,
 // tool_arguments <json>, models <name...> (the key's own GET /v1/models
-// list; no names lists none), models_status <code> (e.g. 404: no models
-// list) (see mockupstream.KeyBehavior).
+// list), models_status <code> (e.g. 404: no models list) (see
+// mockupstream.KeyBehavior).
 func (m *MockUpstream) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -140,8 +140,12 @@ func unmarshalBehavior(d *caddyfile.Dispenser, b *mockupstream.KeyBehavior) erro
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		if name == "models" {
-			// the key's own GET /v1/models list; no names: an empty list
-			b.Models = append([]string{}, d.RemainingArgs()...)
+			// the key's own GET /v1/models list
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			b.Models = append(b.Models, args...)
 			continue
 		}
 		var v string
