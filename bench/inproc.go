@@ -33,8 +33,20 @@ func runInproc(ctx context.Context, benchtime string) ([]inprocResult, error) {
 	}
 	var res []inprocResult
 	sc := bufio.NewScanner(&out)
+	pending := "" // a benchmark's name whose result line a log line split off
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
+		if len(f) > 0 && strings.HasPrefix(f[0], "Benchmark") && !strings.Contains(sc.Text(), "ns/op") {
+			pending = f[0] // the handler logged while the benchmark started
+			continue
+		}
+		if !strings.Contains(sc.Text(), "ns/op") {
+			continue // a log line
+		}
+		if len(f) > 0 && !strings.HasPrefix(f[0], "Benchmark") && pending != "" {
+			f = append([]string{pending}, f...)
+		}
+		pending = ""
 		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkGateway/") && !strings.HasPrefix(f[0], "BenchmarkStreamCommitPoint/") {
 			continue
 		}
