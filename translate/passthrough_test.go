@@ -14,6 +14,11 @@ import (
 // collect runs a translator over r and returns the client bytes and events.
 func collect(t testing.TB, from, to Dialect, model string, r io.Reader) ([]byte, [][]byte, *StreamTranslator, error) {
 	t.Helper()
+	return collectWith(from, to, model, r, false)
+}
+
+// collectWith is collect, with HoldPreamble when hold is set.
+func collectWith(from, to Dialect, model string, r io.Reader, hold bool) ([]byte, [][]byte, *StreamTranslator, error) {
 	var out []byte
 	var evs [][]byte
 	tr := NewStreamTranslator(from, to, model, EventWriterFunc(func(p []byte) error {
@@ -21,6 +26,9 @@ func collect(t testing.TB, from, to Dialect, model string, r io.Reader) ([]byte,
 		evs = append(evs, bytes.Clone(p))
 		return nil
 	}))
+	if hold {
+		tr.HoldPreamble()
+	}
 	err := tr.Run(r)
 	return out, evs, tr, err
 }

@@ -23,16 +23,7 @@ var allDialects = []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses}
 // collectHold is collect with HoldPreamble.
 func collectHold(t testing.TB, from, to Dialect, model string, r io.Reader) ([]byte, [][]byte, *StreamTranslator, error) {
 	t.Helper()
-	var out []byte
-	var evs [][]byte
-	tr := NewStreamTranslator(from, to, model, EventWriterFunc(func(p []byte) error {
-		out = append(out, p...)
-		evs = append(evs, bytes.Clone(p))
-		return nil
-	}))
-	tr.HoldPreamble()
-	err := tr.Run(r)
-	return out, evs, tr, err
+	return collectWith(from, to, model, r, true)
 }
 
 // sdkOutcome parses a client stream with the dialect's official SDK
