@@ -337,6 +337,18 @@ func jsonFixtures(t testing.TB, d Dialect, keep func([]byte) bool) map[string][]
 	return jsonIn(t, fixtureDirs(t), d, keep)
 }
 
+// wholeResponseFixtures returns the recorded whole (non-streamed) responses
+// of upstream dialect from, by name: chat.completion objects for
+// OpenAIChat, message objects for AnthropicMessages.
+func wholeResponseFixtures(t testing.TB, from Dialect) map[string][]byte {
+	t.Helper()
+	keep := func(b []byte) bool { return gjson.GetBytes(b, "object").Str == "chat.completion" }
+	if from == AnthropicMessages {
+		keep = func(b []byte) bool { return gjson.GetBytes(b, "type").Str == "message" }
+	}
+	return jsonFixtures(t, from, keep)
+}
+
 // jsonIn is jsonFixtures for the corpora dirs.
 func jsonIn(t testing.TB, dirs []string, d Dialect, keep func([]byte) bool) map[string][]byte {
 	t.Helper()

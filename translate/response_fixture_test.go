@@ -71,15 +71,9 @@ func wholeSummary(t testing.TB, d Dialect, b []byte) summary {
 // response of an upstream dialect into every client dialect and checks it
 // with the client's SDK types.
 func TestResponseFixturesAllDirections(t *testing.T) {
-	isChat := func(b []byte) bool { return gjson.GetBytes(b, "object").Str == "chat.completion" }
-	isMsg := func(b []byte) bool { return gjson.GetBytes(b, "type").Str == "message" }
 	n := 0
 	for _, from := range []Dialect{OpenAIChat, AnthropicMessages} {
-		keep := isChat
-		if from == AnthropicMessages {
-			keep = isMsg
-		}
-		for name, body := range jsonFixtures(t, from, keep) {
+		for name, body := range wholeResponseFixtures(t, from) {
 			n++
 			src := wholeSummary(t, from, body)
 			srcUsage := ResponseUsage(from, body)

@@ -283,15 +283,9 @@ func ccChunk2(delta, finish string) string {
 
 // TestStrictSchemaTranslatedBodies: the same for whole responses.
 func TestStrictSchemaTranslatedBodies(t *testing.T) {
-	isChat := func(b []byte) bool { return gjson.GetBytes(b, "object").Str == "chat.completion" }
-	isMsg := func(b []byte) bool { return gjson.GetBytes(b, "type").Str == "message" }
 	n := 0
 	for _, from := range []Dialect{OpenAIChat, AnthropicMessages} {
-		keep := isChat
-		if from == AnthropicMessages {
-			keep = isMsg
-		}
-		for name, body := range jsonFixtures(t, from, keep) {
+		for name, body := range wholeResponseFixtures(t, from) {
 			for _, to := range allDialects {
 				if to == from {
 					continue
