@@ -306,6 +306,7 @@ func TestDiscoverySurvivesReload(t *testing.T) {
 	})
 	m.SetKey("dk-1", mockupstream.KeyBehavior{Models: []string{"kept-model"}, Latency: 2 * time.Second})
 	loadCaddyfile(t, cfg("\t\t\tmax_concurrency_per_key 2\n"))
+	http.DefaultClient.CloseIdleConnections() // the old server closes its idle connections
 	if st, via, b := routedVia(t, gw, "kept-model"); st != 200 || via != "keep/k1" {
 		t.Fatalf("after reload, before the new fetch: %d via %q %s", st, via, b)
 	}
