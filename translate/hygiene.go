@@ -131,26 +131,43 @@ func sanitizedMessages(body []byte) *string {
 	changed := false
 	out := make([]byte, 0, len(msgs.Raw))
 	out = append(out, '[')
-	n := 0
-	msgs.ForEach(func(_, m gjson.Result) bool {
+	out, n := appendKept(out, msgs, func(m gjson.Result) (string, bool) {
 		raw := m.Raw
 		content := m.Get("content")
 		switch {
 		case !m.IsObject():
 		case content.Type == gjson.String && isBlank(content.Str):
 			changed = true
-			return true // an empty turn: dropped
+			return "", false // an empty turn: dropped
 		case content.IsArray():
 			kept, ch := keptBlocks(content)
 			if ch {
 				changed = true
 				if kept == "[]" {
-					return true
+					return "", false
 				}
 				if s, err := sjson.SetRaw(raw, "content", kept); err == nil {
 					raw = s
 				}
 			}
+		}
+		return raw, true
+	})
+	if !changed || n == 0 {
+		return nil
+	}
+	s := string(append(out, ']'))
+	return &s
+}
+
+// appendKept appends to out the elements of the JSON array arr, comma
+// separated: each as the raw JSON keep returns for it, or left out when keep
+// returns false. n is the number of elements written.
+func appendKept(out []byte, arr gjson.Result, keep func(x gjson.Result) (raw string, ok bool)) (_ []byte, n int) {
+	arr.ForEach(func(_, x gjson.Result) bool {
+		raw, ok := keep(x)
+		if !ok {
+			return true
 		}
 		if n > 0 {
 			out = append(out, ',')
@@ -159,11 +176,7 @@ func sanitizedMessages(body []byte) *string {
 		n++
 		return true
 	})
-	if !changed || n == 0 {
-		return nil
-	}
-	s := string(append(out, ']'))
-	return &s
+	return out, n
 }
 
 // keptBlocks returns the content array arr without its blank text blocks
@@ -176,20 +189,19 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 	changed := false
 	out := make([]byte, 0, len(arr.Raw))
 	out = append(out, '[')
-	n := 0
-	arr.ForEach(func(_, b gjson.Result) bool {
+	out, _ = appendKept(out, arr, func(b gjson.Result) (string, bool) {
 		raw := b.Raw
 		if b.IsObject() {
 			switch b.Get("type").Str {
 			case "text":
 				if t := b.Get("text"); t.Type == gjson.String && isBlank(t.Str) {
 					changed = true
-					return true
+					return "", false
 				}
 			case "thinking":
 				if sig := b.Get("signature"); sig.Type == gjson.String && isBlank(sig.Str) {
 					changed = true // unsigned: Anthropic refuses it
-					return true
+					return "", false
 				}
 			case "tool_result":
 				c := b.Get("content")
@@ -214,12 +226,7 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 				}
 			}
 		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, raw...)
-		n++
-		return true
+		return raw, true
 	})
 	return string(append(out, ']')), changed
 }
