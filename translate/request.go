@@ -81,6 +81,11 @@ func checkBody(body []byte) *Error {
 	if t[0] != '{' {
 		return invalid("", "request body must be a JSON object")
 	}
+	if tooDeep(body, MaxNesting) {
+		// checked before any parse: a parser recurses once per level, so
+		// an 8 MB "[[[[..." would cost far more memory than its size
+		return invalid("", "request body nests objects and arrays more than %d levels deep", MaxNesting)
+	}
 	if !gjson.ValidBytes(body) {
 		return invalid("", "request body is not valid JSON")
 	}
@@ -93,14 +98,61 @@ func checkBody(body []byte) *Error {
 	return nil
 }
 
+// MaxNesting is the deepest nesting of objects and arrays a request body
+// may have. Real requests (JSON Schemas of tools included) stay far below
+// it.
+const MaxNesting = 256
+
+// tooDeep reports whether body nests objects and arrays more than max
+// levels deep, in one pass over the bytes that skips strings, without
+// parsing (and so without recursion).
+func tooDeep(body []byte, max int) bool {
+	depth, inStr := 0, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
 // duplicateTopLevelKey returns the first top-level key (unescaped) that
-// occurs twice in a JSON object, or "".
+// occurs twice in a JSON object, or "". The first 32 keys are compared
+// in a small array; past that, a map keeps the cost linear in the number
+// of keys (a body of 100 000 keys must not cost 10^10 comparisons).
 func duplicateTopLevelKey(body []byte) string {
 	var seen [32]string
 	keys := seen[:0]
+	var set map[string]struct{}
 	var dup string
 	gjson.Parse(view(body)).ForEach(func(k, _ gjson.Result) bool { // in place: ParseBytes copies the body
 		name := k.String()
+		if set != nil {
+			if _, ok := set[name]; ok {
+				dup = name
+				return false
+			}
+			set[name] = struct{}{}
+			return true
+		}
 		for _, s := range keys {
 			if s == name {
 				dup = name
@@ -108,6 +160,12 @@ func duplicateTopLevelKey(body []byte) string {
 			}
 		}
 		keys = append(keys, name)
+		if len(keys) == cap(seen) {
+			set = make(map[string]struct{}, 2*len(keys))
+			for _, s := range keys {
+				set[s] = struct{}{}
+			}
+		}
 		return true
 	})
 	return dup
