@@ -246,6 +246,10 @@ type keyView struct {
 	// own probe has not confirmed yet; it lasts provisional_cooldown at
 	// most.
 	Provisional bool `json:"provisional,omitempty"`
+	// BenchedModels maps each model the key is benched for (its upstream
+	// answered 404 or a model-level 403 for it several times) to when the
+	// bench ends; other models keep using the key.
+	BenchedModels map[string]time.Time `json:"benched_models,omitempty"`
 	// LastStatus and LastMessage describe the last upstream answer.
 	LastStatus          int    `json:"last_status,omitempty"`
 	LastMessage         string `json:"last_message,omitempty"`
@@ -308,6 +312,7 @@ func viewPool(kp *keypool.Pool) poolView {
 			CooldownSource:      st.Source,
 			CooldownStatus:      st.CooldownStatus,
 			Provisional:         st.Provisional,
+			BenchedModels:       st.BenchedModels,
 			LastStatus:          st.LastStatus,
 			LastMessage:         st.LastMessage,
 			ConsecutiveFailures: st.ConsecutiveFailures,

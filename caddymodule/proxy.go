@@ -194,6 +194,8 @@ type call struct {
 	session       string     // affinity session id
 	tokens        int64      // rough token estimate of the request, for tpm gates
 	model404      int        // upstream "model not found" answers so far
+	forbidden     int        // upstream key-level 403 answers so far
+	mixed         bool       // a failure other than a 403 or a model 404 happened
 }
 
 // body returns the request body for an upstream dialect: the client's
@@ -335,8 +337,8 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				rl.status = 499
 				return nil
 			}
-			if last != nil && last.clientErr != nil {
-				// no other key to ask about the model: the upstream's answer
+			if last != nil && last.clientErr != nil && (last.outcome.Kind == keypool.ModelNotFound || !c.mixed) {
+				// no other key to ask: the upstream's answer
 				relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
 				return nil
 			}
@@ -348,6 +350,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return nil
 		}
 		last = &res
+		if k := res.outcome.Kind; k != keypool.ModelNotFound && k != keypool.Forbidden {
+			c.mixed = true // the upstream's own 403/404 is the answer only when it is every failure
+		}
 		if res.outcome.Kind.SpendsRetry() {
 			transientLeft--
 			if transientLeft < 0 {
@@ -368,7 +373,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return f
 		}
 	}
-	if last != nil && last.clientErr != nil {
+	if last != nil && last.clientErr != nil && (last.outcome.Kind == keypool.ModelNotFound || !c.mixed) {
 		relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
 		return nil
 	}
@@ -438,9 +443,20 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			o.HasRetryAfter = false
 		}
 		relay := o.Kind == keypool.ClientError
-		if o.Kind == keypool.ModelNotFound {
+		switch o.Kind {
+		case keypool.ModelNotFound:
 			c.model404++
 			relay = c.model404 >= 2
+		case keypool.Forbidden:
+			// a 403 the request itself can cause (an anthropic-beta the
+			// account lacks, content a relay's moderation refuses): when a
+			// second key answers the same, it is the request's answer, and
+			// the second key is not blamed for it
+			c.forbidden++
+			if c.forbidden >= 2 {
+				relay = true
+				o = keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, Message: o.Message}
+			}
 		}
 		finish(o)
 		if relay {
@@ -450,7 +466,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			return attemptResult{done: true}
 		}
 		res := attemptResult{outcome: o, status: status, errBody: errBody}
-		if o.Kind == keypool.ModelNotFound {
+		if o.Kind == keypool.ModelNotFound || o.Kind == keypool.Forbidden {
 			// kept in case no other key can be tried: the client then gets
 			// this answer, not a gateway error
 			res.clientErr = scrubbedError(up, c.dialect, status, errBody, uk.secret)

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 
 	"github.com/tidwall/gjson"
@@ -34,7 +35,7 @@ type secretForms struct {
 	secret []byte
 	// b64 are the alignment-independent cores of base64(key): for each
 	// alphabet and each alignment, the characters that depend on the key's
-	// bytes alone.
+	// bytes alone; then hex(key) in lower and upper case.
 	b64 [][]byte
 }
 
@@ -65,6 +66,10 @@ func newSecretForms(secret string) *secretForms {
 			}
 		}
 	}
+	// hex, both cases: its digits are base64 characters too, so the same
+	// search and redaction serve
+	h := hex.EncodeToString([]byte(secret))
+	f.b64 = append(f.b64, []byte(h), bytes.ToUpper([]byte(h)))
 	return f
 }
 

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -47,6 +48,8 @@ func echoForms() [][2]string {
 		{"basic-u-key", "Basic " + b64(base64.StdEncoding, "u:"+s)},
 		{"basic-key-colon", "Basic " + b64(base64.StdEncoding, s+":")},
 		{"json-escaped", jsonEsc.String()},
+		{"hex", hex.EncodeToString([]byte(s))},
+		{"hex-upper", strings.ToUpper(hex.EncodeToString([]byte(s)))},
 	}
 }
 
@@ -81,8 +84,8 @@ func leak(b []byte) string {
 // replaced by [redacted] and the rest of the message survives, as JSON.
 func TestRedactSecretForms(t *testing.T) {
 	f := newSecretForms(echoSecret)
-	if len(f.b64) != 6 {
-		t.Fatalf("%d base64 cores, want 6 (2 alphabets x 3 alignments)", len(f.b64))
+	if len(f.b64) != 8 {
+		t.Fatalf("%d base64 cores and hex forms, want 8 (2 alphabets x 3 alignments, hex in 2 cases)", len(f.b64))
 	}
 	for _, form := range echoForms() {
 		t.Run(form[0], func(t *testing.T) {

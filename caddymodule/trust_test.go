@@ -289,3 +289,56 @@ func TestWrongTypesRejectedWithParam(t *testing.T) {
 		t.Fatalf("%d requests went upstream", n)
 	}
 }
+
+// TestRequestCaused403TriesOneMoreKey: a 403 the request itself causes
+// (here an anthropic-beta the account lacks) is tried on one more key;
+// when that key answers the same, the client gets the upstream's 403 (not
+// retryable), the second key is not blamed, and no other key is touched.
+func TestRequestCaused403TriesOneMoreKey(t *testing.T) {
+	m, _ := mock(t, mockupstream.Config{})
+	ip, base := interpose(t, m, func(w http.ResponseWriter, r *http.Request, key string, body []byte) bool {
+		if r.Header.Get("Anthropic-Beta") != "evil-beta" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"permission_error","message":"Your organization does not have access to this beta feature."}}`)
+		return true
+	})
+	root := strings.TrimSuffix(base, "/v1")
+	var keys strings.Builder
+	for i := 1; i <= 4; i++ {
+		fmt.Fprintf(&keys, "\t\t\tkey an-%d %s {\n\t\t\t\tid a%d\n\t\t\t\tdialect anthropic\n\t\t\t}\n", i, root, i)
+	}
+	gw := gateway(t, gatewayBlock("\t\tpool beta {\n"+keys.String()+"\t\t}\n"))
+	resp, body := post(t, gw+"/v1/messages", []byte(`{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`),
+		"Anthropic-Version", "2023-06-01", "Anthropic-Beta", "evil-beta")
+	if resp.StatusCode != 403 || gjson.GetBytes(body, "error.type").String() != "permission_error" || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), body)
+	}
+	tried := 0
+	for i := 1; i <= 4; i++ {
+		tried += ip.count(fmt.Sprintf("an-%d", i))
+	}
+	if tried != 2 {
+		t.Fatalf("tried on %d keys, want 2", tried)
+	}
+	cooling := 0
+	for i := 1; i <= 4; i++ {
+		if s := keyStatus(t, "beta", fmt.Sprintf("a%d", i)); s.State != "ready" {
+			cooling++
+		}
+	}
+	if cooling > 1 {
+		t.Fatalf("%d keys out of rotation after one request, want at most 1 (and only provisionally)", cooling)
+	}
+	// the gateway's own probe (no beta header) refutes the first key's verdict
+	eventually(t, 5*time.Second, "every key back in rotation", func() bool {
+		for i := 1; i <= 4; i++ {
+			if keyStatus(t, "beta", fmt.Sprintf("a%d", i)).State != "ready" {
+				return false
+			}
+		}
+		return true
+	})
+}
