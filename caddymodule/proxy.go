@@ -228,6 +228,12 @@ func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 	default:
 		b, err = translate.SetModel(c.raw, model)
 	}
+	if err == nil && up == translate.OpenAIChat && up == c.dialect {
+		// an assistant turn's reasoning goes to OpenAI-compatible upstreams
+		// as reasoning_content, the name DeepSeek-style upstreams require
+		// back on tool-call turns (a cheap scan; a rename only when found)
+		b = translate.ChatReasoningToContent(b)
+	}
 	if err == nil && up == translate.AnthropicMessages && up == c.dialect {
 		// Anthropic rejects empty or whitespace-only text blocks, which
 		// clients produce: a cheap scan, a rewrite only when one is found

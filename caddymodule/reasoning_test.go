@@ -233,3 +233,24 @@ func TestReasoningContentOffAndBlankBlocks(t *testing.T) {
 		t.Fatalf("upstream got blank text blocks: %s", sent)
 	}
 }
+
+// TestChatReasoningFieldToDeepSeekKey: a Chat client (OpenRouter-style)
+// that echoes an assistant tool-call turn with `reasoning` reaches a
+// DeepSeek-style key with it as `reasoning_content`, which the key
+// requires; the rest of the body passes as it was.
+func TestChatReasoningFieldToDeepSeekKey(t *testing.T) {
+	m, gw := reasoningGateway(t)
+	body := `{"model":"deepseek-reasoner","messages":[{"role":"user","content":"list the files"},` +
+		`{"role":"assistant","content":"","reasoning":"I should run ls.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"ls\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"a.go b.go"}],` +
+		`"tools":[{"type":"function","function":{"name":"Bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]}`
+	resp, b := post(t, gw+"/v1/chat/completions", []byte(body))
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	seen := m.Stats("ds-key").LastBody
+	if gjson.GetBytes(seen, "messages.1.reasoning_content").Str != "I should run ls." || gjson.GetBytes(seen, "messages.1.reasoning").Exists() ||
+		len(seen) != len(body)+len("_content") {
+		t.Fatalf("upstream saw %s", seen)
+	}
+}
