@@ -235,12 +235,7 @@ func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, tar
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if anthropic {
-		req.Header.Set("X-Api-Key", uk.secret)
-		req.Header.Set("Anthropic-Version", anthropicVersion)
-	} else {
-		req.Header.Set("Authorization", uk.authHeader)
-	}
+	uk.authorize(req.Header, anthropic)
 	resp, err := upstreamClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -355,4 +350,16 @@ func credentialReason(reason string) bool {
 		return true
 	}
 	return false
+}
+
+// authorize sets the key's credentials on an upstream request's headers:
+// x-api-key and anthropic-version for an Anthropic endpoint (per
+// Anthropic's API versioning docs), else Authorization as configured.
+func (uk *upstreamKey) authorize(h http.Header, anthropic bool) {
+	if anthropic {
+		h.Set("X-Api-Key", uk.secret)
+		h.Set("Anthropic-Version", anthropicVersion)
+		return
+	}
+	h.Set("Authorization", uk.authHeader)
 }

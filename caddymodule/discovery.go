@@ -406,12 +406,7 @@ func getModels(ctx context.Context, uk *upstreamKey, anthropic bool, target stri
 		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	if anthropic {
-		req.Header.Set("X-Api-Key", uk.secret)
-		req.Header.Set("Anthropic-Version", anthropicVersion)
-	} else {
-		req.Header.Set("Authorization", uk.authHeader)
-	}
+	uk.authorize(req.Header, anthropic)
 	resp, err := upstreamClient.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -454,25 +454,7 @@ func TestNearestName(t *testing.T) {
 		t.Errorf("bounded distance %d", d)
 	}
 	// the banded computation agrees with the full table
-	full := func(a, b string) int {
-		prev := make([]int, len(b)+1)
-		for j := range prev {
-			prev[j] = j
-		}
-		for i := 1; i <= len(a); i++ {
-			cur := make([]int, len(b)+1)
-			cur[0] = i
-			for j := 1; j <= len(b); j++ {
-				cost := 1
-				if a[i-1] == b[j-1] {
-					cost = 0
-				}
-				cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			}
-			prev = cur
-		}
-		return prev[len(b)]
-	}
+	full := editDistance // suggest.go: the full Levenshtein table
 	rng := rand.New(rand.NewPCG(1, 2))
 	word := func() string {
 		b := make([]byte, rng.IntN(12))
