@@ -509,7 +509,14 @@ func (p *pool) keyLacksModel(uk *upstreamKey, model string) bool {
 	if _, learned := snap.union[model]; !learned {
 		return false
 	}
-	_, has := snap.keys[uk.fp][model]
+	list, known := snap.keys[uk.fp]
+	if !known {
+		// no list learned for this key (it offers none, or its fetch
+		// failed): in a models auto pool it serves only what it listed;
+		// elsewhere it may serve the model, as before discovery
+		return p.disc.auto
+	}
+	_, has := list[model]
 	return !has
 }
 

@@ -242,7 +242,9 @@ func TestDiscoveryDoesNotDelayStartup(t *testing.T) {
 		"ds-fast": {Models: []string{"m-fast"}},
 	}})
 	gw := gateway(t, gatewayBlock(
-		"\t\tpool startup {\n\t\t\trefresh 1h\n"+discKey("ds-slow", base, "slow")+discKey("ds-fast", base, "fast")+"\t\t}\n"))
+		"\t\tpool startup {\n\t\t\trefresh 1h\n\t\t\tstrategy priority\n"+
+			"\t\t\tkey ds-slow "+base+" {\n\t\t\t\tid slow\n\t\t\t\tpriority 2\n\t\t\t}\n"+
+			"\t\t\tkey ds-fast "+base+" {\n\t\t\t\tid fast\n\t\t\t\tpriority 1\n\t\t\t}\n\t\t}\n"))
 	eventually(t, 5*time.Second, "m-fast listed", func() bool {
 		ids, _ := listModels(t, gw, "/v1/models", false)
 		return slices.Equal(ids, []string{"m-fast"})
@@ -530,23 +532,30 @@ func TestDiscoveryWithCaddyfileMock(t *testing.T) {
 		ids, _ := listModels(t, gw, "/models", false)
 		return slices.Equal(ids, []string{"cm-a", "cm-b"})
 	})
-	// cm-a goes to c1 only, cm-b to c1 and c3; a model nobody lists goes
-	// to every key
+	// cm-a never goes to c3 (its list lacks it), cm-b to every key: c2
+	// has no list (404), so in a pool that is not models auto it may
+	// serve anything; a model nobody lists goes to every key
 	seen := map[string]bool{}
-	for range 3 {
-		if st, via, b := routedVia(t, gw, "cm-a"); st != 200 || via != "cmock/c1" {
-			t.Fatalf("cm-a: %d via %q %s", st, via, b)
-		}
-	}
 	for range 6 {
-		st, via, b := routedVia(t, gw, "cm-b")
-		if st != 200 || via == "cmock/c2" {
-			t.Fatalf("cm-b: %d via %q %s", st, via, b)
+		st, via, b := routedVia(t, gw, "cm-a")
+		if st != 200 || via == "cmock/c3" {
+			t.Fatalf("cm-a: %d via %q %s", st, via, b)
 		}
 		seen[via] = true
 	}
 	if len(seen) != 2 {
-		t.Fatalf("cm-b went to %v, want c1 and c3", seen)
+		t.Fatalf("cm-a went to %v, want c1 and c2", seen)
+	}
+	seen = map[string]bool{}
+	for range 9 {
+		st, via, b := routedVia(t, gw, "cm-b")
+		if st != 200 {
+			t.Fatalf("cm-b: %d via %q %s", st, via, b)
+		}
+		seen[via] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("cm-b went to %v, want all three keys", seen)
 	}
 	seen = map[string]bool{}
 	for range 12 {
@@ -558,5 +567,36 @@ func TestDiscoveryWithCaddyfileMock(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("unlisted went to %v, want all three keys", seen)
+	}
+}
+
+// TestDiscoveryKeyWithoutListStillServes: a key whose models list could
+// not be learned (here its list answers 500) may still serve a model
+// another key lists: only a key whose list was learned and lacks the
+// model is passed over.
+func TestDiscoveryKeyWithoutListStillServes(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"dk-1": {Models: []string{"m-shared"}},
+		"dk-2": {ModelsStatus: 500},
+	}})
+	gw := gateway(t, gatewayBlock(
+		"\t\tpool unknown {\n\t\t\tmodels *\n\t\t\trefresh 1h\n"+discKey("dk-1", base, "k1")+discKey("dk-2", base, "k2")+"\t\t}\n"))
+	eventually(t, 5*time.Second, "both lists asked for", func() bool {
+		return m.Stats("dk-1").Requests >= 1 && m.Stats("dk-2").Failed >= 1
+	})
+	eventually(t, 5*time.Second, "k1's list learned", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return slices.Contains(ids, "m-shared")
+	})
+	seen := map[string]bool{}
+	for range 6 {
+		st, via, b := routedVia(t, gw, "m-shared")
+		if st != 200 {
+			t.Fatalf("%d %s", st, b)
+		}
+		seen[via] = true
+	}
+	if !seen["unknown/k1"] || !seen["unknown/k2"] {
+		t.Fatalf("keys used: %v, want both (k2's list is unknown, not empty)", seen)
 	}
 }
