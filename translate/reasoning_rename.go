@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -25,37 +24,15 @@ func ChatReasoningToContent(body []byte) []byte {
 	if msgs.Index == 0 || !msgs.IsArray() {
 		return body // not located in the body: nothing to splice safely
 	}
-	mcur := msgs.Index + 1
+	// ForEach gives each member's key and value their offsets in the body
+	// (msgs was read in place), so no search is needed
 	msgs.ForEach(func(_, m gjson.Result) bool {
-		// the message's place in the body: the first occurrence of its
-		// raw text after the previous message
-		base := bytes.Index(body[mcur:], []byte(m.Raw))
-		if base < 0 {
-			return false
-		}
-		base += mcur
-		mcur = base + len(m.Raw)
 		if !m.IsObject() || m.Get("role").Str != "assistant" || m.Get("reasoning_content").Exists() {
 			return true
 		}
-		// walk its members in order: between one member and the next
-		// there are only separators, so each key token is the first
-		// occurrence of its raw text after the cursor
-		cur := 1
 		m.ForEach(func(k, v gjson.Result) bool {
-			i := strings.Index(m.Raw[cur:], k.Raw)
-			if i < 0 {
-				return false
-			}
-			kpos := cur + i
-			cur = kpos + len(k.Raw)
-			j := strings.Index(m.Raw[cur:], v.Raw)
-			if j < 0 {
-				return false
-			}
-			cur += j + len(v.Raw)
 			if k.Raw == `"reasoning"` && v.Type == gjson.String {
-				at = append(at, base+kpos)
+				at = append(at, k.Index)
 			}
 			return true
 		})

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -31,6 +32,13 @@ func TestChatReasoningToContent(t *testing.T) {
 	twice := `{"messages":[{"role":"assistant","reasoning":"r","content":"x"},{"role":"assistant","reasoning":"r","content":"x"}]}`
 	if got := string(ChatReasoningToContent([]byte(twice))); got != `{"messages":[{"role":"assistant","reasoning_content":"r","content":"x"},{"role":"assistant","reasoning_content":"r","content":"x"}]}` {
 		t.Fatalf("identical turns: %s", got)
+	}
+	// pretty-printed, with a "reasoning" string inside a value before the
+	// key: only the key token of the assistant turn is renamed
+	pretty := "{\n  \"messages\": [\n    { \"role\" : \"assistant\",\n      \"content\": \"\\\"reasoning\\\": no\",\n      \"reasoning\" :\t\"r\" }\n  ]\n}"
+	want := strings.Replace(pretty, `"reasoning" :`, `"reasoning_content" :`, 1)
+	if got := string(ChatReasoningToContent([]byte(pretty))); got != want {
+		t.Fatalf("pretty-printed:\n got %s\nwant %s", got, want)
 	}
 	plain := []byte(`{"model":"m","reasoning_effort":"low","messages":[{"role":"user","content":"hi"}]}`)
 	if got := ChatReasoningToContent(plain); &got[0] != &plain[0] {
