@@ -109,6 +109,23 @@ func TestPassthroughResponsesFailedScrubbedAndRenamed(t *testing.T) {
 	}
 }
 
+// TestPassthroughResponsesErrorScrubbedBoth: a Responses error event with
+// both the flat message and the nested error.message (OpenAI sends both) is
+// relayed with a secret removed from each, every other byte kept.
+func TestPassthroughResponsesErrorScrubbedBoth(t *testing.T) {
+	const data = `{"type":"error","sequence_number":2,"code":"invalid_api_key","message":"bad key sk-abcdefghijklmnopqrst","param":null,` +
+		`"error":{"type":"invalid_request_error","code":"invalid_api_key","message":"bad key sk-abcdefghijklmnopqrst","param":null}}`
+	out, _, tr, _ := collect(t, OpenAIResponses, OpenAIResponses, "", strings.NewReader("event: error\ndata: "+data+"\n\n"))
+	clean := ScrubSecrets("bad key sk-abcdefghijklmnopqrst")
+	want := "event: error\ndata: " + strings.ReplaceAll(data, "bad key sk-abcdefghijklmnopqrst", clean) + "\n\n"
+	if clean == "bad key sk-abcdefghijklmnopqrst" || string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	if tr.UpstreamError() == nil || tr.UpstreamError().Status != 401 {
+		t.Errorf("upstream error %+v", tr.UpstreamError())
+	}
+}
+
 func TestAddStreamUsageAndHide(t *testing.T) {
 	body := []byte(`{"model":"m","stream":true,"messages":[]}`)
 	out, asked := AddStreamUsage(body)

@@ -172,10 +172,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIResponses, typ, code, msg, param))) {
 				return
 			}
-			raw = t.scrub(ev, "message")
-			if gjson.Get(sd, "error.message").Exists() {
-				raw = t.scrub(ev, "error.message")
-			}
+			raw = t.scrub(ev, "message", "error.message") // flat and nested, as OpenAI sends both
 		}
 		if t.model != "" && res[2].Type == gjson.String && res[2].Str != t.model {
 			cur := ev
@@ -222,18 +219,35 @@ func (t *StreamTranslator) splice(ev *SSEEvent, v gjson.Result, value string) []
 	return append(out, ev.Raw[at+len(v.Raw):]...)
 }
 
-// scrub returns ev.Raw with secrets removed from the message at path (see
-// ScrubSecrets); unchanged bytes when there is nothing to remove.
-func (t *StreamTranslator) scrub(ev *SSEEvent, path string) []byte {
-	m := gjson.GetBytes(ev.Data, path)
-	if m.Type != gjson.String {
+// scrub returns ev.Raw with secrets removed from the messages at paths
+// (see ScrubSecrets), copying the event at most once; unchanged bytes when
+// there is nothing to remove.
+func (t *StreamTranslator) scrub(ev *SSEEvent, paths ...string) []byte {
+	var nd []byte // the data as scrubbed so far; nil while unchanged
+	for _, path := range paths {
+		src := ev.Data
+		if nd != nil {
+			src = nd
+		}
+		m := gjson.GetBytes(src, path)
+		if m.Type != gjson.String {
+			continue
+		}
+		clean := ScrubSecrets(m.Str)
+		if clean == m.Str {
+			continue
+		}
+		if nd == nil {
+			nd = bytes.Clone(ev.Data)
+		}
+		if d, err := sjson.SetBytes(nd, path, clean); err == nil {
+			nd = d
+		}
+	}
+	if nd == nil {
 		return ev.Raw
 	}
-	clean := ScrubSecrets(m.Str)
-	if clean == m.Str {
-		return ev.Raw
-	}
-	return t.replaceAt(ev, path, clean)
+	return withData(ev, nd)
 }
 
 // rewrite returns ev.Raw with the string at path inside the data replaced
@@ -249,6 +263,12 @@ func (t *StreamTranslator) replaceAt(ev *SSEEvent, path, value string) []byte {
 	if err != nil {
 		return ev.Raw
 	}
+	return withData(ev, nd)
+}
+
+// withData returns ev.Raw with its data replaced by nd, keeping every other
+// byte when the data is one contiguous line of Raw.
+func withData(ev *SSEEvent, nd []byte) []byte {
 	if i := bytes.Index(ev.Raw, ev.Data); i >= 0 && bytes.Count(ev.Data, []byte{'\n'}) == 0 {
 		out := make([]byte, 0, len(ev.Raw)+len(nd)-len(ev.Data))
 		out = append(out, ev.Raw[:i]...)
