@@ -271,6 +271,7 @@ type attemptResult struct {
 	errBody   []byte // upstream error body (bounded), for the final error
 	clientErr []byte // the upstream's answer in the client's dialect, relayed when no other key can be tried
 	routedVia string // X-Routed-Via of clientErr
+	key       string // the log's id of the key that answered clientErr
 }
 
 // attemptLoop leases keys of pool p and tries them until one answers,
@@ -343,9 +344,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				rl.status = 499
 				return nil
 			}
-			if last != nil && last.clientErr != nil && (last.outcome.Kind == keypool.ModelNotFound || !c.mixed) {
-				// no other key to ask: the upstream's answer
-				relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
+			if c.relayKept(w, rl, last) {
 				return nil
 			}
 			return unavailable(err, last, rl)
@@ -374,16 +373,32 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			hostsDown = append(hostsDown, uk.host)
 		}
 		if !time.Now().Before(deadline) {
+			if c.relayKept(w, rl, last) {
+				return nil
+			}
 			f := exhausted(last, rl)
 			f.msg += "; total_timeout reached"
 			return f
 		}
 	}
-	if last != nil && last.clientErr != nil && (last.outcome.Kind == keypool.ModelNotFound || !c.mixed) {
-		relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
+	if c.relayKept(w, rl, last) {
 		return nil
 	}
 	return exhausted(last, rl)
+}
+
+// relayKept writes the upstream's own answer kept from the last attempt
+// (a model 404 or key-level 403, see attemptResult.clientErr) as the
+// client's answer when no other key can be tried, and reports whether it
+// did. A 403 is relayed only when every failure of the request was a 403
+// or a model 404 (c.mixed false); a model 404 always.
+func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, last *attemptResult) bool {
+	if last == nil || last.clientErr == nil || last.outcome.Kind != keypool.ModelNotFound && c.mixed {
+		return false
+	}
+	rl.key = last.key
+	relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
+	return true
 }
 
 // attempt sends the call to one key and, on success, relays the answer.
@@ -476,7 +491,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 			// kept in case no other key can be tried: the client then gets
 			// this answer, not a gateway error
 			res.clientErr = scrubbedError(up, c.dialect, status, errBody, uk.secret)
-			res.routedVia = p.name + "/" + uk.public
+			res.routedVia, res.key = p.name+"/"+uk.public, uk.id
 		}
 		return res
 	}
@@ -716,11 +731,13 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 // scrubbedError renders an upstream error body in the client's dialect
 // with the upstream key redacted in every form secretForms knows (literal,
 // percent-encoded, base64 in either alphabet, inside Basic credentials,
-// JSON-escaped). When the rendered body would still show the key, the
-// upstream's message is withheld altogether.
+// JSON-escaped). errBody comes already redacted (redactSecret, as the
+// attempt reads it); what the translation may reveal (a form the raw body
+// hid) is redacted here. When the rendered body would still show the key,
+// the upstream's message is withheld altogether.
 func scrubbedError(up, client translate.Dialect, status int, errBody []byte, secret string) []byte {
 	f := newSecretForms(secret)
-	out := translate.TranslateError(up, client, status, f.redact(errBody))
+	out := translate.TranslateError(up, client, status, errBody)
 	if f.contains(out) {
 		// the translation decoded a form the raw body hid
 		out = f.redact(out)
