@@ -267,9 +267,10 @@ func (t *StreamTranslator) replaceAt(ev *SSEEvent, path, value string) []byte {
 }
 
 // withData returns ev.Raw with its data replaced by nd, keeping every other
-// byte when the data is one contiguous line of Raw.
+// byte when the data is one contiguous line of Raw (ev.dataOff >= 0, as the
+// SSEReader records it; no second scan of the event).
 func withData(ev *SSEEvent, nd []byte) []byte {
-	if i := bytes.Index(ev.Raw, ev.Data); i >= 0 && bytes.Count(ev.Data, []byte{'\n'}) == 0 {
+	if i := ev.dataOff; i >= 0 {
 		out := make([]byte, 0, len(ev.Raw)+len(nd)-len(ev.Data))
 		out = append(out, ev.Raw[:i]...)
 		out = append(out, nd...)
