@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"sort"
 	"strings"
 
@@ -41,40 +40,36 @@ func SanitizeAnthropicRequest(body []byte) []byte {
 	if !hasBlankString(body) {
 		return body
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(view(body)) // in place: offsets are the body's
 	if !root.IsObject() {
 		return body
 	}
 	type edit struct {
-		off, n   int
-		repl     string
-		unsigned bool // unsigned thinking was removed
+		off, n int
+		repl   string
 	}
 	var edits []edit
+	unsignedDropped := false // unsigned thinking was removed from messages
 	if sys := root.Get("system"); sys.Index > 0 {
 		switch {
 		case sys.Type == gjson.String && isBlank(sys.Str):
-			edits = append(edits, edit{sys.Index, len(sys.Raw), `[]`, false}) // removed below
+			edits = append(edits, edit{sys.Index, len(sys.Raw), `[]`}) // removed below
 		case sys.IsArray():
-			if kept, changed := keptBlocks(sys); changed {
-				edits = append(edits, edit{sys.Index, len(sys.Raw), kept, false})
+			if kept, changed, _ := keptBlocks(sys); changed {
+				edits = append(edits, edit{sys.Index, len(sys.Raw), kept})
 			}
 		}
 	}
-	msgs := root.Get("messages")
-	if msgs.IsArray() && msgs.Index > 0 {
-		if repl := sanitizedMessages(body); repl != nil {
-			edits = append(edits, edit{msgs.Index, len(msgs.Raw), *repl, bytes.Contains(body, []byte(`"thinking"`))})
+	if msgs := root.Get("messages"); msgs.IsArray() && msgs.Index > 0 {
+		var repl *string
+		if repl, unsignedDropped = sanitizedMessages(msgs); repl != nil {
+			edits = append(edits, edit{msgs.Index, len(msgs.Raw), *repl})
 		}
 	}
 	if len(edits) == 0 {
 		return body
 	}
-	unsignedDropped := false
 	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
-	for _, e := range edits {
-		unsignedDropped = unsignedDropped || e.unsigned
-	}
 	out := body
 	for _, e := range edits {
 		out = splice(out, e.off, e.n, []byte(e.repl)) // a new slice: body is never written
@@ -120,14 +115,11 @@ func lastToolTurnSigned(body []byte) bool {
 	return !hasCall || signed
 }
 
-// sanitizedMessages returns the messages array of body with blank text
-// blocks and empty turns removed, or nil when nothing needs to change (or
-// every message would go).
-func sanitizedMessages(body []byte) *string {
-	msgs := gjson.GetBytes(body, "messages")
-	if !msgs.IsArray() {
-		return nil
-	}
+// sanitizedMessages returns the messages array msgs with blank text
+// blocks, unsigned thinking and empty turns removed, or nil when nothing
+// needs to change (or every message would go); unsigned reports whether
+// unsigned thinking was among the removals.
+func sanitizedMessages(msgs gjson.Result) (_ *string, unsigned bool) {
 	changed := false
 	out := make([]byte, 0, len(msgs.Raw))
 	out = append(out, '[')
@@ -140,7 +132,8 @@ func sanitizedMessages(body []byte) *string {
 			changed = true
 			return "", false // an empty turn: dropped
 		case content.IsArray():
-			kept, ch := keptBlocks(content)
+			kept, ch, u := keptBlocks(content)
+			unsigned = unsigned || u
 			if ch {
 				changed = true
 				if kept == "[]" {
@@ -154,10 +147,10 @@ func sanitizedMessages(body []byte) *string {
 		return raw, true
 	})
 	if !changed || n == 0 {
-		return nil
+		return nil, false
 	}
 	s := string(append(out, ']'))
-	return &s
+	return &s, unsigned
 }
 
 // appendKept appends to out the elements of the JSON array arr, comma
@@ -180,13 +173,13 @@ func appendKept(out []byte, arr gjson.Result, keep func(x gjson.Result) (raw str
 }
 
 // keptBlocks returns the content array arr without its blank text blocks
-// (and with blank text removed inside tool_result blocks), and whether
-// anything was removed.
-func keptBlocks(arr gjson.Result) (string, bool) {
+// and unsigned thinking blocks (and with blank text removed inside
+// tool_result blocks), whether anything was removed and whether unsigned
+// thinking was.
+func keptBlocks(arr gjson.Result) (_ string, changed, unsigned bool) {
 	if !hasBlankString([]byte(arr.Raw)) {
-		return arr.Raw, false // the common case: nothing to remove, no copy
+		return arr.Raw, false, false // the common case: nothing to remove
 	}
-	changed := false
 	out := make([]byte, 0, len(arr.Raw))
 	out = append(out, '[')
 	out, _ = appendKept(out, arr, func(b gjson.Result) (string, bool) {
@@ -200,7 +193,7 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 				}
 			case "thinking":
 				if sig := b.Get("signature"); sig.Type == gjson.String && isBlank(sig.Str) {
-					changed = true // unsigned: Anthropic refuses it
+					changed, unsigned = true, true // Anthropic refuses it
 					return "", false
 				}
 			case "tool_result":
@@ -211,7 +204,7 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 						raw, changed = s, true
 					}
 				case c.IsArray():
-					if kept, ch := keptBlocks(c); ch {
+					if kept, ch, _ := keptBlocks(c); ch {
 						var s string
 						var err error
 						if kept == "[]" {
@@ -228,7 +221,7 @@ func keptBlocks(arr gjson.Result) (string, bool) {
 		}
 		return raw, true
 	})
-	return string(append(out, ']')), changed
+	return string(append(out, ']')), changed, unsigned
 }
 
 // hasBlankString reports whether body has a "text", "content", "system" or

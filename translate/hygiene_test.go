@@ -165,4 +165,13 @@ func TestSanitizeUnsignedThinking(t *testing.T) {
 	if msg := mockupstream.ValidateAnthropicRequest(out); msg != "" {
 		t.Errorf("validator: %s", msg)
 	}
+
+	// only a blank text block goes: no unsigned thinking was dropped, so
+	// the client's thinking stays even though its last tool-call turn has
+	// none (Anthropic answers that for itself)
+	blankOnly := head + `{"role":"assistant","content":[{"type":"text","text":" "},{"type":"tool_use","id":"t1","name":"ping","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`
+	want = strings.Replace(blankOnly, `{"type":"text","text":" "},`, "", 1)
+	if got := string(translate.SanitizeAnthropicRequest([]byte(blankOnly))); got != want {
+		t.Errorf("blank text only:\n got %s\nwant %s", got, want)
+	}
 }
