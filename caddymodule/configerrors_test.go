@@ -188,7 +188,7 @@ func TestNearest(t *testing.T) {
 			t.Errorf("nearest(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	if d := editDistance("kitten", "sitting"); d != 3 {
-		t.Errorf("editDistance(kitten, sitting) = %d, want 3", d)
+	if d := boundedEditDistance("kitten", "sitting", 3); d != 3 {
+		t.Errorf("boundedEditDistance(kitten, sitting, 3) = %d, want 3", d)
 	}
 }

@@ -456,7 +456,7 @@ func TestNearestName(t *testing.T) {
 		t.Errorf("bounded distance %d", d)
 	}
 	// the banded computation agrees with the full table
-	full := editDistance // suggest.go: the full Levenshtein table
+	full := editDistance // the full Levenshtein table, below
 	rng := rand.New(rand.NewPCG(1, 2))
 	word := func() string {
 		b := make([]byte, rng.IntN(12))
@@ -599,4 +599,26 @@ func TestDiscoveryKeyWithoutListStillServes(t *testing.T) {
 	if !seen["unknown/k1"] || !seen["unknown/k2"] {
 		t.Fatalf("keys used: %v, want both (k2's list is unknown, not empty)", seen)
 	}
+}
+
+// editDistance is the full Levenshtein table of a and b, in bytes: the
+// reference boundedEditDistance is checked against.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

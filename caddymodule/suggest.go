@@ -46,7 +46,7 @@ func unknownSubdirective(d *caddyfile.Dispenser, block, name string, valid []str
 }
 
 // nearest returns the candidate closest to name by edit distance
-// (Levenshtein, case-insensitive), or "" when none is close: at most 1 edit
+// (Levenshtein, case-insensitive; boundedEditDistance), or "" when none is close: at most 1 edit
 // for names of up to 4 characters, else at most a third of the name's
 // length (3 at most). A candidate that contains name or is contained in it
 // (a missing or extra word part, "concurrency" for "max_concurrency") also
@@ -63,7 +63,10 @@ func nearest(name string, candidates []string) string {
 	}
 	best, bestDist := "", limit+1
 	for _, c := range candidates {
-		if dist := editDistance(name, c); dist < bestDist {
+		if len(c) > maxSuggestLen {
+			continue
+		}
+		if dist := boundedEditDistance(name, c, bestDist-1); dist < bestDist {
 			best, bestDist = c, dist
 		}
 	}
@@ -81,28 +84,6 @@ func nearest(name string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes
-// (directive names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // envVarRef matches a Caddyfile environment variable reference, {$NAME}
