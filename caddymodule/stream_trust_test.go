@@ -133,6 +133,10 @@ func TestTruncatedStreamIsAnError(t *testing.T) {
 	for _, model := range []string{"claude-x", "gpt-x"} {
 		t.Run(model, func(t *testing.T) {
 			// Anthropic Messages client
+			pool := map[string]string{"claude-x": "an", "gpt-x": "oa"}[model]
+			up := map[string]string{"claude-x": "anthropic_messages", "gpt-x": "openai_chat"}[model]
+			truncated := gatewayMetrics.requests.WithLabelValues(pool, "anthropic_messages", up, "200", streamTruncated)
+			before := testutil.ToFloat64(truncated)
 			ast := ac.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 100,
 				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("cut"))}})
 			stopped := false
@@ -144,6 +148,10 @@ func TestTruncatedStreamIsAnError(t *testing.T) {
 			if ast.Err() == nil || stopped {
 				t.Fatalf("anthropic client: err %v, finished %v", ast.Err(), stopped)
 			}
+			// the log and the metric say so, never "complete"
+			eventually(t, 2*time.Second, "requests_total{stream_outcome=truncated}", func() bool {
+				return testutil.ToFloat64(truncated) == before+1
+			})
 			// Chat client
 			cst := oc.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: shared.ChatModel(model),
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("cut")}})
