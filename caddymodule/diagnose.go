@@ -247,7 +247,7 @@ func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, tar
 	var errBody []byte
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		errBody, _ = io.ReadAll(io.LimitReader(resp.Body, keypool.MaxClassifyBody))
-		errBody = redactSecret(errBody, uk.secret)
+		errBody = uk.forms.redact(errBody)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, resp.Header, errBody, nil

@@ -180,6 +180,7 @@ type upstreamKey struct {
 	prefer     string // "auto", "openai" or "anthropic"
 	authHeader string // "Bearer <secret>"
 	secret     string
+	forms      *secretForms // the secret's encoded forms, for redaction (built once)
 	// attemptTimeout overrides the pool's for streamed first bytes (0: none)
 	attemptTimeout time.Duration
 	// host is the upstream's host:port, to skip keys of a host that is down
@@ -435,6 +436,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		prefer:         kc.Prefer,
 		authHeader:     "Bearer " + secret,
 		secret:         secret,
+		forms:          newSecretForms(secret),
 		attemptTimeout: time.Duration(kc.AttemptTimeout),
 		host:           host,
 	}

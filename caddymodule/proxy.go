@@ -483,14 +483,14 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		if relay {
 			rl.key = uk.id
 			relayUpstreamError(w, rl, c.dialect, p.name+"/"+uk.public, status, hdr,
-				scrubbedError(up, c.dialect, status, errBody, uk.secret))
+				scrubbedError(up, c.dialect, status, errBody, uk.forms))
 			return attemptResult{done: true}
 		}
 		res := attemptResult{outcome: o, status: status, errBody: errBody}
 		if o.Kind == keypool.ModelNotFound || o.Kind == keypool.Forbidden {
 			// kept in case no other key can be tried: the client then gets
 			// this answer, not a gateway error
-			res.clientErr = scrubbedError(up, c.dialect, status, errBody, uk.secret)
+			res.clientErr = scrubbedError(up, c.dialect, status, errBody, uk.forms)
 			res.routedVia, res.key = p.name+"/"+uk.public, uk.id
 		}
 		return res
@@ -569,7 +569,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	var errBody []byte
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
-		errBody = redactSecret(errBody, uk.secret) // every form: literal, %-encoded, base64
+		errBody = uk.forms.redact(errBody) // every form: literal, %-encoded, base64, hex
 	}
 	o := keypool.ClassifyResponseFor(c.upstreamModel, resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
@@ -637,7 +637,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	// within attempt_timeout) is retried on another key and the client
 	// never sees it. The translator holds bytes, not time: a healthy
 	// stream's first content leaves as soon as it is read.
-	fw := newFlushWriter(w, rl, h.clientWriteTimeout(), uk.secret)
+	fw := newFlushWriter(w, rl, h.clientWriteTimeout(), uk.forms)
 	cw := &commitWriter{fw: fw, commit: func() {
 		upTTFB = time.Since(t0)
 		timer.Reset(p.requestTimeout) // from here on, request_timeout between reads
@@ -664,7 +664,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 	rl.usage = st.Usage()
 	se := st.UpstreamError()
 	if se != nil {
-		se.Body = redactSecret(se.Body, uk.secret) // it feeds the outcome's message and the log
+		se.Body = uk.forms.redact(se.Body) // it feeds the outcome's message and the log
 	}
 	switch {
 	case !st.Committed():
@@ -731,12 +731,12 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 // scrubbedError renders an upstream error body in the client's dialect
 // with the upstream key redacted in every form secretForms knows (literal,
 // percent-encoded, base64 in either alphabet, inside Basic credentials,
-// JSON-escaped). errBody comes already redacted (redactSecret, as the
+// JSON-escaped, hex). errBody comes already redacted (f.redact, as the
 // attempt reads it); what the translation may reveal (a form the raw body
 // hid) is redacted here. When the rendered body would still show the key,
-// the upstream's message is withheld altogether.
-func scrubbedError(up, client translate.Dialect, status int, errBody []byte, secret string) []byte {
-	f := newSecretForms(secret)
+// the upstream's message is withheld altogether. f is the key's forms,
+// built once at provision (upstreamKey.forms).
+func scrubbedError(up, client translate.Dialect, status int, errBody []byte, f *secretForms) []byte {
 	out := translate.TranslateError(up, client, status, errBody)
 	if f.contains(out) {
 		// the translation decoded a form the raw body hid
@@ -822,14 +822,10 @@ type flushWriter struct {
 }
 
 // newFlushWriter returns the stream writer for one attempt: timeout is the
-// client_write_timeout (0: none), secret the key whose forms are redacted
-// from the events ("" for none).
-func newFlushWriter(w http.ResponseWriter, rl *requestLog, timeout time.Duration, secret string) *flushWriter {
-	f := &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl, timeout: timeout}
-	if secret != "" {
-		f.secret = newSecretForms(secret)
-	}
-	return f
+// client_write_timeout (0: none), forms the key's secret forms redacted
+// from error events (nil for none; built once per key, upstreamKey.forms).
+func newFlushWriter(w http.ResponseWriter, rl *requestLog, timeout time.Duration, forms *secretForms) *flushWriter {
+	return &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl, timeout: timeout, secret: forms}
 }
 
 // arm sets the write deadline for the next write or flush to

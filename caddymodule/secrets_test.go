@@ -222,7 +222,7 @@ func mentions(b []byte) bool {
 // let through on one search for an error marker; error events are
 // scanned for every form (no client_write_timeout here: no deadline).
 func BenchmarkStreamEventScan(b *testing.B) {
-	fw := newFlushWriter(discardWriter{}, &requestLog{}, 0, echoSecret)
+	fw := newFlushWriter(discardWriter{}, &requestLog{}, 0, newSecretForms(echoSecret))
 	for _, c := range []struct{ name, ev string }{
 		{"content_chunk", `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" the quick \"error\" fox"},"finish_reason":null}]}` + "\n\n"},
 		{"error_event", `event: error` + "\n" + `data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}` + "\n\n"},
