@@ -46,31 +46,30 @@ type Key struct {
 	pass     float64
 	lastPick uint64 // pool pick sequence number of the last lease
 
-	inFlight            int
-	cooldownUntil       time.Time
-	cooldownStart       time.Time
-	cooldownReason      string // an OutcomeKind name, or "cooldown_after_success"
-	cooldownSource      string // where the length came from, see KeyStatus.Source
-	cooldownStatus      int
-	cooldownHeuristic   bool     // computed by the pool (backoff), not named by the upstream
-	cooldownProvisional bool     // the cooldown is a provisional verdict (Settings.ProvisionalCooldown)
-	pending             *verdict // a long verdict awaiting confirmation (Pool.Confirm); nil: none
-	verifying           bool     // the pool's verifier is running for this key
-	lastStatus          int
-	lastMessage         string
-	consecFailures      int
-	consec429           int
-	last429             time.Time
-	breaker             BreakerState
-	breakerSince        time.Time
-	breakerUntil        time.Time
-	breakerTrips        int    // consecutive openings without a success, for doubling
-	breakerEpoch        uint64 // bumped at every opening; a lease taken before it cannot reopen the breaker
-	probeInFlight       bool
-	probePending        bool // the next lease after a dead-key cooldown is a probe
-	probeFails          int  // failed early probes since the cooldown began
-	nextProbe           time.Time
-	disabled            bool
+	inFlight          int
+	cooldownUntil     time.Time
+	cooldownStart     time.Time
+	cooldownReason    string // an OutcomeKind name, or "cooldown_after_success"
+	cooldownSource    string // where the length came from, see KeyStatus.Source
+	cooldownStatus    int
+	cooldownHeuristic bool     // computed by the pool (backoff), not named by the upstream
+	pending           *verdict // a long verdict awaiting confirmation (Pool.Confirm); nil: none
+	verifying         bool     // the pool's verifier is running for this key
+	lastStatus        int
+	lastMessage       string
+	consecFailures    int
+	consec429         int
+	last429           time.Time
+	breaker           BreakerState
+	breakerSince      time.Time
+	breakerUntil      time.Time
+	breakerTrips      int    // consecutive openings without a success, for doubling
+	breakerEpoch      uint64 // bumped at every opening; a lease taken before it cannot reopen the breaker
+	probeInFlight     bool
+	probePending      bool // the next lease after a dead-key cooldown is a probe
+	probeFails        int  // failed early probes since the cooldown began
+	nextProbe         time.Time
+	disabled          bool
 
 	lim    limits
 	models map[string]*modelState
@@ -190,22 +189,22 @@ func (k *Key) coolUntil(now, t time.Time, reason, source string, status int, heu
 		k.cooldownSource = source
 		k.cooldownStatus = status
 		k.cooldownHeuristic = heuristic
-		k.cooldownProvisional = false
 	}
 }
 
 // coolProvisional lengthens the cooldown to now+d as the provisional form
 // of a long verdict of kind (see Settings.ProvisionalCooldown), and
-// reports whether it did.
-func (k *Key) coolProvisional(now time.Time, d time.Duration, kind OutcomeKind, status int) bool {
-	t := now.Add(d)
-	if !t.After(k.cooldownUntil) {
-		return false
-	}
-	k.coolUntil(now, t, kind.String(), "provisional", status, false)
-	k.cooldownProvisional = true
-	return true
+// does nothing when the cooldown already lasts that long.
+func (k *Key) coolProvisional(now time.Time, d time.Duration, kind OutcomeKind, status int) {
+	k.coolUntil(now, now.Add(d), kind.String(), sourceProvisional, status, false)
 }
+
+// sourceProvisional is the cooldown source of a provisional verdict.
+const sourceProvisional = "provisional"
+
+// cooldownProvisional reports whether the cooldown is a provisional
+// verdict (Settings.ProvisionalCooldown).
+func (k *Key) cooldownProvisional() bool { return k.cooldownSource == sourceProvisional }
 
 // verdict is a long key-level verdict (InvalidKey, NoCredit, Forbidden, a
 // long QuotaExhausted) made from a client's request, awaiting an
@@ -222,7 +221,6 @@ type verdict struct {
 func (k *Key) clearCooldown() {
 	k.cooldownUntil, k.cooldownStart = time.Time{}, time.Time{}
 	k.cooldownReason, k.cooldownSource, k.cooldownStatus, k.cooldownHeuristic = "", "", 0, false
-	k.cooldownProvisional = false
 	k.probeFails, k.nextProbe = 0, time.Time{}
 }
 

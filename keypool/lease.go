@@ -202,7 +202,7 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 		if v := k.pending; v != nil && l.seq > v.seq {
 			// served a request begun after the verdict: the verdict was wrong
 			k.pending = nil
-			if k.cooldownProvisional {
+			if k.cooldownProvisional() {
 				k.clearCooldown()
 			}
 		}

@@ -130,7 +130,7 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 	default:
 		st.State = "cooling"
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
-		st.Provisional = k.cooldownProvisional && now.Before(k.cooldownUntil) && reason == k.cooldownReason
+		st.Provisional = k.cooldownProvisional() && now.Before(k.cooldownUntil) && reason == k.cooldownReason
 	}
 	if !until.IsZero() {
 		st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))

@@ -74,7 +74,7 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 		if probe.Kind == QuotaExhausted && !probe.HasRetryAfter && v.kind == QuotaExhausted && v.until.After(now) {
 			d, src = min(v.until.Sub(now), p.settings.MaxHintCooldown), v.source
 		}
-		if k.cooldownProvisional {
+		if k.cooldownProvisional() {
 			k.clearCooldown()
 		}
 		status := probe.Status
@@ -95,7 +95,7 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 			rel.ProbePending = k.probePending
 		}
 	case probe.Kind == Success:
-		if k.cooldownProvisional {
+		if k.cooldownProvisional() {
 			k.clearCooldown()
 			k.probePending = false
 			clearShared = b != nil
