@@ -671,7 +671,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		// nothing reached the client: the attempt failed before its first
 		// content event, and the request may move on
 		if se != nil && ctx.Err() == nil && !timedOut.Load() {
-			o := keypool.ClassifyResponseFor(c.upstreamModel, se.Status, resp.Header, se.Body, time.Now())
+			o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
 			o.Message = "stream error event before content: " + o.Message
 			return settle(o, se.Status, nil, se.Body)
 		}
@@ -702,10 +702,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		// an in-band error after content went out: relayed to the client
 		// in its dialect, and the attempt's outcome is that error,
 		// classified as the same error with an HTTP status would be
-		o := keypool.ClassifyResponseFor(c.upstreamModel, se.Status, resp.Header, se.Body, time.Now())
-		if o.Kind == keypool.Success {
-			o = keypool.Outcome{Kind: keypool.ServerError, Status: se.Status}
-		}
+		o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
 		o.Message = "stream error event: " + o.Message
 		finish(o)
 		rl.streamError, rl.streamOutcome = o.Kind.String(), streamErrorEvent
@@ -726,6 +723,17 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		rl.streamOutcome = streamComplete
 	}
 	return attemptResult{done: true}
+}
+
+// streamErrorOutcome classifies an in-band stream error as the same error
+// with its HTTP status would be; an error event is never a success, even
+// when its status says otherwise.
+func streamErrorOutcome(model string, se *translate.StreamError, h http.Header) keypool.Outcome {
+	o := keypool.ClassifyResponseFor(model, se.Status, h, se.Body, time.Now())
+	if o.Kind == keypool.Success {
+		o = keypool.Outcome{Kind: keypool.ServerError, Status: se.Status, Message: "upstream error event"}
+	}
+	return o
 }
 
 // scrubbedError renders an upstream error body in the client's dialect
