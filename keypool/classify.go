@@ -477,7 +477,36 @@ func (e *errorBody) aboutModel(model string) bool {
 		strings.HasPrefix(m, `model "`), strings.HasPrefix(m, "model '"):
 		return true
 	}
-	return model != "" && strings.Contains(strings.ToLower(m), strings.ToLower(model))
+	return model != "" && namesModel(strings.ToLower(m), strings.ToLower(model))
+}
+
+// namesModel reports whether the lower-cased message low names the
+// lower-cased model as a model: quoted (`x`, "x", 'x') or right after
+// "model " / "model: " / "model=" (OpenAI's "does not have access to model
+// x"), or in OpenRouter's "No endpoints found for x". The model name is the client's, so a
+// bare occurrence anywhere proves nothing: a model named "organization"
+// must not turn "This organization has been disabled." into a model-level
+// answer.
+func namesModel(low, model string) bool {
+	for from := 0; ; {
+		i := strings.Index(low[from:], model)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(model)
+		if i > 0 && end < len(low) {
+			if q := low[i-1]; (q == '`' || q == '"' || q == '\'') && low[end] == q {
+				return true
+			}
+		}
+		before := low[:i]
+		if strings.HasSuffix(before, "model ") || strings.HasSuffix(before, "model: ") || strings.HasSuffix(before, "model=") ||
+			strings.HasSuffix(before, "no endpoints found for ") { // OpenRouter
+			return true
+		}
+		from = i + 1
+	}
 }
 
 // trustedFrom returns where, in the lower-cased message low, the text the

@@ -71,6 +71,9 @@ func TestClassify403And404AboutTheModel(t *testing.T) {
 		{"404 Azure DeploymentNotFound", "", 404, `{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist."}}`, ModelNotFound},
 		{"404 Google models/", "", 404, `{"error":{"code":404,"message":"models/gemini-9 is not found for API version v1beta, or is not supported for generateContent.","status":"NOT_FOUND"}}`, ModelNotFound},
 		{"404 naming the requested model", "mistral-huge", 404, `{"message":"No endpoints found for mistral-huge."}`, ModelNotFound},
+		{"403 org disabled is not about a model named like its words", "organization", 403, `{"type":"error","error":{"type":"permission_error","message":"This organization has been disabled."}}`, Forbidden},
+		{"404 path is not about a model named like the path", "completionz", 404, `{"error":{"message":"Invalid URL (POST /v1/chat/completionz)","type":"invalid_request_error","param":null,"code":null}}`, ClientError},
+		{"403 naming the model after 'model'", "o1-pro", 403, `{"error":{"message":"Project proj_abc does not have access to model o1-pro","type":"invalid_request_error"}}`, ModelNotFound},
 		{"404 path echo is not about the model", "gpt-4o", 404, `{"error":{"message":"Invalid URL (POST /v1/chat/completionz)","type":"invalid_request_error","param":null,"code":null}}`, ClientError},
 		{"404 with the word model but no form", "", 404, `{"error":{"message":"Unknown route /v1/models/x/model","type":"invalid_request_error"}}`, ClientError},
 	}
