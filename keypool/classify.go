@@ -483,7 +483,8 @@ func (e *errorBody) aboutModel(model string) bool {
 // namesModel reports whether the lower-cased message low names the
 // lower-cased model as a model: quoted (`x`, "x", 'x') or right after
 // "model " / "model: " / "model=" (OpenAI's "does not have access to model
-// x"), or in OpenRouter's "No endpoints found for x". The model name is the client's, so a
+// x"), in OpenRouter's "No endpoints found for x", or after " use " /
+// " access to " (relays' "this token may not use x"). The model name is the client's, so a
 // bare occurrence anywhere proves nothing: a model named "organization"
 // must not turn "This organization has been disabled." into a model-level
 // answer.
@@ -502,7 +503,8 @@ func namesModel(low, model string) bool {
 		}
 		before := low[:i]
 		if strings.HasSuffix(before, "model ") || strings.HasSuffix(before, "model: ") || strings.HasSuffix(before, "model=") ||
-			strings.HasSuffix(before, "no endpoints found for ") { // OpenRouter
+			strings.HasSuffix(before, "no endpoints found for ") || // OpenRouter
+			strings.HasSuffix(before, " use ") || strings.HasSuffix(before, " access to ") { // relays: "may not use x", "no access to x"
 			return true
 		}
 		from = i + 1
