@@ -40,6 +40,9 @@ func SanitizeAnthropicRequest(body []byte) []byte {
 	if !hasBlankString(body) {
 		return body
 	}
+	if !gjson.Valid(view(body)) {
+		return body // not JSON: nothing to clean (only reached when a blank string was found)
+	}
 	root := gjson.Parse(view(body)) // in place: offsets are the body's
 	if !root.IsObject() {
 		return body

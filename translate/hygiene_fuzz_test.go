@@ -14,6 +14,7 @@ import (
 func FuzzSanitizeAnthropicRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"c","max_tokens":1,"system":" ","messages":[{"role":"user","content":[{"type":"text","text":"\n"},{"type":"text","text":"q"}]},{"role":"assistant","content":" "}]}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":""}]}]}]}`))
+	f.Add([]byte(`{"system"""content":""`)) // not JSON, with a blank string: left as it is
 	for _, b := range requestFixtures(f, AnthropicMessages) {
 		f.Add(b)
 	}
