@@ -187,21 +187,6 @@ type upstreamKey struct {
 	host string
 }
 
-// target picks the upstream dialect and URL of the key for a client
-// dialect: a key with one endpoint always uses it; a key with both follows
-// prefer ("auto": Anthropic clients go native, others to OpenAI).
-func (k *upstreamKey) target(client translate.Dialect) (translate.Dialect, string) {
-	switch {
-	case k.messageURL == "":
-		return translate.OpenAIChat, k.chatURL
-	case k.chatURL == "":
-		return translate.AnthropicMessages, k.messageURL
-	case k.prefer == "anthropic" || (k.prefer == "auto" && client == translate.AnthropicMessages):
-		return translate.AnthropicMessages, k.messageURL
-	}
-	return translate.OpenAIChat, k.chatURL
-}
-
 // Provision resolves secrets, builds the pools and attaches them to the
 // process-wide state registry so that a config reload keeps each key's
 // live state.

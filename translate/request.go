@@ -218,8 +218,8 @@ func splice(body []byte, off, n int, repl []byte) []byte {
 // would refuse is refused here, in its words, never dropped or coerced);
 // a same-dialect passthrough is not checked here (call ValidateRequest).
 //
-// Supported directions: any dialect to itself, and OpenAIChat,
-// AnthropicMessages or OpenAIResponses to OpenAIChat or AnthropicMessages.
+// Supported directions: any of OpenAIChat, AnthropicMessages and
+// OpenAIResponses to any of them.
 // Errors are *Error values with client-facing messages (class
 // ErrInvalidRequest, or ErrRequestTooLarge).
 func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]byte, error) {
@@ -238,7 +238,7 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 		}
 		return SetModel(body, upstreamModel)
 	}
-	if !from.valid() || (to != OpenAIChat && to != AnthropicMessages) {
+	if !from.valid() || !to.valid() {
 		return nil, invalid("", "translation from %s to %s is not supported", from, to)
 	}
 	req, err := decodeRequest(from, body, true)
@@ -257,6 +257,8 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 	switch to {
 	case OpenAIChat:
 		return encodeChatRequest(req)
+	case OpenAIResponses:
+		return encodeResponsesRequest(req)
 	default:
 		return encodeAnthropicRequest(req)
 	}

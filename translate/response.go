@@ -60,6 +60,8 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 		resp, err = decodeChatResponse(body)
 	case AnthropicMessages:
 		resp, err = decodeAnthropicResponse(body)
+	case OpenAIResponses:
+		resp, err = decodeResponsesResponse(body)
 	default:
 		return nil, Usage{}, &Error{Class: ErrAPI, Message: sprintf("translation of %s responses is not supported", from)}
 	}

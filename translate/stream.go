@@ -117,6 +117,8 @@ func NewStreamTranslator(from, to Dialect, clientModel string, w EventWriter) *S
 			t.dec = newChatStreamDecoder(t.cs)
 		case AnthropicMessages:
 			t.dec = newAnthropicStreamDecoder(t.cs)
+		case OpenAIResponses:
+			t.dec = newResponsesStreamDecoder(t.cs)
 		}
 	}
 	return t
