@@ -168,7 +168,8 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 
 // responsesReasoning reads a reasoning item: its summary (or content)
 // text and, when it carries an Anthropic signature or redacted thinking
-// (see sigPrefixThinking), the block to replay.
+// (see sigPrefixThinking), the block to replay; OpenAI encrypted_content
+// is kept as rsReasoningPart describes.
 func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *Error) {
 	summary, content := itf.get("summary"), itf.get("content")
 	if e := c.array(summary, p.dot("summary")); e != nil {
@@ -222,12 +223,14 @@ func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *E
 		data := enc[len(sigPrefixRedacted):]
 		raw := append(appendString([]byte(`{"type":"redacted_thinking","data":`), data), '}')
 		return canonPart{kind: partRedactedThinking, data: data, raw: string(raw)}, true, nil
-	case text != "":
-		// OpenAI encrypted_content is only valid for OpenAI; the readable
-		// text is kept for upstreams that want it echoed.
-		return canonPart{kind: partThinking, text: text}, true, nil
 	}
-	return canonPart{}, false, nil
+	// OpenAI encrypted_content is only valid for OpenAI: it is kept with
+	// sigPrefixOpenAI, which only a Responses upstream reads back (the
+	// Anthropic encoder replays only blocks that came from Anthropic, the
+	// Chat encoder sends no signatures); the readable text is kept for
+	// upstreams that want it echoed.
+	part, ok := rsReasoningPart(text, enc)
+	return part, ok, nil
 }
 
 // responsesTools reads function tools; hosted tools have no counterpart

@@ -1,7 +1,144 @@
 package translate
 
-// decodeResponsesResponse reads an OpenAI Responses response object into
-// the canonical response. Not implemented yet.
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// sigPrefixOpenAI marks OpenAI reasoning carried in another dialect: the
+// encrypted_content of a Responses upstream's reasoning item becomes the
+// signature of a thinking block (or the data of a redacted_thinking block,
+// when the item has no readable summary) with this prefix, so a Chat
+// client's thinking_blocks or an Anthropic client's thinking blocks,
+// echoed back, give a Responses upstream its reasoning item again (as
+// LiteLLM's responses adapter does, MAPPING.md §4.4). Anthropic signatures
+// never have it.
+const sigPrefixOpenAI = "openai.reasoning.v1:"
+
+// decodeResponsesResponse reads an OpenAI Responses "response" object
+// (OpenAI API reference, "The response object") into the canonical
+// response: output message items (output_text and refusal parts) as text,
+// function_call items as tool calls (id = call_id), reasoning items as
+// thinking (summary text, else reasoning_text content; encrypted_content
+// as a sigPrefixOpenAI signature, or as redacted thinking when there is no
+// text). The stop reason follows MAPPING.md §3.3 (RS → CC / AM): completed
+// is tool_use when a function_call is present, refusal when a refusal part
+// is, else end_turn; incomplete is max_tokens (max_output_tokens) or
+// refusal (content_filter). Usage is read with responsesUsage.
+//
+// A response whose status is failed is an upstream failure: the *Error has
+// the class of response.error.code (ErrAPI when unknown) and its message;
+// cancelled, queued and in_progress are not answers either (ErrAPI).
+// Hosted-tool output items (web_search_call, …) have no counterpart and
+// are skipped.
 func decodeResponsesResponse(body []byte) (*canonResponse, *Error) {
-	return nil, &Error{Class: ErrAPI, Message: "translation of openai_responses responses is not implemented yet"}
+	root := fieldsOf(gjson.Parse(view(body)))
+	output := root.get("output")
+	if root.get("object").Str != "response" && !output.IsArray() {
+		return nil, &Error{Class: ErrAPI, Message: "upstream response is not an OpenAI Responses response object"}
+	}
+	status := root.get("status").Str
+	switch status {
+	case "failed":
+		e := root.get("error")
+		code := sanitizeErrorName(errStr(e.Get("code")))
+		msg := ScrubSecrets(e.Get("message").String())
+		return nil, &Error{Class: classForErrorType("", code), Message: firstNonEmpty(msg, "upstream response failed"), Code: code}
+	case "cancelled", "queued", "in_progress":
+		return nil, &Error{Class: ErrAPI, Message: sprintf("upstream response has status %q, not an answer", clip(status))}
+	}
+	resp := &canonResponse{id: root.get("id").String(), model: root.get("model").String(), created: root.get("created_at").Int()}
+	refused, called := false, false
+	output.ForEach(func(_, it gjson.Result) bool {
+		switch it.Get("type").Str {
+		case "message":
+			it.Get("content").ForEach(func(_, c gjson.Result) bool {
+				switch c.Get("type").Str {
+				case "output_text", "text":
+					if s := c.Get("text").String(); s != "" {
+						resp.parts = append(resp.parts, canonPart{kind: partText, text: s})
+					}
+				case "refusal":
+					if s := c.Get("refusal").String(); s != "" {
+						resp.parts = append(resp.parts, canonPart{kind: partText, text: s})
+						refused = true
+					}
+				}
+				return true
+			})
+		case "function_call":
+			called = true
+			resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: it.Get("call_id").String(),
+				name: it.Get("name").String(), args: it.Get("arguments").String()})
+		case "reasoning":
+			if p, ok := rsReasoningPart(reasoningText(it), it.Get("encrypted_content").String()); ok {
+				resp.parts = append(resp.parts, p)
+			}
+		}
+		return true
+	})
+	resp.stop = rsStopReason(status, root.get("incomplete_details").Get("reason").Str, called, refused)
+	if u := root.get("usage"); u.IsObject() {
+		resp.usage = responsesUsage(u)
+	}
+	return resp, nil
+}
+
+// rsStopReason maps a Responses status and incomplete_details.reason to
+// the canonical stop reason (MAPPING.md §3.3).
+func rsStopReason(status, reason string, called, refused bool) string {
+	if status == "incomplete" {
+		if reason == "content_filter" {
+			return stopRefusal
+		}
+		return stopMaxTokens
+	}
+	switch {
+	case called:
+		return stopToolUse
+	case refused:
+		return stopRefusal
+	}
+	return stopEndTurn
+}
+
+// reasoningText is a reasoning item's readable text: its summary_text
+// parts joined with a blank line, else its reasoning_text content.
+func reasoningText(it gjson.Result) string {
+	var sb strings.Builder
+	n := 0
+	it.Get("summary").ForEach(func(_, s gjson.Result) bool {
+		if n > 0 {
+			sb.WriteString("\n\n")
+		}
+		n++
+		sb.WriteString(s.Get("text").String())
+		return true
+	})
+	if sb.Len() == 0 {
+		it.Get("content").ForEach(func(_, s gjson.Result) bool {
+			sb.WriteString(s.Get("text").String())
+			return true
+		})
+	}
+	return sb.String()
+}
+
+// rsReasoningPart is the canonical part of a reasoning item with readable
+// text and encrypted_content enc: thinking (signature sigPrefixOpenAI+enc
+// when enc is set), or redacted thinking carrying enc when there is no
+// text; false when the item holds neither.
+func rsReasoningPart(text, enc string) (canonPart, bool) {
+	switch {
+	case text != "":
+		p := canonPart{kind: partThinking, text: text}
+		if enc != "" {
+			p.signature = sigPrefixOpenAI + enc
+		}
+		return p, true
+	case enc != "":
+		return canonPart{kind: partRedactedThinking, data: sigPrefixOpenAI + enc}, true
+	}
+	return canonPart{}, false
 }

@@ -8,9 +8,10 @@ const (
 	OpenAIChat Dialect = iota + 1
 	// AnthropicMessages is Anthropic Messages, POST /v1/messages.
 	AnthropicMessages
-	// OpenAIResponses is OpenAI Responses, POST /v1/responses. The gateway
-	// accepts it from clients only; upstreams are spoken to in OpenAIChat or
-	// AnthropicMessages.
+	// OpenAIResponses is OpenAI Responses, POST /v1/responses, spoken by
+	// clients and by upstreams alike: a Responses client to a Responses
+	// upstream passes through byte for byte (model rewritten); other pairs
+	// are translated, requests, whole responses and streams.
 	OpenAIResponses
 )
 

@@ -11,8 +11,10 @@ import "github.com/tidwall/gjson"
 // the top-level "model" field. Otherwise it is decoded into the canonical
 // form (content, tool calls, reasoning, stop reason, usage) and encoded
 // for `to`: an OpenAI "chat.completion", an Anthropic "message", or a
-// Responses "response" object. Supported upstream dialects for translation
-// are OpenAIChat and AnthropicMessages.
+// Responses "response" object. Every pair of OpenAIChat,
+// AnthropicMessages and OpenAIResponses is supported. A Responses upstream
+// answer whose status is "failed" (or not terminal) is an error, never a
+// success.
 //
 // Errors are *Error values (class ErrAPI for an upstream body that cannot
 // be understood).

@@ -98,8 +98,8 @@ type StreamTranslator struct {
 }
 
 // ErrUnsupportedStream is returned by Run for a translation direction that
-// is not implemented (an OpenAIResponses upstream with a different client
-// dialect).
+// is not implemented. Every pair of the three dialects is implemented; it
+// is kept for callers that test for it.
 var ErrUnsupportedStream = errors.New("translate: unsupported stream direction")
 
 // nowUnix is the clock for "created" timestamps; tests replace it.

@@ -1,15 +1,262 @@
 package translate
 
-// responsesStreamDecoder reads OpenAI Responses streaming events. Not
-// implemented yet: every stream fails as unsupported.
-type responsesStreamDecoder struct{ cs *canonStream }
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// responsesStreamDecoder reads OpenAI Responses streaming events (OpenAI
+// API reference, "Streaming events"; MAPPING.md §4.3 and §4.4 "RS upstream
+// → CC / AM client"), dispatching on data.type (the event: line when
+// absent, as OpenRouter sends no event: lines):
+//
+//   - response.created / response.in_progress / response.queued start the
+//     message (response.id, response.model, response.created_at);
+//   - response.output_item.added: a function_call opens a tool block at
+//     once (call_id, name); a message opens a text block on its first
+//     response.output_text.delta or response.refusal.delta; a reasoning item
+//     a thinking block on its first response.reasoning_summary_text.delta or
+//     response.reasoning_text.delta (summary parts joined by a blank line);
+//   - response.function_call_arguments.delta streams the arguments;
+//   - response.output_item.done closes the item's block; a reasoning item's
+//     encrypted_content becomes a signature delta (sigPrefixOpenAI), or a
+//     redacted thinking block when no text was streamed; text or arguments
+//     the item holds but no delta carried are sent then;
+//   - response.completed / response.incomplete record the usage and finish
+//     (stop reason as decodeResponsesResponse maps it), then end;
+//   - response.failed and error are in-band upstream errors (the client's
+//     error form, or nothing before the commit point).
+//
+// Other events (content_part.*, *.done, hosted-tool progress, future
+// kinds) are ignored. A stream that ends without a terminal event is a
+// truncation.
+type responsesStreamDecoder struct {
+	cs      *canonStream
+	items   []*rsStreamItem
+	called  bool // a function_call item was seen
+	refusal bool // a refusal part was seen
+	top     objFields
+}
+
+// rsStreamItem is one output item of the upstream stream.
+type rsStreamItem struct {
+	outIdx  int64
+	typ     string       // message, function_call, reasoning, or a hosted kind
+	callID  string       // function_call
+	name    string       // function_call
+	blk     *streamBlock // its canonical block, nil until opened
+	sent    []byte       // text, thinking or arguments sent so far
+	summary int64        // summary_index of the last reasoning delta
+}
 
 func newResponsesStreamDecoder(cs *canonStream) upstreamDecoder {
 	return &responsesStreamDecoder{cs: cs}
 }
 
+// item returns the item at output index idx, nil when unknown.
+func (d *responsesStreamDecoder) item(idx int64) *rsStreamItem {
+	for i := len(d.items) - 1; i >= 0; i-- {
+		if d.items[i].outIdx == idx {
+			return d.items[i]
+		}
+	}
+	return nil
+}
+
 func (d *responsesStreamDecoder) event(ev *SSEEvent) {
-	d.cs.fail(ErrAPI, "translation of openai_responses streams is not implemented yet", ErrUnsupportedStream)
+	cs := d.cs
+	if len(ev.Data) == 0 || cs.closed {
+		return
+	}
+	d.top = fieldsInto(d.top, gjson.Parse(view(ev.Data)))
+	f := d.top
+	typ := f.get("type").Str
+	if typ == "" {
+		typ = ev.Event
+	}
+	switch typ {
+	case "response.created", "response.in_progress", "response.queued":
+		r := f.get("response")
+		res := gjson.GetMany(r.Raw, "id", "model", "created_at")
+		cs.begin(res[0].Str, res[1].Str, res[2].Int())
+	case "response.output_item.added":
+		it := f.get("item")
+		res := gjson.GetMany(it.Raw, "type", "call_id", "name", "arguments")
+		idx := f.get("output_index").Int()
+		x := &rsStreamItem{outIdx: idx, typ: res[0].Str, callID: res[1].Str, name: res[2].Str, summary: -1}
+		d.items = append(d.items, x)
+		if x.typ == "function_call" {
+			d.called = true
+			d.openItem(x, partToolCall)
+			if a := res[3].Str; a != "" {
+				d.send(x, deltaArgs, a)
+			}
+		}
+	case "response.output_text.delta", "response.refusal.delta":
+		x := d.known(f, "message")
+		if typ == "response.refusal.delta" {
+			d.refusal = true
+		}
+		if s := f.get("delta").Str; s != "" {
+			d.ensure(x, partText)
+			d.send(x, deltaText, s)
+		}
+	case "response.function_call_arguments.delta":
+		x := d.known(f, "function_call")
+		if s := f.get("delta").Str; s != "" && x.blk != nil && cs.open == x.blk {
+			d.send(x, deltaArgs, s)
+		}
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		x := d.known(f, "reasoning")
+		s := f.get("delta").Str
+		if s == "" {
+			return
+		}
+		d.ensure(x, partThinking)
+		if typ == "response.reasoning_summary_text.delta" {
+			si := f.get("summary_index").Int()
+			if x.summary >= 0 && si != x.summary && len(x.sent) > 0 {
+				d.send(x, deltaThinking, "\n\n")
+			}
+			x.summary = si
+		}
+		d.send(x, deltaThinking, s)
+	case "response.output_item.done":
+		d.itemDone(f.get("output_index").Int(), f.get("item"))
+	case "response.completed", "response.incomplete":
+		r := f.get("response")
+		res := gjson.GetMany(r.Raw, "usage", "status", "incomplete_details.reason", "id", "model", "created_at")
+		if !cs.started {
+			cs.begin(res[3].Str, res[4].Str, res[5].Int())
+		}
+		if res[0].IsObject() {
+			cs.t.usage.merge(responsesUsage(res[0]))
+		}
+		status := res[1].Str
+		if typ == "response.incomplete" {
+			status = "incomplete"
+		}
+		cs.finish(rsStopReason(status, res[2].Str, d.called || cs.sawTool, d.refusal), "")
+		cs.end()
+	case "response.failed":
+		r := f.get("response")
+		res := gjson.GetMany(r.Raw, "usage", "error.code", "error.message")
+		if res[0].IsObject() {
+			cs.t.usage.merge(responsesUsage(res[0]))
+		}
+		code := errStr(res[1])
+		se := cs.t.setUpstreamError(newStreamError(OpenAIResponses, "", code, res[2].String(), ""))
+		cs.fail(classForErrorType("", code), firstNonEmpty(se.Message, "upstream error"), se)
+	case "error":
+		// flat {code, message, param} per the API reference; nested
+		// {error:{type, code, message, param}} as recorded
+		typ, code, msg, param := "", errStr(f.get("code")), f.get("message").String(), errStr(f.get("param"))
+		if e := f.get("error"); e.IsObject() {
+			typ, code, msg, param = openAIErrorFields(e)
+		}
+		se := cs.t.setUpstreamError(newStreamError(OpenAIResponses, typ, code, msg, param))
+		cs.fail(classForErrorType(typ, code), firstNonEmpty(se.Message, "upstream error"), se)
+	}
+}
+
+// known returns the item an event refers to by output_index, adding it
+// with type typ when its output_item.added was not seen.
+func (d *responsesStreamDecoder) known(f objFields, typ string) *rsStreamItem {
+	idx := f.get("output_index").Int()
+	if x := d.item(idx); x != nil {
+		return x
+	}
+	x := &rsStreamItem{outIdx: idx, typ: typ, summary: -1}
+	d.items = append(d.items, x)
+	return x
+}
+
+// openItem opens a new canonical block of kind for x.
+func (d *responsesStreamDecoder) openItem(x *rsStreamItem, kind partKind) {
+	x.blk = d.cs.openBlock(kind, x.callID, x.name, "")
+}
+
+// ensure makes x's block of kind the open one (a new block when another
+// block was opened since, or none yet).
+func (d *responsesStreamDecoder) ensure(x *rsStreamItem, kind partKind) {
+	if x.blk == nil || d.cs.open != x.blk || x.blk.kind != kind {
+		d.openItem(x, kind)
+	}
+}
+
+// send sends a delta to x's block and remembers it.
+func (d *responsesStreamDecoder) send(x *rsStreamItem, k deltaKind, s string) {
+	if x.blk == nil || d.cs.open != x.blk {
+		return
+	}
+	x.sent = append(x.sent, s...)
+	d.cs.delta(k, s)
+}
+
+// itemDone handles response.output_item.done: what the item holds that
+// no delta carried is sent, a reasoning item's encrypted_content is
+// attached, and its block is closed.
+func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
+	cs := d.cs
+	res := gjson.GetMany(it.Raw, "type", "call_id", "name", "arguments", "encrypted_content")
+	x := d.item(idx)
+	if x == nil {
+		x = &rsStreamItem{outIdx: idx, typ: res[0].Str, callID: res[1].Str, name: res[2].Str, summary: -1}
+		d.items = append(d.items, x)
+	}
+	switch res[0].Str {
+	case "message":
+		if len(x.sent) == 0 {
+			var sb strings.Builder
+			it.Get("content").ForEach(func(_, c gjson.Result) bool {
+				switch c.Get("type").Str {
+				case "output_text", "text":
+					sb.WriteString(c.Get("text").String())
+				case "refusal":
+					d.refusal = true
+					sb.WriteString(c.Get("refusal").String())
+				}
+				return true
+			})
+			if sb.Len() > 0 {
+				d.ensure(x, partText)
+				d.send(x, deltaText, sb.String())
+			}
+		}
+	case "function_call":
+		d.called = true
+		if x.blk == nil {
+			x.callID, x.name = firstNonEmpty(x.callID, res[1].Str), firstNonEmpty(x.name, res[2].Str)
+			d.openItem(x, partToolCall)
+		}
+		// arguments no delta carried (a provider that sends only .done)
+		if a := res[3].Str; len(a) > len(x.sent) && strings.HasPrefix(a, string(x.sent)) {
+			d.send(x, deltaArgs, a[len(x.sent):])
+		}
+	case "reasoning":
+		enc := res[4].Str
+		if len(x.sent) == 0 {
+			if p, ok := rsReasoningPart(reasoningText(it), enc); ok {
+				if p.kind == partRedactedThinking {
+					x.blk = cs.openBlock(partRedactedThinking, "", "", p.data)
+				} else {
+					d.ensure(x, partThinking)
+					d.send(x, deltaThinking, p.text)
+					if p.signature != "" && cs.open == x.blk {
+						cs.delta(deltaSignature, p.signature)
+					}
+				}
+			}
+		} else if enc != "" && x.blk != nil && cs.open == x.blk {
+			cs.delta(deltaSignature, sigPrefixOpenAI+enc)
+		}
+	default:
+		return // hosted tool calls have no counterpart
+	}
+	if x.blk != nil && cs.open == x.blk {
+		cs.closeBlock()
+	}
 }
 
 func (d *responsesStreamDecoder) end(readErr error) { d.cs.endOrFail(readErr) }
