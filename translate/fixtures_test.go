@@ -48,6 +48,7 @@ func sharedFixtureTests() []namedTest {
 	return []namedTest{
 		{"TestStreamFixturesAllDirections", TestStreamFixturesAllDirections},
 		{"TestRequestFixturesAllDirections", TestRequestFixturesAllDirections},
+		{"TestParseRequestSameAsOld", TestParseRequestSameAsOld},
 		{"TestResponseFixturesAllDirections", TestResponseFixturesAllDirections},
 		{"TestErrorFixturesAllDirections", TestErrorFixturesAllDirections},
 		{"TestSSEReaderSplits", TestSSEReaderSplits},
@@ -61,6 +62,8 @@ func sharedFixtureTests() []namedTest {
 		{"TestStrictSchemaTranslatedStreams", TestStrictSchemaTranslatedStreams},
 		{"TestStrictSchemaTranslatedBodies", TestStrictSchemaTranslatedBodies},
 		{"TestStrictSchemaMatchesVendors", TestStrictSchemaMatchesVendors},
+		{"TestResponsesUpstreamStreams", TestResponsesUpstreamStreams},
+		{"TestResponsesUpstreamWhole", TestResponsesUpstreamWhole},
 	}
 }
 
