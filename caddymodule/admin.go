@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -359,20 +360,27 @@ func viewPool(kp *keypool.Pool) poolView {
 	return pv
 }
 
-// hostAndDialect returns the host of the key's upstream and its dialect
-// ("openai", "anthropic", or "openai+anthropic" for a key with both).
+// hostAndDialect returns the host of the key's upstream and its dialects
+// joined by "+" in the order openai, anthropic, responses ("openai",
+// "anthropic", "responses", "openai+anthropic", "openai+responses", ...).
 func (k *upstreamKey) hostAndDialect() (host, dialect string) {
-	switch {
-	case k.chatURL != "" && k.messageURL != "":
-		dialect = "openai+anthropic"
-	case k.chatURL != "":
-		dialect = "openai"
-	default:
-		dialect = "anthropic"
+	var parts []string
+	if k.chatURL != "" {
+		parts = append(parts, "openai")
 	}
+	if k.messageURL != "" {
+		parts = append(parts, "anthropic")
+	}
+	if k.responsesURL != "" {
+		parts = append(parts, "responses")
+	}
+	dialect = strings.Join(parts, "+")
 	raw := k.chatURL
 	if raw == "" {
 		raw = k.messageURL
+	}
+	if raw == "" {
+		raw = k.responsesURL
 	}
 	if u, err := url.Parse(raw); err == nil {
 		host = u.Host

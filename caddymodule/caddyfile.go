@@ -51,9 +51,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            id <label>
 //	            base_url <url>                    # wins over the provider's
 //	            provider <name>
-//	            dialect openai|anthropic
+//	            dialect openai|anthropic|responses
 //	            anthropic_base_url <url>
-//	            prefer auto|openai|anthropic
+//	            responses_base_url <url>          # e.g. https://api.openai.com/v1
+//	            prefer auto|openai|anthropic|responses
 //	            priority <n>
 //	            rpm <n>
 //	            tpm <n>
@@ -461,19 +462,27 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 			if !d.AllArgs(&kc.Dialect) {
 				return nil, d.ArgErr()
 			}
-			if kc.Dialect != "openai" && kc.Dialect != "anthropic" {
-				return nil, d.Errf("dialect: want openai or anthropic, got '%s'", kc.Dialect)
+			switch kc.Dialect {
+			case "openai", "anthropic", "responses", "openai_responses":
+			default:
+				return nil, d.Errf("dialect: want openai, anthropic or responses, got '%s'", kc.Dialect)
 			}
 		case "anthropic_base_url":
 			if !d.AllArgs(&kc.AnthropicBaseURL) {
+				return nil, d.ArgErr()
+			}
+		case "responses_base_url":
+			if !d.AllArgs(&kc.ResponsesBaseURL) {
 				return nil, d.ArgErr()
 			}
 		case "prefer":
 			if !d.AllArgs(&kc.Prefer) {
 				return nil, d.ArgErr()
 			}
-			if kc.Prefer != "auto" && kc.Prefer != "openai" && kc.Prefer != "anthropic" {
-				return nil, d.Errf("prefer: want auto, openai or anthropic, got '%s'", kc.Prefer)
+			switch kc.Prefer {
+			case "auto", "openai", "anthropic", "responses":
+			default:
+				return nil, d.Errf("prefer: want auto, openai, anthropic or responses, got '%s'", kc.Prefer)
 			}
 		case "max_concurrency":
 			if err := intArg(d, &kc.MaxConcurrency, 1); err != nil {

@@ -224,10 +224,14 @@ type KeyConfig struct {
 	// none (BaseURL is then required).
 	Provider string `json:"provider,omitempty"`
 
-	// Dialect is the API the upstream speaks: "openai" (Chat Completions,
-	// Authorization: Bearer) or "anthropic" (Messages, x-api-key and
-	// anthropic-version: 2023-06-01). Requests in other dialects are
-	// translated. Default: the Provider's, else "openai".
+	// Dialect is the API the upstream speaks: "openai" (Chat Completions
+	// at <BaseURL>/chat/completions, Authorization: Bearer), "anthropic"
+	// (Messages at <BaseURL>/v1/messages, x-api-key and anthropic-version:
+	// 2023-06-01) or "responses" (OpenAI Responses at <BaseURL>/responses,
+	// Authorization: Bearer; BaseURL as for openai, e.g.
+	// "https://api.openai.com/v1"; "openai_responses" is accepted as the
+	// same). Requests in other dialects are translated. Default: the
+	// Provider's, else "openai".
 	Dialect string `json:"dialect,omitempty"`
 
 	// AnthropicBaseURL gives an openai-dialect key a second, native
@@ -235,11 +239,25 @@ type KeyConfig struct {
 	// both), e.g. "https://relay.example.com/anthropic". See Prefer.
 	AnthropicBaseURL string `json:"anthropic_base_url,omitempty"`
 
-	// Prefer chooses the endpoint of a key that has both BaseURL and
-	// AnthropicBaseURL: "auto" sends Anthropic Messages clients to the
-	// native endpoint (so prompt caching and every Anthropic feature
-	// survive) and all other clients to the OpenAI one; "openai" and
-	// "anthropic" always use that endpoint. Default: "auto".
+	// ResponsesBaseURL gives an openai- or anthropic-dialect key an OpenAI
+	// Responses endpoint too, <ResponsesBaseURL>/responses with
+	// Authorization: Bearer and the same secret, e.g.
+	// "https://api.openai.com/v1". Responses clients (Codex) then pass
+	// through natively, encrypted reasoning and built-in tools included.
+	// Keys of the "openai" preset get https://api.openai.com/v1 when they
+	// take the preset's base URL and dialect. See Prefer. Default: none.
+	ResponsesBaseURL string `json:"responses_base_url,omitempty"`
+
+	// Prefer chooses the endpoint of a key that has several (BaseURL plus
+	// AnthropicBaseURL or ResponsesBaseURL): "auto" sends each client to
+	// the endpoint of its own dialect when the key has it (Responses
+	// clients to Responses so encrypted reasoning and built-in tools
+	// survive, Anthropic Messages clients to Messages so prompt caching
+	// and every Anthropic feature survive, Chat Completions clients to
+	// Chat) and otherwise to the first the key has of Chat, Messages,
+	// Responses (its own dialect's endpoint); "openai" (Chat),
+	// "anthropic" (Messages) and "responses" always use that endpoint when
+	// the key has it. Default: "auto".
 	Prefer string `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this

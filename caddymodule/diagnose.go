@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/tidwall/gjson"
 
 	"github.com/llmgateway/llm_gateway/keypool"
 )
@@ -171,7 +172,13 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, g
 	res.Host, _ = uk.hostAndDialect()
 	anthropic := uk.chatURL == "" || (uk.messageURL != "" && uk.prefer == "anthropic")
 	var listURL, genURL string
-	if anthropic {
+	responses := uk.chatURL == "" && uk.messageURL == "" // a responses key
+	if responses {
+		anthropic = false
+		genURL = uk.responsesURL
+		listURL = strings.TrimSuffix(genURL, "/responses") + "/models"
+		res.Probe = "GET /models"
+	} else if anthropic {
 		genURL = uk.messageURL
 		listURL = strings.TrimSuffix(genURL, "/v1/messages") + "/v1/models"
 		res.Probe = "GET /v1/models"
@@ -187,7 +194,11 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, g
 	}
 	if err == nil && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
 		body := probeBody(p, anthropic)
-		if anthropic {
+		if responses {
+			// per OpenAI Responses: max_output_tokens is at least 16
+			body = []byte(`{"model":` + strconv.Quote(gjson.GetBytes(body, "model").String()) + `,"max_output_tokens":16,"input":"ping"}`)
+			res.Probe = "POST /responses (max_output_tokens 16)"
+		} else if anthropic {
 			res.Probe = "POST /v1/messages (max_tokens 1)"
 		} else {
 			res.Probe = "POST /chat/completions (max_tokens 1)"

@@ -317,6 +317,9 @@ func sameSet(a, b map[string]struct{}) bool {
 // modelsListURL returns the key's models list URL and whether it is the
 // Anthropic one (the same endpoint diagnose probes).
 func (k *upstreamKey) modelsListURL() (string, bool) {
+	if k.chatURL == "" && k.messageURL == "" { // a responses key: GET <base_url>/models with Bearer
+		return strings.TrimSuffix(k.responsesURL, "/responses") + "/models", false
+	}
 	if k.chatURL == "" || (k.messageURL != "" && k.prefer == "anthropic") {
 		return strings.TrimSuffix(k.messageURL, "/v1/messages") + "/v1/models", true
 	}

@@ -177,10 +177,12 @@ type upstreamKey struct {
 	material   [32]byte
 	chatURL    string // OpenAI Chat Completions endpoint, "" when none
 	messageURL string // Anthropic Messages endpoint, "" when none
-	prefer     string // "auto", "openai" or "anthropic"
-	authHeader string // "Bearer <secret>"
-	secret     string
-	forms      *secretForms // the secret's encoded forms, for redaction (built once)
+	// responsesURL is the OpenAI Responses endpoint, "" when none
+	responsesURL string
+	prefer       string // "auto", "openai", "anthropic" or "responses"
+	authHeader   string // "Bearer <secret>"
+	secret       string
+	forms        *secretForms // the secret's encoded forms, for redaction (built once)
 	// attemptTimeout overrides the pool's for streamed first bytes (0: none)
 	attemptTimeout time.Duration
 	// host is the upstream's host:port, to skip keys of a host that is down
@@ -389,6 +391,9 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		return nil, err
 	}
 	rawBase, dialect := kc.BaseURL, kc.Dialect
+	// presetResponses is the preset's Responses root, given to a key that
+	// takes the preset's base URL and dialect (api.openai.com serves both)
+	var presetResponses string
 	if kc.Provider != "" {
 		pr, ok := LookupPreset(kc.Provider)
 		if !ok {
@@ -404,6 +409,12 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		if dialect == "" {
 			dialect = pr.Dialect
 		}
+		if strings.TrimRight(rawBase, "/") == pr.BaseURL && dialect == pr.Dialect {
+			presetResponses = pr.ResponsesBaseURL
+		}
+	}
+	if rawBase == "" && (dialect == "responses" || dialect == "openai_responses") {
+		return nil, errors.New("base_url is required: dialect responses calls <base_url>/responses, e.g. base_url https://api.openai.com/v1")
 	}
 	base, err := normaliseBaseURL(rawBase)
 	if err != nil {
@@ -443,13 +454,30 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 			return nil, errors.New("anthropic_base_url is for openai-dialect keys; an anthropic key uses base_url")
 		}
 		uk.messageURL = anthropicRoot(base) + "/v1/messages"
+	case "responses", "openai_responses":
+		if kc.AnthropicBaseURL != "" {
+			return nil, errors.New("anthropic_base_url is for openai-dialect keys; a responses key speaks only OpenAI Responses")
+		}
+		if kc.ResponsesBaseURL != "" {
+			return nil, errors.New("responses_base_url is for openai- and anthropic-dialect keys; a responses key uses base_url")
+		}
+		uk.responsesURL = base + "/responses"
 	default:
-		return nil, fmt.Errorf("dialect %q: want openai or anthropic", kc.Dialect)
+		return nil, fmt.Errorf("dialect %q: want openai, anthropic or responses", kc.Dialect)
+	}
+	if kc.ResponsesBaseURL != "" {
+		rb, err := normaliseBaseURL(kc.ResponsesBaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("responses_%v", err)
+		}
+		uk.responsesURL = rb + "/responses"
+	} else if presetResponses != "" && uk.responsesURL == "" {
+		uk.responsesURL = presetResponses + "/responses"
 	}
 	switch uk.prefer {
-	case "auto", "openai", "anthropic":
+	case "auto", "openai", "anthropic", "responses":
 	default:
-		return nil, fmt.Errorf("prefer %q: want auto, openai or anthropic", kc.Prefer)
+		return nil, fmt.Errorf("prefer %q: want auto, openai, anthropic or responses", kc.Prefer)
 	}
 	uk.public = uk.id
 	if uk.id == "" {

@@ -29,7 +29,7 @@ var (
 		"acquire_timeout", "request_timeout",
 	}
 	keySubdirectives = []string{
-		"id", "base_url", "provider", "dialect", "anthropic_base_url", "prefer",
+		"id", "base_url", "provider", "dialect", "anthropic_base_url", "responses_base_url", "prefer",
 		"max_concurrency", "weight", "attempt_timeout", "priority", "rpm", "tpm", "quota",
 	}
 )
