@@ -31,49 +31,93 @@ func RequestInfo(d Dialect, body []byte) (model string, stream bool, err error) 
 	if !d.valid() {
 		return "", false, invalid("", "unknown dialect")
 	}
-	// read in place: GetManyBytes would copy "messages", most of the body
-	res := gjson.GetMany(view(body), "model", "stream", "messages", "input")
-	m, s, msgs, input := res[0], res[1], res[2], res[3]
-	c := &checker{d: d}
-	if !m.Exists() {
-		return "", false, c.missing(top("model"))
-	}
-	if m.Type != gjson.String {
-		return "", false, c.typeErr(top("model"), wantStr, m)
-	}
-	if m.Str == "" {
-		return "", false, invalid("model", "model: must be a non-empty string")
-	}
-	stream, _, e := c.boolean(s, top("stream"))
+	o, e := outline(d, body)
 	if e != nil {
 		return "", false, e
 	}
+	// the model outlives the call; the body's bytes may not
+	return strings.Clone(o.model.Str), o.stream, nil
+}
+
+// outlineFields are the top-level fields RequestInfo checks, as views of
+// the body.
+type outlineFields struct {
+	model  gjson.Result
+	stream bool
+	conv   gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses)
+	sys    gjson.Result // "system" (Anthropic) or "instructions" (Responses)
+}
+
+// outline reads and checks the top-level fields of RequestInfo in a body
+// checkBody accepted, for the valid dialect d.
+func outline(d Dialect, body []byte) (o outlineFields, err *Error) {
+	sysName := "system"
+	if d == OpenAIResponses {
+		sysName = "instructions"
+	}
+	// read in place: GetManyBytes would copy "messages", most of the body
+	res := gjson.GetMany(view(body), "model", "stream", "messages", "input", sysName)
+	m, s, msgs, input := res[0], res[1], res[2], res[3]
+	c := &checker{d: d}
+	if !m.Exists() {
+		return o, c.missing(top("model"))
+	}
+	if m.Type != gjson.String {
+		return o, c.typeErr(top("model"), wantStr, m)
+	}
+	if m.Str == "" {
+		return o, invalid("model", "model: must be a non-empty string")
+	}
+	stream, _, e := c.boolean(s, top("stream"))
+	if e != nil {
+		return o, e
+	}
+	o.model, o.stream = m, stream
 	switch d {
 	case OpenAIChat, AnthropicMessages:
 		if !present(msgs) {
-			return "", false, c.missing(top("messages"))
+			return o, c.missing(top("messages"))
 		}
 		if !msgs.IsArray() {
-			return "", false, c.typeErr(top("messages"), wantArr, msgs)
+			return o, c.typeErr(top("messages"), wantArr, msgs)
 		}
+		o.conv = msgs
 	default:
 		if !present(input) {
-			return "", false, c.missing(top("input"))
+			return o, c.missing(top("input"))
 		}
 		if input.Type != gjson.String && !input.IsArray() {
-			return "", false, c.typeErr(top("input"), wantStrOrArr, input)
+			return o, c.typeErr(top("input"), wantStrOrArr, input)
 		}
+		o.conv = input
 	}
-	// the model outlives the call; the body's bytes may not
-	return strings.Clone(m.Str), stream, nil
+	if d != OpenAIChat {
+		o.sys = res[4]
+	}
+	return o, nil
 }
 
 // checkBody rejects bodies that are too large, not valid JSON or not an
-// object.
+// object. It is one full parse of the body (see ParseCount).
 func checkBody(body []byte) *Error {
+	if e := checkSize(body); e != nil {
+		return e
+	}
+	countParse()
+	return checkJSON(body)
+}
+
+// checkSize rejects a body over MaxRequestSize.
+func checkSize(body []byte) *Error {
 	if len(body) > MaxRequestSize {
 		return &Error{Class: ErrRequestTooLarge, Message: sprintf("request body too large: %d bytes, limit %d", len(body), MaxRequestSize)}
 	}
+	return nil
+}
+
+// checkJSON rejects a body that is not a JSON object, nests too deep or
+// repeats a top-level key.
+func checkJSON(body []byte) *Error {
 	t := bytes.TrimLeft(body, " \t\r\n")
 	if len(t) == 0 {
 		return invalid("", "request body is empty; expected a JSON object")
@@ -245,23 +289,10 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if upstreamModel != "" {
-		req.model = upstreamModel
-	}
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	if req.n > 1 {
-		return nil, unsupported("n", "n: only n=1 can be translated to another API dialect")
-	}
-	switch to {
-	case OpenAIChat:
-		return encodeChatRequest(req)
-	case OpenAIResponses:
-		return encodeResponsesRequest(req)
-	default:
-		return encodeAnthropicRequest(req)
-	}
+	return encodeCanon(req, to, upstreamModel)
 }
 
 // decodeRequest decodes a request of dialect from into the canonical form.

@@ -51,6 +51,15 @@ func ValidateRequest(d Dialect, body []byte) error {
 	if !d.valid() {
 		return invalid("", "unknown dialect")
 	}
+	if e := validateDecoded(d, body); e != nil {
+		return e
+	}
+	return nil
+}
+
+// validateDecoded is ValidateRequest's check past the outline: a decoding
+// pass without the vendor's ranges and enums, then the canonical checks.
+func validateDecoded(d Dialect, body []byte) *Error {
 	req, e := decodeRequest(d, body, false)
 	if e != nil {
 		if e.untranslatable {
@@ -60,10 +69,7 @@ func ValidateRequest(d Dialect, body []byte) error {
 		}
 		return e
 	}
-	if e := req.validate(); e != nil {
-		return e
-	}
-	return nil
+	return req.validate()
 }
 
 // MaxTokenCount is the largest token count (max_tokens,

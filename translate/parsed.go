@@ -1,0 +1,270 @@
+package translate
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/tidwall/gjson"
+)
+
+// Request is a client request parsed once: ParseRequest checks the body
+// in one validation pass (as RequestInfo and ValidateRequest do) and the
+// value then answers the routing questions (dialect, model, stream,
+// session seed, estimated tokens) and encodes the body for any upstream
+// dialect on demand, without reading the body again.
+//
+// The canonical form a translation needs is the by-product of the
+// validation pass (built once, never again); the encoded body is cached
+// per upstream dialect and model, so a retry on another key costs no work
+// and no allocation.
+//
+// A Request refers to the body it was parsed from (Body, SessionSeed and
+// the encoded bodies are views of it, or of buffers built from it): the
+// body must stay unchanged while the Request is in use. A Request is for
+// one goroutine (a request's attempts are sequential).
+type Request struct {
+	d      Dialect
+	body   []byte
+	model  string
+	stream bool
+
+	conv gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses), a view of body
+	sys  gjson.Result // "system" (Anthropic) or "instructions" (Responses); unset for Chat
+
+	// canon is the canonical form, decoded with the vendor's ranges and
+	// enums (translate mode); nil when xerr is set.
+	canon *canonRequest
+	// xerr is why the request cannot be translated to another dialect
+	// (what TranslateRequest answers), though its own dialect accepts it.
+	xerr *Error
+
+	hyg     []byte // body after the same-dialect hygiene; nil until first needed
+	hygDone bool
+
+	seedDone       bool
+	seedSys, seed1 string
+
+	enc  [3]encoded // the first encoded bodies, inline: no allocation to cache them
+	nenc int
+	more []encoded // further ones, rarely needed
+}
+
+// encoded is one cached result of Encode.
+type encoded struct {
+	to    Dialect
+	model string
+	body  []byte
+	err   error
+}
+
+// parses counts full parses of request bodies (see ParseCount).
+var parses atomic.Uint64
+
+// countParse records one full parse of a request body.
+func countParse() { parses.Add(1) }
+
+// ParseCount returns the number of full parses of request bodies since
+// start: one per ParseRequest, RequestInfo, ValidateRequest and
+// TranslateRequest call that reads the body past its size check (plus one
+// more when ParseRequest meets a request its own dialect accepts but a
+// translation refuses, which it reads again without the vendor's ranges).
+// It is a diagnostics counter, for tests and metrics; it only grows.
+func ParseCount() uint64 { return parses.Load() }
+
+// ParseRequest checks a request body of client dialect d in one
+// validation pass and returns it parsed.
+//
+// The checks are RequestInfo's followed by ValidateRequest's, and an
+// invalid body gets the very *Error those two give, in that order (same
+// Class, Message, Param, Code): the body must be a JSON object within
+// MaxRequestSize, nested at most MaxNesting levels, without duplicate
+// top-level keys, with a non-empty string "model", a boolean "stream" if
+// any, the conversation field and every field of the dialect well typed
+// and within the limits no upstream accepts past. The vendor's own
+// ranges and enums, which only a translation enforces, are checked in the
+// same pass: a request that breaks one of them is accepted here (its own
+// dialect's upstream judges it) and Encode to another dialect returns the
+// error TranslateRequest would.
+//
+// body is not copied: it must stay unchanged while the Request is used.
+func ParseRequest(d Dialect, body []byte) (*Request, error) {
+	r, e := parseRequest(d, body)
+	if e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// parseRequest is ParseRequest with a concrete error type.
+func parseRequest(d Dialect, body []byte) (*Request, *Error) {
+	if e := checkSize(body); e != nil {
+		return nil, e
+	}
+	countParse()
+	if e := checkJSON(body); e != nil {
+		return nil, e
+	}
+	if !d.valid() {
+		return nil, invalid("", "unknown dialect")
+	}
+	r := &Request{d: d, body: body}
+	o, e := outline(d, body)
+	if e != nil {
+		return nil, e
+	}
+	r.model, r.stream, r.conv, r.sys = strings.Clone(o.model.Str), o.stream, o.conv, o.sys
+
+	// one decoding pass, in translate mode: it checks everything
+	// ValidateRequest checks and the vendor's ranges and enums too, and
+	// leaves the canonical form a translation encodes
+	canon, e := decodeRequest(d, body, true)
+	if e == nil {
+		e = canon.validate()
+	}
+	if e == nil {
+		r.canon = canon
+		return r, nil
+	}
+	// refused in translate mode: whether its own dialect accepts it is
+	// ValidateRequest's verdict (rare: an invalid request, or one only a
+	// translation refuses); the second reading is counted
+	countParse()
+	if v := validateDecoded(d, body); v != nil {
+		return nil, v
+	}
+	r.xerr = e
+	return r, nil
+}
+
+// Dialect returns the client's dialect.
+func (r *Request) Dialect() Dialect { return r.d }
+
+// Model returns the client's "model" (non-empty; a copy, not a view of the
+// body).
+func (r *Request) Model() string { return r.model }
+
+// Stream reports whether the client asked for a stream ("stream": true).
+func (r *Request) Stream() bool { return r.stream }
+
+// Body returns the client's bytes, untouched (the slice ParseRequest was
+// given).
+func (r *Request) Body() []byte { return r.body }
+
+// EstimatedTokens returns a rough estimate of the request's input tokens,
+// for token-per-minute gates before the upstream reports usage: the body's
+// size in bytes / 4 (about four bytes per token for English text and JSON).
+func (r *Request) EstimatedTokens() int64 { return int64(len(r.body) / 4) }
+
+// SessionSeed returns what identifies the request's conversation, for
+// session affinity: the raw JSON (a view of the body) of the first system
+// text and of the first user message, "" for one that is absent. Per
+// dialect: Anthropic "system" and the content of the first message with
+// role "user"; OpenAI Chat the content of the first "system" message and
+// of the first "user" message; OpenAI Responses "instructions" and
+// "input" (the first item with role "user" when input is an array). Both
+// are stable across the turns of one conversation; callers hash a prefix.
+func (r *Request) SessionSeed() (system, firstUser string) {
+	if !r.seedDone {
+		r.seedDone = true
+		var s, u gjson.Result
+		switch r.d {
+		case AnthropicMessages:
+			s, u = r.sys, r.conv.Get(`#(role=="user").content`)
+		case OpenAIResponses:
+			s, u = r.sys, r.conv
+			if u.IsArray() {
+				u = u.Get(`#(role=="user")`)
+			}
+		default:
+			s, u = r.conv.Get(`#(role=="system").content`), r.conv.Get(`#(role=="user").content`)
+		}
+		r.seedSys, r.seed1 = s.Raw, u.Raw
+	}
+	return r.seedSys, r.seed1
+}
+
+// Encode returns the request body for an upstream of dialect to, asking
+// for model ("" keeps the client's).
+//
+// For the client's own dialect it is the client's bytes with only the
+// "model" field rewritten (SetModel; the very slice Body returns when
+// there is nothing to change) after the dialect's hygiene:
+// SanitizeAnthropicRequest for Anthropic Messages, ChatReasoningToContent
+// for OpenAI Chat (both return their input when they find nothing to do).
+// For another dialect it is the translation TranslateRequest gives,
+// encoded from the canonical form the validation pass built (the body is
+// not read again); its error, when the request cannot be translated (the
+// vendor's ranges and enums, n > 1, a feature without a counterpart), is
+// an *Error with a client-facing message.
+//
+// Results are cached per (to, model): a second call returns the same
+// slice and error at no cost. The returned slice must not be modified.
+func (r *Request) Encode(to Dialect, model string) ([]byte, error) {
+	for i := 0; i < r.nenc; i++ {
+		if e := &r.enc[i]; e.to == to && e.model == model {
+			return e.body, e.err
+		}
+	}
+	for i := range r.more {
+		if e := &r.more[i]; e.to == to && e.model == model {
+			return e.body, e.err
+		}
+	}
+	b, err := r.encode(to, model)
+	e := encoded{to: to, model: model, body: b, err: err}
+	if r.nenc < len(r.enc) {
+		r.enc[r.nenc] = e
+		r.nenc++
+	} else {
+		r.more = append(r.more, e)
+	}
+	return b, err
+}
+
+// encode is Encode without the cache.
+func (r *Request) encode(to Dialect, model string) ([]byte, error) {
+	if to == r.d {
+		if !r.hygDone {
+			r.hygDone = true
+			switch to {
+			case AnthropicMessages:
+				r.hyg = SanitizeAnthropicRequest(r.body)
+			case OpenAIChat:
+				r.hyg = ChatReasoningToContent(r.body)
+			default:
+				r.hyg = r.body
+			}
+		}
+		if model == "" {
+			return r.hyg, nil
+		}
+		return SetModel(r.hyg, model)
+	}
+	if !to.valid() {
+		return nil, invalid("", "translation from %s to %s is not supported", r.d, to)
+	}
+	if r.xerr != nil {
+		return nil, r.xerr
+	}
+	return encodeCanon(r.canon, to, model)
+}
+
+// encodeCanon encodes a decoded, validated request for dialect to with
+// model ("" keeps the request's), leaving req as it was.
+func encodeCanon(req *canonRequest, to Dialect, model string) ([]byte, error) {
+	if req.n > 1 {
+		return nil, unsupported("n", "n: only n=1 can be translated to another API dialect")
+	}
+	if model != "" {
+		defer func(m string) { req.model = m }(req.model)
+		req.model = model
+	}
+	switch to {
+	case OpenAIChat:
+		return encodeChatRequest(req)
+	case OpenAIResponses:
+		return encodeResponsesRequest(req)
+	default:
+		return encodeAnthropicRequest(req)
+	}
+}

@@ -1,0 +1,397 @@
+package translate
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+var parsedDialects = []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses}
+
+// oldValidate is the check the handler ran before ParseRequest:
+// RequestInfo, then ValidateRequest.
+func oldValidate(d Dialect, body []byte) (model string, stream bool, err error) {
+	model, stream, err = RequestInfo(d, body)
+	if err == nil {
+		err = ValidateRequest(d, body)
+	}
+	return model, stream, err
+}
+
+// oldSessionSeed is what caddymodule/session.go read before ParseRequest
+// (the raw system text and first user message it hashes).
+func oldSessionSeed(d Dialect, body []byte) (string, string) {
+	var paths [2]string
+	switch d {
+	case AnthropicMessages:
+		paths = [2]string{"system", `messages.#(role=="user").content`}
+	case OpenAIResponses:
+		paths = [2]string{"instructions", "input"}
+	default:
+		paths = [2]string{`messages.#(role=="system").content`, `messages.#(role=="user").content`}
+	}
+	res := gjson.GetManyBytes(body, paths[0], paths[1])
+	first := res[1]
+	if first.IsArray() && d == OpenAIResponses {
+		first = first.Get(`#(role=="user")`)
+	}
+	return res[0].Raw, first.Raw
+}
+
+// oldSameDialect is the passthrough body the handler built before
+// ParseRequest: SetModel, then the dialect's hygiene.
+func oldSameDialect(d Dialect, body []byte, model string) ([]byte, error) {
+	b := body
+	if model != "" {
+		var err error
+		if b, err = SetModel(body, model); err != nil {
+			return nil, err
+		}
+	}
+	switch d {
+	case OpenAIChat:
+		b = ChatReasoningToContent(b)
+	case AnthropicMessages:
+		b = SanitizeAnthropicRequest(b)
+	}
+	return b, nil
+}
+
+// testBodies collects request bodies from this package's tests: every
+// string literal of a _test.go file that holds a JSON object or starts
+// like one (the invalid-request tables of request_test.go,
+// validate_test.go, hygiene_test.go, ...), the field-check cases spliced
+// into their bases, the recorded request fixtures (the fuzz seeds), a few
+// malformed bodies, and truncations of all of these.
+func testBodies(t testing.TB) [][]byte {
+	t.Helper()
+	seen := map[string]bool{}
+	var out [][]byte
+	add := func(b string) {
+		if !seen[b] {
+			seen[b] = true
+			out = append(out, []byte(b))
+		}
+	}
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err == nil && strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") && len(s) < 1<<16 {
+				add(s)
+			}
+			return true
+		})
+	}
+	for d, cases := range map[Dialect][]fieldCase{OpenAIChat: chatFieldCases, AnthropicMessages: anthropicFieldCases, OpenAIResponses: responsesFieldCases} {
+		add(fieldBases[d] + "}")
+		for _, c := range cases {
+			add(withField(d, c.extra))
+		}
+	}
+	// the recorded requests (requestFixtures' files, the fuzz seeds), of
+	// testdata/ and, when present, ../shared/fixtures, read directly
+	dirs := []string{testdataDir(t)}
+	if dir := sharedFixturesDir(); dir != "" {
+		dirs = append(dirs, dir)
+	}
+	for _, d := range parsedDialects {
+		walkDialect(t, dirs, d, []string{streamErrorsDir}, func(rel string, b []byte) {
+			if strings.HasSuffix(rel, ".request.json") {
+				add(string(b))
+			}
+		})
+	}
+	for _, b := range []string{
+		"", " ", "[]", "null", `"x"`, "{", `{"model":"m",}`, `{"model":"m","model":"n","messages":[],"input":"x"}`,
+		strings.Repeat("[", MaxNesting+1) + strings.Repeat("]", MaxNesting+1),
+		`{"model":"m","messages":[],"input":[],"x":` + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + `}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"input":"hi","system":"s","instructions":"i","max_tokens":5}`,
+		`{"model":"m","stream":"yes","messages":[]}`, `{"model":"","messages":[]}`, `{"model":null,"messages":[]}`,
+	} {
+		add(b)
+	}
+	for _, b := range out[:len(out):len(out)] {
+		if len(b) > 8 {
+			add(string(b[:len(b)/2]))
+			add(string(b[:len(b)-1]))
+		}
+	}
+	add(string(bigAnthropicRequest()))
+	add(string(bigResponsesRequest()))
+	if cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, bigAnthropicRequest(), ""); err == nil {
+		add(string(cc))
+	}
+	return out
+}
+
+// checkSameAsOld compares ParseRequest and everything a Request answers
+// with the functions the handler called before it, for one body.
+func checkSameAsOld(t *testing.T, d Dialect, body []byte) {
+	t.Helper()
+	keep := append([]byte(nil), body...)
+	model, stream, oldErr := oldValidate(d, body)
+	r, err := ParseRequest(d, body)
+	if !reflect.DeepEqual(err, oldErr) {
+		t.Fatalf("%s %.300s:\nParseRequest error %#v\nold error          %#v", d, body, err, oldErr)
+	}
+	if err != nil {
+		if r != nil {
+			t.Fatalf("%s: a Request with an error", d)
+		}
+		return
+	}
+	if r.Dialect() != d || r.Model() != model || r.Stream() != stream || !bytes.Equal(r.Body(), keep) || &r.Body()[0] != &body[0] {
+		t.Fatalf("%s %.300s: got %s %q %v, want %q %v", d, body, r.Dialect(), r.Model(), r.Stream(), model, stream)
+	}
+	if r.EstimatedTokens() != int64(len(body)/4) {
+		t.Fatalf("EstimatedTokens %d for %d bytes", r.EstimatedTokens(), len(body))
+	}
+	s, u := r.SessionSeed()
+	if os, ou := oldSessionSeed(d, body); s != os || u != ou {
+		t.Fatalf("%s %.300s: SessionSeed %q %q, want %q %q", d, body, s, u, os, ou)
+	}
+	for _, to := range parsedDialects {
+		for _, m := range []string{"", "up-model", model} {
+			var want []byte
+			var wantErr error
+			if to == d {
+				want, wantErr = oldSameDialect(d, body, m)
+			} else {
+				want, wantErr = TranslateRequest(d, to, body, m)
+			}
+			got, gotErr := r.Encode(to, m)
+			if !bytes.Equal(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
+				t.Fatalf("%s→%s model %q %.300s:\nEncode %.300s %v\nold    %.300s %v", d, to, m, body, got, gotErr, want, wantErr)
+			}
+			again, againErr := r.Encode(to, m)
+			if !bytes.Equal(again, got) || (len(got) > 0 && &again[0] != &got[0]) || !reflect.DeepEqual(againErr, gotErr) {
+				t.Fatalf("%s→%s: second Encode differs", d, to)
+			}
+		}
+	}
+	if !bytes.Equal(body, keep) {
+		t.Fatalf("%s: the client's body changed", d)
+	}
+}
+
+// TestParseRequestSameAsOld: for every body of the package's tests,
+// fixtures and seeds, in every dialect, ParseRequest's error is the one
+// RequestInfo then ValidateRequest gave, and Model, Stream, SessionSeed
+// and Encode (same dialect and translated, with and without a model)
+// answer exactly what the old calls did.
+func TestParseRequestSameAsOld(t *testing.T) {
+	bodies := testBodies(t)
+	if len(bodies) < 300 {
+		t.Fatalf("only %d bodies collected", len(bodies))
+	}
+	accepted := map[Dialect]int{}
+	for _, b := range bodies {
+		for _, d := range append(parsedDialects, Dialect(0)) {
+			checkSameAsOld(t, d, b)
+			if _, err := ParseRequest(d, b); err == nil {
+				accepted[d]++
+			}
+		}
+	}
+	t.Logf("%d bodies; accepted: %v", len(bodies), accepted)
+	for _, d := range parsedDialects {
+		if accepted[d] < 20 {
+			t.Errorf("%s: only %d bodies accepted; the comparison needs valid requests too", d, accepted[d])
+		}
+	}
+}
+
+// TestParseCountOnePerRequest: one full parse per request, whatever is
+// asked of it after: passthrough and translated encodes, repeated (a
+// retry on another key) and to two other dialects.
+func TestParseCountOnePerRequest(t *testing.T) {
+	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, bigAnthropicRequest(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		d    Dialect
+		body []byte
+	}{
+		{AnthropicMessages, bigAnthropicRequest()},
+		{OpenAIChat, cc},
+		{OpenAIResponses, bigResponsesRequest()},
+	} {
+		before := ParseCount()
+		r, err := ParseRequest(c.d, c.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ParseCount() - before; n != 1 {
+			t.Fatalf("%s: ParseRequest made %d full parses, want 1", c.d, n)
+		}
+		s, u := r.SessionSeed()
+		if s == "" || u == "" {
+			t.Errorf("%s: SessionSeed %.40q %.40q", c.d, s, u)
+		}
+		_ = r.EstimatedTokens()
+		for attempt := 0; attempt < 3; attempt++ {
+			for _, to := range []Dialect{c.d, OpenAIChat, AnthropicMessages} {
+				for _, m := range []string{"", "other-model"} {
+					if _, err := r.Encode(to, m); err != nil {
+						t.Fatalf("%s→%s: %v", c.d, to, err)
+					}
+				}
+			}
+		}
+		if n := ParseCount() - before; n != 1 {
+			t.Errorf("%s: %d full parses for one request with retries and two upstream dialects, want 1", c.d, n)
+		}
+	}
+	// the old sequence, for the record: RequestInfo, ValidateRequest and a
+	// translation each read the whole body
+	am := bigAnthropicRequest()
+	before := ParseCount()
+	if _, _, err := oldValidate(AnthropicMessages, am); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TranslateRequest(AnthropicMessages, OpenAIChat, am, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if n := ParseCount() - before; n != 3 {
+		t.Errorf("old sequence: %d full parses, want 3", n)
+	}
+}
+
+// TestEncodeRetryCostsNothing: a second Encode with the same upstream
+// dialect and model returns the cached body without allocating.
+func TestEncodeRetryCostsNothing(t *testing.T) {
+	am := bigAnthropicRequest()
+	r, err := ParseRequest(AnthropicMessages, am)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		to    Dialect
+		model string
+	}{{AnthropicMessages, ""}, {AnthropicMessages, "claude-opus-4-1"}, {OpenAIChat, "gpt-5"}, {OpenAIResponses, "gpt-5"}, {OpenAIChat, "gpt-5-mini"}} {
+		first, err := r.Encode(c.to, c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allocs := testing.AllocsPerRun(20, func() {
+			b, _ := r.Encode(c.to, c.model)
+			if len(b) != len(first) {
+				t.Fatal("cached body differs")
+			}
+		}); allocs != 0 {
+			t.Errorf("→%s %q: retry allocates %.0f times", c.to, c.model, allocs)
+		}
+	}
+	// passthrough without a model change is the client's own slice
+	b, _ := r.Encode(AnthropicMessages, "")
+	if &b[0] != &am[0] {
+		t.Error("passthrough without a model change copied the body")
+	}
+	b, _ = r.Encode(AnthropicMessages, "claude-opus-4-1")
+	if gjson.GetBytes(b, "model").Str != "claude-opus-4-1" || len(b) != len(am)-len("claude-sonnet-4-5")+len("claude-opus-4-1") {
+		t.Errorf("model rewrite: model %q, %d bytes from %d", gjson.GetBytes(b, "model").Str, len(b), len(am))
+	}
+}
+
+// TestParseRequestTranslateOnlyErrors: a request its own dialect accepts
+// but a translation refuses (the vendor's ranges and enums, n > 1, a
+// feature without a counterpart) parses, passes through, and Encode to
+// another dialect gives TranslateRequest's error, every time.
+func TestParseRequestTranslateOnlyErrors(t *testing.T) {
+	for _, c := range []struct {
+		d    Dialect
+		body string
+		want string
+	}{
+		{OpenAIChat, `{"model":"m","n":3,"messages":[{"role":"user","content":"x"}]}`, "n=1"},
+		{OpenAIChat, `{"model":"m","temperature":3,"messages":[{"role":"user","content":"x"}]}`, "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 3 instead."},
+		{AnthropicMessages, `{"model":"m","max_tokens":5,"temperature":1.5,"messages":[{"role":"user","content":"x"}]}`, "temperature: Input should be less than or equal to 1"},
+		{AnthropicMessages, `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, "max_tokens: 0"},
+		{OpenAIResponses, `{"model":"m","input":"x","previous_response_id":"resp_1"}`, "previous_response_id"},
+	} {
+		r, err := ParseRequest(c.d, []byte(c.body))
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.d, c.body, err)
+		}
+		if b, err := r.Encode(c.d, "up"); err != nil || gjson.GetBytes(b, "model").Str != "up" {
+			t.Errorf("%s passthrough: %s %v", c.d, b, err)
+		}
+		for _, to := range parsedDialects {
+			if to == c.d {
+				continue
+			}
+			for i := 0; i < 2; i++ {
+				_, err := r.Encode(to, "")
+				e, ok := err.(*Error)
+				if !ok || e.Class != ErrInvalidRequest || !strings.Contains(e.Message, c.want) {
+					t.Errorf("%s→%s %s: %v, want %q", c.d, to, c.body, err, c.want)
+				}
+			}
+		}
+	}
+	if _, err := ParseRequest(AnthropicMessages, []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ParseRequest(AnthropicMessages, []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`))
+	if _, err := r.Encode(Dialect(99), ""); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("unknown upstream dialect: %v", err)
+	}
+}
+
+// TestEncodeLeavesCanonicalForm: encoding to one dialect with one model
+// does not change what another encode gives (the canonical form is
+// shared between them).
+func TestEncodeLeavesCanonicalForm(t *testing.T) {
+	am := bigAnthropicRequest()
+	r, err := ParseRequest(AnthropicMessages, am)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, _ := r.Encode(OpenAIChat, "a")
+	_, _ = r.Encode(OpenAIResponses, "b")
+	k, _ := r.Encode(OpenAIChat, "")
+	want, _ := TranslateRequest(AnthropicMessages, OpenAIChat, am, "")
+	if !bytes.Equal(k, want) {
+		t.Errorf("Encode(chat, \"\") after other encodes differs from TranslateRequest")
+	}
+	if gjson.GetBytes(a1, "model").Str != "a" || gjson.GetBytes(k, "model").Str != "claude-sonnet-4-5" {
+		t.Errorf("models: %q %q", gjson.GetBytes(a1, "model").Str, gjson.GetBytes(k, "model").Str)
+	}
+}
+
+// FuzzParseRequest: for any body, ParseRequest and the Request agree with
+// the functions the handler called before it.
+func FuzzParseRequest(f *testing.F) {
+	for _, b := range testBodies(f) {
+		if len(b) < 8<<10 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, d := range parsedDialects {
+			checkSameAsOld(t, d, in)
+		}
+	})
+}
