@@ -15,12 +15,13 @@ import (
 // written back as nanoseconds.
 //
 // Order of evaluation for the generating endpoints (chat completions,
-// messages, replay): cooldown gate, concurrency gate, Status=429 (these three
+// messages, responses, embeddings, replay): cooldown gate, concurrency gate, Status=429 (these three
 // answer 429 at once, without taking a slot or restarting the cooldown), then
 // the request takes an in-flight slot, Latency is waited, then Status (other
 // codes), ResetRate, FailRate, and finally replay or the normal answer.
 // GET /v1/models applies ModelsStatus, else Status, then Latency, and lists
-// Models when set; POST /v1/messages/count_tokens only applies Status.
+// Models when set; POST /v1/messages/count_tokens and
+// /v1/responses/input_tokens only apply Status.
 type KeyBehavior struct {
 	// MaxConcurrency > 0 caps the requests in flight for this key; a request
 	// beyond the cap gets 429 (rate-limit error body in the path's dialect)
@@ -67,7 +68,8 @@ type KeyBehavior struct {
 	// an in-band error event describing FailStatus (default 500) is sent and
 	// the stream ends without its normal terminator (Chat:
 	// data: {"error":{...}} and no [DONE]; Messages: event: error and no
-	// message_stop). Counted as Failed.
+	// message_stop; Responses: event: error then response.failed, and no
+	// response.completed). Counted as Failed.
 	StreamErrorAfter int `json:"stream_error_after,omitempty"`
 
 	// StreamCutAfter > 0 makes streams stop after this many content events:

@@ -1,6 +1,8 @@
 // Package mockupstream is a programmable fake LLM server speaking the OpenAI
-// Chat Completions dialect and the native Anthropic Messages dialect. It is
-// used by tests, benchmarks and the demo to stand in for real vendors.
+// Chat Completions, OpenAI Responses and native Anthropic Messages dialects,
+// and OpenAI embeddings. It is used by tests, benchmarks and the demo to
+// stand in for real vendors. Its Caddy module (llm_mock_upstream) is
+// registered by the subpackage caddymock.
 //
 // Endpoints (the /v1 prefix is optional, query strings are ignored, and a
 // path ending in /v1/<endpoint> also matches, for mounting under a prefix):
@@ -9,12 +11,17 @@
 //	GET  /v1/models, /v1/models/{id} OpenAI model list / model object
 //	POST /v1/messages                Anthropic Messages, stream and non-stream
 //	POST /v1/messages/count_tokens   Anthropic token count {"input_tokens":N}
+//	POST /v1/responses               OpenAI Responses, stream and non-stream
+//	POST /v1/responses/input_tokens  {"object":"response.input_tokens","input_tokens":N}
+//	POST /v1/embeddings              OpenAI embeddings (deterministic vectors, see Embedding)
 //	POST /v1/replay                  recorded fixture bytes, verbatim
 //
 // Unknown paths get 404 and wrong methods 405, with an OpenAI error body;
 // unparsable JSON gets 400. Errors on /v1/messages* use the Anthropic error
 // shape {"type":"error","error":{"type","message"},"request_id"}, all others
-// the OpenAI shape {"error":{"message","type","param","code"}}.
+// the OpenAI shape {"error":{"message","type","param","code"}}. The
+// generating endpoints (chat completions, messages, responses, embeddings,
+// replay) all apply the key's KeyBehavior gates and faults.
 //
 // Requests are identified by their API key (Authorization: Bearer <key>,
 // x-api-key: <key>, or api-key: <key>); a request without a key gets 401 and
@@ -43,6 +50,16 @@
 //   - Limits: max_completion_tokens / max_tokens cut reasoning then text to
 //     that many chunks, with finish_reason "length" / stop_reason
 //     "max_tokens".
+//   - Responses: the input (a string, or items: messages, function_call,
+//     function_call_output) is read as the conversation, and the Chat rules
+//     above apply, with reasoning.effort as reasoning_effort and
+//     max_output_tokens as the limit (status "incomplete"). The output is a
+//     reasoning item (summary ReasoningText, streamed as
+//     response.reasoning_summary_text.delta; encrypted_content when include
+//     has "reasoning.encrypted_content"), then a message (output_text
+//     deltas) or a function_call (function_call_arguments deltas). Events
+//     carry sequence_number from 0. StreamErrorAfter ends a stream with an
+//     error event and response.failed.
 //   - Usage: prompt tokens = white-space separated words over all message
 //     text (and the Anthropic system prompt), minimum 1; completion tokens =
 //     number of streamed content chunks (reasoning words + text words, or
@@ -245,7 +262,25 @@ const (
 	epMessages
 	epCountTokens
 	epReplay
+	epResponses
+	epResponsesInputTokens
+	epEmbeddings
+	numEndpoints
 )
+
+// endpointNames name the endpoints in KeyStats.Endpoints.
+var endpointNames = [numEndpoints]string{
+	epUnknown:              "unknown",
+	epChat:                 "chat/completions",
+	epModels:               "models",
+	epModel:                "models/{id}",
+	epMessages:             "messages",
+	epCountTokens:          "messages/count_tokens",
+	epReplay:               "replay",
+	epResponses:            "responses",
+	epResponsesInputTokens: "responses/input_tokens",
+	epEmbeddings:           "embeddings",
+}
 
 // route maps a URL path to an endpoint; for epModel it also returns the id.
 // Paths match with or without the /v1 prefix; as a fallback, a path that
@@ -267,6 +302,12 @@ func route(p string) (endpoint, string) {
 		return epCountTokens, ""
 	case "/replay":
 		return epReplay, ""
+	case "/responses":
+		return epResponses, ""
+	case "/responses/input_tokens":
+		return epResponsesInputTokens, ""
+	case "/embeddings":
+		return epEmbeddings, ""
 	}
 	if id, ok := strings.CutPrefix(p, "/models/"); ok && id != "" && !strings.Contains(id, "/") {
 		return epModel, id
@@ -289,6 +330,9 @@ var suffixRoutes = []struct {
 	{"/v1/messages", epMessages},
 	{"/v1/models", epModels},
 	{"/v1/replay", epReplay},
+	{"/v1/responses/input_tokens", epResponsesInputTokens},
+	{"/v1/responses", epResponses},
+	{"/v1/embeddings", epEmbeddings},
 }
 
 // dialect selects the shape of error bodies.
@@ -297,6 +341,7 @@ type dialect uint8
 const (
 	dialectOpenAI dialect = iota
 	dialectAnthropic
+	dialectResponses // OpenAI error shape; Responses in-band stream errors
 )
 
 // apiKey extracts the key from Authorization: Bearer, x-api-key or api-key.
@@ -335,8 +380,11 @@ func (s *Server) nextID() uint64 { return s.seq.Add(1) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, arg := route(r.URL.Path)
 	c := &call{s: s, w: w, r: r, id: s.nextID()}
-	if ep == epMessages || ep == epCountTokens {
+	switch ep {
+	case epMessages, epCountTokens:
 		c.d = dialectAnthropic
+	case epResponses, epResponsesInputTokens:
+		c.d = dialectResponses
 	}
 	if ep == epUnknown {
 		c.d = dialectOpenAI
@@ -354,6 +402,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.key = apiKey(r)
 	c.ks = s.state(c.key)
+	c.ks.endpoints[ep].Add(1)
 	c.b = s.beh.Load().get(c.key)
 	if c.key == "" {
 		c.ks.record("", nil, r.Header)
@@ -389,8 +438,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c.writeJSON(http.StatusOK, body)
 		c.ks.ok.Add(1)
-	case epCountTokens:
-		c.countTokens()
+	case epCountTokens, epResponsesInputTokens:
+		c.countTokens(ep)
 	default:
 		c.generate(ep)
 	}
@@ -437,26 +486,41 @@ func (c *call) badBody(model string, body []byte, err error) {
 	c.writeError(http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error(), "")
 }
 
-// countTokens serves POST /v1/messages/count_tokens.
-func (c *call) countTokens() {
+// countTokens serves POST /v1/messages/count_tokens ({"input_tokens":N})
+// and POST /v1/responses/input_tokens ({"object":"response.input_tokens",
+// "input_tokens":N}).
+func (c *call) countTokens(ep endpoint) {
 	body, err := c.readBody()
 	if err != nil {
 		c.badBody("", body, err)
 		return
 	}
-	req, err := parseMessages(body)
+	var model string
+	var n int
+	if ep == epResponsesInputTokens {
+		req, perr := parseResponses(body)
+		model, n, err = req.Model, req.promptTokens(), perr
+	} else {
+		req, perr := parseMessages(body)
+		model, n, err = req.Model, req.promptTokens(), perr
+	}
 	if err != nil {
 		c.badBody("", body, err)
 		return
 	}
-	c.ks.record(req.Model, body, c.r.Header)
+	c.ks.record(model, body, c.r.Header)
 	if c.b.statusError() {
 		c.countError(c.b.Status)
-		c.writeStatusError(c.b.Status, req.Model)
+		c.writeStatusError(c.b.Status, model)
 		return
 	}
-	out := append(make([]byte, 0, 32), `{"input_tokens":`...)
-	out = appendInt(out, int64(req.promptTokens()))
+	out := make([]byte, 0, 64)
+	if ep == epResponsesInputTokens {
+		out = append(out, `{"object":"response.input_tokens","input_tokens":`...)
+	} else {
+		out = append(out, `{"input_tokens":`...)
+	}
+	out = appendInt(out, int64(n))
 	out = append(out, '}')
 	c.writeJSON(http.StatusOK, out)
 	c.ks.ok.Add(1)
@@ -473,6 +537,8 @@ func (c *call) generate(ep endpoint) {
 	var (
 		chat   *chatRequest
 		msgs   *messagesRequest
+		resp   *responsesRequest
+		emb    *embeddingsRequest
 		model  string
 		replay replaySource
 	)
@@ -486,6 +552,16 @@ func (c *call) generate(ep endpoint) {
 		msgs, err = parseMessages(body)
 		if msgs != nil {
 			model = msgs.Model
+		}
+	case epResponses:
+		resp, err = parseResponses(body)
+		if resp != nil {
+			model = resp.Model
+		}
+	case epEmbeddings:
+		emb, err = parseEmbeddings(body)
+		if emb != nil {
+			model = emb.Model
 		}
 	case epReplay:
 		replay, model, err = c.replayRequest(body)
@@ -501,6 +577,8 @@ func (c *call) generate(ep endpoint) {
 		refusal = ValidateAnthropicRequest(body)
 	case ep == epChat && c.b.Vendor == VendorDeepSeek:
 		refusal = ValidateDeepSeekRequest(body)
+	case ep == epEmbeddings:
+		refusal = emb.validate()
 	}
 	if refusal != "" {
 		c.ks.record(model, body, c.r.Header)
@@ -565,6 +643,10 @@ func (c *call) generate(ep endpoint) {
 		c.serveChat(chat)
 	case epMessages:
 		c.serveMessages(msgs)
+	case epResponses:
+		c.serveResponses(resp)
+	case epEmbeddings:
+		c.serveEmbeddings(emb)
 	default:
 		ks.failed.Add(1)
 		c.writeError(http.StatusBadRequest, "No replay source: send X-Mock-Replay: <path> or a JSON body {\"path\":\"...\"}.", "")

@@ -16,6 +16,11 @@ type sseWriter struct {
 	fault   streamFault
 	delay   time.Duration
 	timer   *time.Timer
+
+	// seq is the sequence_number of the next Responses event; responses is
+	// the answer a Responses stream carries (nil for other dialects).
+	seq       int
+	responses *responsesAnswer
 }
 
 // streamFault is a programmed way for a stream to end early.
@@ -120,7 +125,9 @@ func (e *sseWriter) sendError() {
 	c := e.c
 	st := c.b.failStatus()
 	b := e.buf[:0]
-	if c.d == dialectAnthropic {
+	if c.d == dialectResponses && e.responses != nil {
+		b = e.appendResponsesError(b, openAIError(st, c.s.model, c.key))
+	} else if c.d == dialectAnthropic {
 		info := anthropicError(st, c.s.model, c.key)
 		b = append(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
 		b = appendString(b, info.typ)

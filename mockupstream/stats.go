@@ -46,12 +46,19 @@ type KeyStats struct {
 	LastBody []byte `json:"last_body,omitempty"`
 	// LastHeaders is a copy of the most recent request headers.
 	LastHeaders http.Header `json:"last_headers,omitempty"`
+	// Endpoints counts the requests presenting the key by endpoint, like
+	// Requests (every outcome): "chat/completions", "messages",
+	// "messages/count_tokens", "responses", "responses/input_tokens",
+	// "embeddings", "models", "models/{id}", "replay". Endpoints never
+	// called are absent.
+	Endpoints map[string]int64 `json:"endpoints,omitempty"`
 }
 
 // keyState is the live state of one key.
 type keyState struct {
 	requests, ok, rateLimited, failed, resets, canceled atomic.Int64
 	firstEvent, lastEvent                               atomic.Int64 // unix nanos
+	endpoints                                           [numEndpoints]atomic.Int64
 
 	mu            sync.Mutex
 	inFlight      int64
@@ -168,6 +175,14 @@ func (ks *keyState) snapshot() KeyStats {
 		FirstEventSentAt: unixNanoTime(ks.firstEvent.Load()),
 		LastEventSentAt:  unixNanoTime(ks.lastEvent.Load()),
 	}
+	for ep := range ks.endpoints {
+		if n := ks.endpoints[ep].Load(); n > 0 {
+			if st.Endpoints == nil {
+				st.Endpoints = make(map[string]int64)
+			}
+			st.Endpoints[endpointNames[ep]] = n
+		}
+	}
 	ks.mu.Lock()
 	st.InFlight = ks.inFlight
 	st.MaxInFlight = ks.maxInFlight
@@ -192,6 +207,9 @@ func (ks *keyState) reset() {
 	ks.canceled.Store(0)
 	ks.firstEvent.Store(0)
 	ks.lastEvent.Store(0)
+	for ep := range ks.endpoints {
+		ks.endpoints[ep].Store(0)
+	}
 	ks.mu.Lock()
 	ks.maxInFlight = ks.inFlight
 	ks.lastModel = ""
