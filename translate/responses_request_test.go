@@ -220,3 +220,45 @@ func TestEncodeResponsesRequestEdges(t *testing.T) {
 		t.Error("n=2 translated")
 	}
 }
+
+// TestValidateResponsesPassthrough: a Responses client going to a
+// Responses upstream is passed through, so ValidateRequest accepts what
+// OpenAI accepts (built-in tools and their tool_choice, include, reasoning
+// items with encrypted_content, item_reference, previous_response_id,
+// hosted-tool items, file ids, prompt templates, every reasoning effort);
+// translating the same bodies to Chat or Messages still refuses what has
+// no counterpart.
+func TestValidateResponsesPassthrough(t *testing.T) {
+	for i, c := range []struct {
+		body       string
+		translated string // "" translates, else the refusal's message contains it
+	}{
+		{`{"model":"gpt-5","input":"hi","tools":[{"type":"web_search"},{"type":"web_search_preview","search_context_size":"low"},{"type":"file_search","vector_store_ids":["vs_1"]},{"type":"code_interpreter","container":{"type":"auto"}},{"type":"image_generation"},{"type":"mcp","server_label":"x","server_url":"https://x","require_approval":"never"},{"type":"local_shell"},{"type":"computer_use_preview","display_width":1024,"display_height":768,"environment":"browser"},{"type":"custom","name":"apply_patch","description":"d","format":{"type":"grammar","syntax":"lark","definition":"start: x"}}],"tool_choice":{"type":"web_search_preview"}}`, ""},
+		{`{"model":"gpt-5","input":"hi","tools":[{"type":"custom","name":"x"}],"tool_choice":{"type":"custom","name":"x"}}`, ""},
+		{`{"model":"gpt-5","input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"https://x"}],"tool_choice":{"type":"mcp","server_label":"x"}}`, ""},
+		{`{"model":"gpt-5","input":[{"type":"item_reference","id":"msg_1"}]}`, "item_reference"},
+		{`{"model":"gpt-5","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"c1","output":"x"}]}`, "previous_response_id"},
+		{`{"model":"gpt-5","conversation":"conv_1","input":"hi"}`, "conversation"},
+		{`{"model":"gpt-5","include":["reasoning.encrypted_content","file_search_call.results","message.output_text.logprobs"],"store":false,"input":[{"role":"user","content":"q"},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAA"},{"type":"message","role":"assistant","id":"msg_1","status":"completed","content":[{"type":"output_text","text":"x","annotations":[]}]}]}`, ""},
+		{`{"model":"gpt-5","input":[{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q"}},{"type":"local_shell_call","id":"ls_1","call_id":"c","action":{"type":"exec","command":["ls"]},"status":"completed"},{"type":"local_shell_call_output","id":"lso","output":"x"},{"type":"custom_tool_call","call_id":"c2","name":"apply_patch","input":"x"},{"type":"custom_tool_call_output","call_id":"c2","output":"ok"},{"type":"computer_call_output","call_id":"c3","output":{"type":"computer_screenshot","image_url":"data:image/png;base64,AAAA"}},{"type":"mcp_approval_response","approval_request_id":"a","approve":true}]}`, ""},
+		{`{"model":"gpt-5","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "file"},
+		{`{"model":"gpt-5","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_2"}]}]}`, "file"},
+		{`{"model":"gpt-5","instructions":[{"role":"developer","content":"x"}],"input":"hi"}`, "instructions"},
+		{`{"model":"gpt-5","input":"hi","prompt":{"id":"pmpt_1","version":"2","variables":{"a":"b"}},"reasoning":{"effort":"xhigh","summary":"detailed"},"text":{"verbosity":"low","format":{"type":"json_schema","name":"x","schema":{"type":"object"}}},"safety_identifier":"s","prompt_cache_retention":"24h","stream_options":{"include_obfuscation":false},"service_tier":"flex","background":true,"max_tool_calls":3,"top_logprobs":2,"truncation":"auto","metadata":{"a":"b"}}`, ""},
+		{`{"model":"gpt-5","reasoning":{"effort":"none"},"input":"hi"}`, ""},
+		{`{"model":"gpt-5","reasoning":{"effort":"minimal"},"input":"hi"}`, ""},
+	} {
+		if err := ValidateRequest(OpenAIResponses, []byte(c.body)); err != nil {
+			t.Errorf("%d: passthrough refused: %v", i, err)
+		}
+		for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
+			_, err := TranslateRequest(OpenAIResponses, to, []byte(c.body), "")
+			switch {
+			case c.translated == "" && err != nil:
+				t.Errorf("%d -> %s: %v", i, to, err)
+			case c.translated != "" && (err == nil || !strings.Contains(err.Error(), c.translated)):
+				t.Errorf("%d -> %s: got %v, want a refusal naming %s", i, to, err, c.translated)
+			}
+		}
+	}
+}
