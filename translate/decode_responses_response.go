@@ -142,3 +142,17 @@ func rsReasoningPart(text, enc string) (canonPart, bool) {
 	}
 	return canonPart{}, false
 }
+
+// anthropicReplayable reports whether a thinking or redacted thinking part
+// can go to Anthropic: it came from an Anthropic block (raw), is signed,
+// and is not OpenAI reasoning carried under sigPrefixOpenAI (which
+// Anthropic would refuse as an invalid signature).
+func anthropicReplayable(p *canonPart) bool {
+	if p.raw == "" {
+		return false
+	}
+	if p.kind == partRedactedThinking {
+		return !strings.HasPrefix(p.data, sigPrefixOpenAI)
+	}
+	return p.signature != "" && !strings.HasPrefix(p.signature, sigPrefixOpenAI)
+}

@@ -253,10 +253,8 @@ func thinkingReplayable(r *canonRequest) bool {
 			switch p := &m.parts[j]; p.kind {
 			case partToolCall:
 				hasCall = true
-			case partThinking:
-				signed = signed || (p.signature != "" && p.raw != "")
-			case partRedactedThinking:
-				signed = signed || p.raw != ""
+			case partThinking, partRedactedThinking:
+				signed = signed || anthropicReplayable(p)
 			}
 		}
 		return !hasCall || signed
@@ -336,14 +334,9 @@ func appendAnthropicBlock(b []byte, p *canonPart, mi, pi int) ([]byte, *Error) {
 		return appendAnthropicText(appendComma(b), p.text, p.cache), nil
 	case partImage, partDocument:
 		return appendAnthropicMedia(appendComma(b), p), nil
-	case partThinking:
-		if p.signature == "" || p.raw == "" {
-			return b, nil // unsigned reasoning cannot be replayed to Anthropic
-		}
-		return append(appendComma(b), p.raw...), nil
-	case partRedactedThinking:
-		if p.raw == "" {
-			return b, nil
+	case partThinking, partRedactedThinking:
+		if !anthropicReplayable(p) {
+			return b, nil // unsigned (or OpenAI) reasoning cannot be replayed to Anthropic
 		}
 		return append(appendComma(b), p.raw...), nil
 	case partToolCall:

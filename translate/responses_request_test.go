@@ -262,3 +262,40 @@ func TestValidateResponsesPassthrough(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAIReasoningNeverReachesAnthropic: thinking that carries OpenAI
+// encrypted reasoning (as the gateway hands it to Chat and Anthropic
+// clients) is left out of requests translated for Anthropic, which would
+// refuse the signature, and kept for Responses.
+func TestOpenAIReasoningNeverReachesAnthropic(t *testing.T) {
+	sig := sigPrefixOpenAI + "gAAAAxyz"
+	chat := `{"model":"m","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","thinking_blocks":[{"type":"thinking","thinking":"t","signature":"` + sig + `"},{"type":"redacted_thinking","data":"` + sig + `"}]},{"role":"user","content":"again"}]}`
+	out, err := TranslateRequest(OpenAIChat, AnthropicMessages, []byte(chat), "")
+	if err != nil || strings.Contains(string(out), "gAAAAxyz") || strings.Contains(string(out), `"thinking"`) {
+		t.Errorf("Chat -> Anthropic: %v %s", err, out)
+	}
+	anth := `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"` + sig + `"},{"type":"text","text":"a"}]},{"role":"user","content":"again"}]}`
+	rs := `{"model":"m","input":[{"role":"user","content":"q"},{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}],"encrypted_content":"gAAAAxyz"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]},{"role":"user","content":"again"}]}`
+	out, err = TranslateRequest(OpenAIResponses, AnthropicMessages, []byte(rs), "")
+	if err != nil || strings.Contains(string(out), "gAAAAxyz") || strings.Contains(string(out), `"thinking"`) {
+		t.Errorf("Responses -> Anthropic: %v %s", err, out)
+	}
+	out, err = TranslateRequest(AnthropicMessages, OpenAIResponses, []byte(anth), "")
+	if err != nil || gjson.GetBytes(out, "input.1.encrypted_content").Str != "gAAAAxyz" || gjson.GetBytes(out, "input.1.summary.0.text").Str != "t" {
+		t.Errorf("Anthropic -> Responses: %v %s", err, out)
+	}
+	// a genuine Anthropic signature still goes to Anthropic
+	genuine := strings.Replace(anth, sig, "EqQBsig", 1)
+	out, err = TranslateRequest(AnthropicMessages, OpenAIChat, []byte(genuine), "")
+	if err != nil || strings.Contains(string(out), "EqQBsig") {
+		t.Errorf("Anthropic -> Chat: %v %s", err, out)
+	}
+	c, _ := decodeRequest(AnthropicMessages, []byte(genuine), true)
+	if p := &c.messages[1].parts[0]; !anthropicReplayable(p) {
+		t.Errorf("Anthropic-signed thinking not replayable: %+v", p)
+	}
+	c, _ = decodeRequest(AnthropicMessages, []byte(anth), true)
+	if p := &c.messages[1].parts[0]; anthropicReplayable(p) {
+		t.Errorf("OpenAI reasoning replayable to Anthropic: %+v", p)
+	}
+}
