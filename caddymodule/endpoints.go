@@ -1,9 +1,7 @@
 package caddymodule
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,17 +26,21 @@ func statelessCheck(body []byte) string {
 }
 
 // serveCountTokens answers POST /v1/messages/count_tokens (Anthropic).
-// When the routed pool has an Anthropic-native key that is free now, the
-// upstream counts; otherwise the count is estimated locally (about four
-// bytes of text per token) and marked as an estimate with the header
-// X-Token-Count-Estimate: true and the field "estimated": true.
-func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) {
+// The request passes the same gates as a completion (the gateway key's
+// rpm and concurrency, max_in_flight, max_request_body). When the routed
+// pool has an Anthropic-native key that is free now, that key counts,
+// through the same request builder and under the pool's attempt_timeout;
+// otherwise, and whenever that attempt fails (a hung upstream times out),
+// the count is estimated locally (about four bytes of text per token) and
+// marked as an estimate with the header X-Token-Count-Estimate: true and
+// the field "estimated": true.
+func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey, _ *route) {
 	d := translate.AnthropicMessages
-	body, releaseBody, ok := h.readBody(w, r, rl, d)
+	body, rel, ok := h.takeRequest(w, r, rl, gk)
 	if !ok {
 		return
 	}
-	defer releaseBody()
+	defer rel.run()
 	model := gjson.GetBytes(body, "model")
 	if !gjson.ValidBytes(body) || model.Type != gjson.String || model.Str == "" {
 		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "body must be a JSON object with a string model")
@@ -67,59 +69,22 @@ func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *r
 }
 
 // countTokensUpstream asks a free Anthropic-native key of the pool to count
-// and relays a 2xx answer. It reports whether the client was answered.
+// (one attempt, never waiting for a key) and relays a 2xx answer. It
+// reports whether the client was answered (or went away).
 func (h *Handler) countTokensUpstream(w http.ResponseWriter, r *http.Request, p *pool, body []byte, rl *requestLog) bool {
-	native := func(k *keypool.Key) bool {
+	counts := upstreamFor(translate.AnthropicMessages)
+	lease, err := p.kp.Acquire(r.Context(), keypool.AcquireOptions{Skip: func(k *keypool.Key) bool {
 		uk := p.keys[k.Fingerprint()]
-		return uk == nil || uk.messageURL == ""
-	}
-	lease, err := p.kp.Acquire(r.Context(), keypool.AcquireOptions{Skip: native})
+		return uk == nil || counts.countTokensURL(uk) == ""
+	}})
 	if err != nil {
 		return false
 	}
 	uk := p.keys[lease.Key().Fingerprint()]
-	out := body
-	if rl.upstreamModel != rl.clientModel {
-		if b, err := translate.SetModel(body, rl.upstreamModel); err == nil {
-			out = b
-		}
-	}
-	url := uk.messageURL + "/count_tokens"
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, url, bytes.NewReader(out))
-	if err != nil {
-		lease.Release(keypool.Outcome{Kind: keypool.ClientError})
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Api-Key", uk.secret)
-	req.Header.Set("Anthropic-Version", anthropicVersion)
-	if beta := r.Header.Values("Anthropic-Beta"); len(beta) > 0 {
-		req.Header["Anthropic-Beta"] = beta
-	}
-	t0 := time.Now()
-	resp, err := upstreamClient.Do(req)
-	if err != nil {
-		o := keypool.Classify(0, nil, err, r.Context().Err(), time.Now())
-		lease.Release(o)
-		rl.attempts = append(rl.attempts, attemptLog{key: uk.id, outcome: o.Kind.String(), dur: time.Since(t0)})
-		return false
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamErrorBody))
-	o := keypool.Classify(resp.StatusCode, resp.Header, err, r.Context().Err(), time.Now())
-	if o.Kind == keypool.Success && !gjson.GetBytes(data, "input_tokens").Exists() {
-		o = keypool.Outcome{Kind: keypool.ClientError, Status: resp.StatusCode} // not a count: estimate instead
-	}
-	lease.Release(o)
-	rl.attempts = append(rl.attempts, attemptLog{key: uk.id, outcome: o.Kind.String(), status: resp.StatusCode, dur: time.Since(t0)})
-	if o.Kind != keypool.Success {
-		return false
-	}
-	rl.key, rl.status = uk.id, resp.StatusCode
-	rl.upstreamDialect = translate.AnthropicMessages
-	w.Header().Set("X-Routed-Via", p.name+"/"+uk.public)
-	writeJSON(w, resp.StatusCode, data)
-	return true
+	c := &call{kind: kindCountTokens, dialect: translate.AnthropicMessages, raw: body,
+		clientModel: rl.clientModel, upstreamModel: rl.upstreamModel}
+	res := h.attempt(w, r, p, uk, lease, c, rl, time.Now().Add(p.totalTimeout))
+	return res.done
 }
 
 // estimateTokens approximates the input tokens of an Anthropic Messages

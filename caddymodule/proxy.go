@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"mime"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -35,23 +34,13 @@ const (
 
 // serveCompletion handles one completion request: read and validate the
 // body, route it to a pool, then run the attempt loop.
-func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) {
+func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey, _ *route) {
 	d := rl.dialect
-
-	// the gateway key's own limits come first: a request they refuse
-	// costs no read of its body
-	release, wait, err := gk.admit(time.Now())
-	if err != nil {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		rl.fail(w, d, http.StatusTooManyRequests, translate.ErrRateLimited, "gateway key "+gk.id+" is over its rate or concurrency limit")
-		return
-	}
-	defer release()
-	body, releaseBody, ok := h.readBody(w, r, rl, d)
+	body, rel, ok := h.takeRequest(w, r, rl, gk)
 	if !ok {
 		return
 	}
-	defer releaseBody()
+	defer rel.run()
 	model, stream, err := translate.RequestInfo(d, body)
 	if err == nil {
 		slot, cerr := decodeSlot(r.Context(), len(body))
@@ -86,9 +75,45 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		rl.failWith(w, d, f)
 		return
 	}
+	h.servePools(w, r, rl, pools, routed, call{dialect: d, raw: body, stream: stream, clientModel: model,
+		session: sessionID(r, d, body), tokens: int64(len(body) / 4)})
+}
 
-	session := sessionID(r, d, body)
-	// one deadline for the whole search, across retries and fallback pools
+// releases are what takeRequest holds for a request until it ends.
+type releases [2]func()
+
+// run releases them.
+func (rs releases) run() {
+	for _, f := range rs {
+		f()
+	}
+}
+
+// takeRequest applies the gateway key's own limits (rpm, concurrency: 429
+// with Retry-After; a request they refuse costs no read of its body) and
+// reads the body (readBody). On failure the client has been answered and
+// ok is false; else the caller runs rel when the request ends.
+func (h *Handler) takeRequest(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey) (body []byte, rel releases, ok bool) {
+	releaseKey, wait, err := gk.admit(time.Now())
+	if err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		rl.fail(w, rl.dialect, http.StatusTooManyRequests, translate.ErrRateLimited, "gateway key "+gk.id+" is over its rate or concurrency limit")
+		return nil, rel, false
+	}
+	body, releaseBody, ok := h.readBody(w, r, rl, rl.dialect)
+	if !ok {
+		releaseKey()
+		return nil, rel, false
+	}
+	return body, releases{releaseBody, releaseKey}, true
+}
+
+// servePools runs the attempt loop over the candidate pools in order (a
+// fallback pool when the one before could not serve), under one deadline
+// for the whole search, across retries and fallback pools; the last
+// pool's failure is the client's answer. c is the call without its
+// upstream model, which each pool sets.
+func (h *Handler) servePools(w http.ResponseWriter, r *http.Request, rl *requestLog, pools []*pool, routed string, c call) {
 	deadline := time.Now().Add(pools[0].totalTimeout)
 	var last *loopFailure
 	for i, p := range pools {
@@ -98,14 +123,15 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		}
 		rl.pool = p.name
 		rl.upstreamModel = p.upstreamModel(routed)
-		c := &call{dialect: d, raw: body, stream: stream, clientModel: model, upstreamModel: rl.upstreamModel,
-			session: session, tokens: int64(len(body) / 4)}
-		last = h.attemptLoop(w, r, p, c, rl, i == len(pools)-1, deadline)
+		pc := new(call)
+		*pc = c
+		pc.upstreamModel = rl.upstreamModel
+		last = h.attemptLoop(w, r, p, pc, rl, i == len(pools)-1, deadline)
 		if last == nil {
 			return // answered, or the client is gone
 		}
 	}
-	rl.failWith(w, d, last)
+	rl.failWith(w, rl.dialect, last)
 }
 
 // candidates returns the pools to try for a client model, in order, and
@@ -182,8 +208,24 @@ func (rl *requestLog) failWith(w http.ResponseWriter, d translate.Dialect, f *lo
 	rl.fail(w, d, f.status, f.class, f.msg)
 }
 
+// callKind is what a call asks of an upstream key.
+type callKind uint8
+
+const (
+	// kindCompletion: a chat completion, message or response, in the
+	// key's dialect (translated when it differs from the client's).
+	kindCompletion callKind = iota
+	// kindCountTokens: Anthropic's count_tokens, on a native key only.
+	kindCountTokens
+	// kindPassthrough: an OpenAI endpoint passed through as it is (the
+	// model rewritten), e.g. embeddings; see passthrough.
+	kindPassthrough
+)
+
 // call is what one client request asks of the upstreams.
 type call struct {
+	kind          callKind
+	pass          *passthrough      // the endpoint, for kindPassthrough
 	dialect       translate.Dialect // the client's
 	raw           []byte            // the client's body
 	stream        bool
@@ -198,59 +240,67 @@ type call struct {
 	mixed         bool       // a failure other than a 403 or a model 404 happened
 }
 
-// body returns the request body for an upstream dialect: the client's
-// bytes with the model rewritten when the dialects match, else a
-// translation. Errors are the client's (*translate.Error, 400).
-//
-// A translation of a large body waits for a decode slot (decodeSlot), so
-// that a burst of large translated requests does not decode them all at
-// once; ctx is the client's.
+// body returns the request body for an upstream dialect, built once per
+// dialect and kept for the call's retries: the client's bytes with the
+// model rewritten when the dialects match (a passthrough endpoint's body
+// always), else a translation (encode). Errors are the client's
+// (*translate.Error, 400).
 func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
+	if c.kind == kindPassthrough {
+		up = c.dialect // one body whatever the key's dialect
+	}
 	if b := c.bodies[up]; b != nil {
 		return *b, nil
 	}
-	model := c.upstreamModel
-	if up == c.dialect && model == c.clientModel {
-		model = "" // pass through untouched
-	}
-	var b []byte
-	var err error
-	switch {
-	case up != c.dialect:
-		release, serr := decodeSlot(ctx, len(c.raw))
-		if serr != nil {
-			return nil, serr
-		}
-		b, err = translate.TranslateRequest(c.dialect, up, c.raw, model)
-		release()
-	case model == "":
-		b = c.raw // validated once already (ValidateRequest): no second scan
-	default:
-		b, err = translate.SetModel(c.raw, model)
-	}
-	if err == nil && up == translate.OpenAIChat && up == c.dialect {
-		// an assistant turn's reasoning goes to OpenAI-compatible upstreams
-		// as reasoning_content, the name DeepSeek-style upstreams require
-		// back on tool-call turns (a cheap scan; a rename only when found)
-		b = translate.ChatReasoningToContent(b)
-	}
-	if err == nil && up == translate.AnthropicMessages && up == c.dialect {
-		// Anthropic rejects empty or whitespace-only text blocks, which
-		// clients produce: a cheap scan, a rewrite only when one is found
-		b = translate.SanitizeAnthropicRequest(b)
-	}
+	b, err := c.encode(ctx, up)
 	if err != nil {
 		return nil, err
 	}
-	if up == translate.OpenAIChat && c.dialect == translate.OpenAIChat && c.stream {
-		// ask for the usage chunk so the pool can count tokens; it is
-		// hidden again from a client that did not ask for it
-		var asked bool
-		b, asked = translate.AddStreamUsage(b)
-		c.hideUsage = !asked
+	if c.kind != kindPassthrough && up == c.dialect {
+		switch up {
+		case translate.OpenAIChat:
+			// an assistant turn's reasoning goes to OpenAI-compatible
+			// upstreams as reasoning_content, the name DeepSeek-style
+			// upstreams require back on tool-call turns (a cheap scan; a
+			// rename only when found)
+			b = translate.ChatReasoningToContent(b)
+			if c.stream {
+				// ask for the usage chunk so the pool can count tokens; it
+				// is hidden again from a client that did not ask for it
+				var asked bool
+				b, asked = translate.AddStreamUsage(b)
+				c.hideUsage = !asked
+			}
+		case translate.AnthropicMessages:
+			// Anthropic rejects empty or whitespace-only text blocks,
+			// which clients produce: a cheap scan, a rewrite only when
+			// one is found
+			b = translate.SanitizeAnthropicRequest(b)
+		}
 	}
 	c.bodies[up] = &b
 	return b, nil
+}
+
+// encode is the one place where the client's request becomes an upstream
+// body: the client's bytes as they are (validated once already), with the
+// model rewritten, or translated to another dialect. A translation of a
+// large body waits for a decode slot (decodeSlot), so that a burst of
+// large translated requests does not decode them all at once; ctx is the
+// client's.
+func (c *call) encode(ctx context.Context, up translate.Dialect) ([]byte, error) {
+	if up != c.dialect {
+		release, err := decodeSlot(ctx, len(c.raw))
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		return translate.TranslateRequest(c.dialect, up, c.raw, c.upstreamModel)
+	}
+	if c.upstreamModel == c.clientModel {
+		return c.raw, nil // pass through untouched
+	}
+	return translate.SetModel(c.raw, c.upstreamModel)
 }
 
 // responseModel is the model name to write into responses: the client's,
@@ -312,6 +362,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if h == uk.host {
 				return true // refused, DNS or TLS failure: the host is down
 			}
+		}
+		if c.kind == kindPassthrough && !c.pass.servedBy(uk) {
+			return true // a passthrough endpoint goes to the keys that serve it
 		}
 		return p.keyLacksModel(uk, c.upstreamModel) // a learned model goes to the keys that list it
 	}
@@ -401,147 +454,184 @@ func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, last *attemptRes
 	return true
 }
 
-// attempt sends the call to one key and, on success, relays the answer.
-// It always releases the lease.
+// attempt sends the call to one key and, on success, relays the answer:
+// build, send, check (classify), relay (relayJSON or relayStream,
+// streaming.go). It always releases the lease.
 func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *upstreamKey, lease *keypool.Lease, c *call, rl *requestLog, deadline time.Time) attemptResult {
-	ctx := r.Context()
-	actx, cancel := context.WithCancel(context.WithValue(ctx, connectTimeoutKey{}, p.connectTimeout))
-	defer cancel()
-	// until the response headers (and, for streams, the first content
-	// event): attempt_timeout, streamed or not, so a hung key costs at most
-	// that before the next key is tried; never past the search deadline;
-	// then request_timeout between reads
-	firstWait := uk.attemptTimeout
-	if firstWait <= 0 {
-		firstWait = p.attemptTimeout
-	}
-	if lease.Probe() {
-		firstWait = min(firstWait, lease.ProbeTimeout())
-	}
-	firstWait = max(min(firstWait, time.Until(deadline)), time.Millisecond)
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(firstWait, func() { timedOut.Store(true); cancel() })
-	defer timer.Stop()
-
-	t0 := time.Now()
-	al := attemptLog{key: uk.id}
-	if lease.AffinityHit() {
-		rl.affinityHit = true
-	}
-	var upTTFB time.Duration // the upstream's time to first byte in this attempt
-	finish := func(o keypool.Outcome) {
-		if o.Kind == keypool.Success {
-			o.Tokens, o.TTFB = usageTokens(rl.usage), upTTFB
-		}
-		lease.Release(o)
-		al.outcome, al.status, al.dur = o.Kind.String(), o.Status, time.Since(t0)
-		rl.attempts = append(rl.attempts, al)
-	}
-	classifyErr := func(err error, status int) keypool.Outcome {
-		if ctx.Err() != nil {
-			return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
-		}
-		if timedOut.Load() {
-			return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout"}
-		}
-		o := keypool.Classify(0, nil, err, nil, time.Now())
-		o.Status = status
-		return o
-	}
-
-	up, target := uk.target(c.dialect)
-	rl.upstreamDialect = up
-	// settle ends an attempt whose upstream said no with an error body (an
-	// HTTP error answer, or an in-band error event before the first
-	// content). What the request caused is relayed to the client in its
-	// dialect and never retried; a model the key lacks moves the request
-	// to at most one more key, whose answer the client then gets; the
-	// rest is the key's and the loop moves on.
-	settle := func(o keypool.Outcome, status int, hdr http.Header, errBody []byte) attemptResult {
-		if o.Kind == keypool.RateLimited && o.HasRetryAfter && o.RetryAfter <= 0 {
-			// "retry now" (0 or a past date) from a key that just refused:
-			// use the backoff ladder instead of hammering it
-			o.HasRetryAfter = false
-		}
-		relay := o.Kind == keypool.ClientError
-		switch o.Kind {
-		case keypool.ModelNotFound:
-			c.model404++
-			relay = c.model404 >= 2
-		case keypool.Forbidden:
-			// a 403 the request itself can cause (an anthropic-beta the
-			// account lacks, content a relay's moderation refuses): when a
-			// second key answers the same, it is the request's answer, and
-			// the second key is not blamed for it
-			c.forbidden++
-			if c.forbidden >= 2 {
-				relay = true
-				o = keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, Message: o.Message}
-			}
-		}
-		finish(o)
-		if relay {
-			rl.key = uk.id
-			relayUpstreamError(w, rl, c.dialect, p.name+"/"+uk.public, status, hdr,
-				scrubbedError(up, c.dialect, status, errBody, uk.forms))
-			return attemptResult{done: true}
-		}
-		res := attemptResult{outcome: o, status: status, errBody: errBody}
-		if o.Kind == keypool.ModelNotFound || o.Kind == keypool.Forbidden {
-			// kept in case no other key can be tried: the client then gets
-			// this answer, not a gateway error
-			res.clientErr = scrubbedError(up, c.dialect, status, errBody, uk.forms)
-			res.routedVia, res.key = p.name+"/"+uk.public, uk.id
-		}
+	x := &exchange{h: h, w: w, r: r, ctx: r.Context(), p: p, uk: uk, lease: lease, c: c, rl: rl,
+		t0: time.Now(), al: attemptLog{key: uk.id}}
+	actx := x.start(deadline)
+	defer x.cancel()
+	defer x.timer.Stop()
+	req, res, ok := x.build(actx)
+	if !ok {
 		return res
 	}
-	reqBody, err := c.body(ctx, up)
-	if err != nil {
-		if ctx.Err() != nil {
-			finish(keypool.Outcome{Kind: keypool.Canceled})
-			rl.status = 499
-			return attemptResult{done: true}
+	resp, res, ok := x.send(req)
+	if !ok {
+		return res
+	}
+	defer resp.Body.Close()
+	body := &idleReader{r: resp.Body, timer: x.timer, d: p.requestTimeout}
+	if res, ok := x.check(resp, body); !ok {
+		return res
+	}
+	if c.kind != kindCompletion || !c.stream || !isEventStream(resp.Header.Get("Content-Type")) {
+		return x.relayJSON(resp, body)
+	}
+	return x.relayStream(resp, body)
+}
+
+// exchange is one attempt in progress: one request of a call to one key,
+// with its timer and the bookkeeping of its outcome.
+type exchange struct {
+	h        *Handler
+	w        http.ResponseWriter
+	r        *http.Request
+	ctx      context.Context // the client's
+	p        *pool
+	uk       *upstreamKey
+	lease    *keypool.Lease
+	c        *call
+	rl       *requestLog
+	up       upstream
+	url      string
+	cancel   context.CancelFunc
+	timer    *time.Timer
+	timedOut atomic.Bool
+	t0       time.Time
+	upTTFB   time.Duration // the upstream's time to first byte in this attempt
+	al       attemptLog
+}
+
+// start picks the key's upstream and arms the attempt's timer: until the
+// response headers (and, for streams, the first content event)
+// attempt_timeout, streamed or not, so a hung key costs at most that
+// before the next key is tried; never past the search deadline; then
+// request_timeout between reads (idleReader). It returns the attempt's
+// context.
+func (x *exchange) start(deadline time.Time) context.Context {
+	actx, cancel := context.WithCancel(context.WithValue(x.ctx, connectTimeoutKey{}, x.p.connectTimeout))
+	x.cancel = cancel
+	firstWait := x.uk.attemptTimeout
+	if firstWait <= 0 {
+		firstWait = x.p.attemptTimeout
+	}
+	if x.lease.Probe() {
+		firstWait = min(firstWait, x.lease.ProbeTimeout())
+	}
+	firstWait = max(min(firstWait, time.Until(deadline)), time.Millisecond)
+	x.timer = time.AfterFunc(firstWait, x.expire)
+	if x.lease.AffinityHit() {
+		x.rl.affinityHit = true
+	}
+	var d translate.Dialect
+	switch x.c.kind {
+	case kindCountTokens:
+		d = translate.AnthropicMessages
+		x.url = upstreamFor(d).countTokensURL(x.uk)
+	case kindPassthrough:
+		d = translate.OpenAIChat
+		if x.uk.chatURL == "" {
+			d = translate.OpenAIResponses // Bearer auth alike
 		}
-		// the request cannot be expressed for this upstream: the client's
-		// problem, not the key's
-		finish(keypool.Outcome{Kind: keypool.ClientError, Status: http.StatusBadRequest})
-		var te *translate.Error
-		if errors.As(err, &te) {
-			rl.failRequest(w, c.dialect, te)
-		} else {
-			rl.fail(w, c.dialect, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
-		}
+		x.url = x.uk.openAIBase() + x.c.pass.suffix
+	default:
+		d, x.url = x.uk.target(x.c.dialect)
+	}
+	x.up = upstreamFor(d)
+	x.rl.upstreamDialect = d
+	return actx
+}
+
+// expire ends an attempt that ran out of time.
+func (x *exchange) expire() {
+	x.timedOut.Store(true)
+	x.cancel()
+}
+
+// finish books the attempt's outcome to the key (releasing its lease) and
+// to the request log.
+func (x *exchange) finish(o keypool.Outcome) {
+	if o.Kind == keypool.Success {
+		o.Tokens, o.TTFB = usageTokens(x.rl.usage), x.upTTFB
+	}
+	x.lease.Release(o)
+	x.al.outcome, x.al.status, x.al.dur = o.Kind.String(), o.Status, time.Since(x.t0)
+	x.rl.attempts = append(x.rl.attempts, x.al)
+}
+
+// fail books an outcome with no upstream error body (a network error, a
+// timeout, an unreadable answer) and ends the attempt: done when the
+// client went away (499), else the loop moves on.
+func (x *exchange) fail(o keypool.Outcome) attemptResult {
+	x.finish(o)
+	if o.Kind == keypool.Canceled {
+		x.rl.status = 499
 		return attemptResult{done: true}
 	}
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(reqBody))
-	if err != nil {
-		finish(keypool.Outcome{Kind: keypool.NetworkError, Message: "building upstream request"})
-		return attemptResult{outcome: keypool.Outcome{Kind: keypool.NetworkError}}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if up == translate.AnthropicMessages {
-		req.Header.Set("X-Api-Key", uk.secret)
-		req.Header.Set("Anthropic-Version", anthropicVersion)
-		if c.dialect == translate.AnthropicMessages {
-			if beta := r.Header.Values("Anthropic-Beta"); len(beta) > 0 {
-				req.Header["Anthropic-Beta"] = beta
-			}
-		}
-	} else {
-		req.Header.Set("Authorization", uk.authHeader)
-	}
-	if c.stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	if ua := r.Header.Get("User-Agent"); ua != "" {
-		req.Header.Set("User-Agent", ua)
-	}
-	req.Header.Set("X-Request-Id", rl.id)
+	return attemptResult{outcome: o, status: o.Status}
+}
 
-	// connection set-up time, for the log; the trace hooks may run on the
-	// transport's dialing goroutine
+// classifyErr classifies a transport or read error of the attempt: the
+// client's going away, the attempt's timeout, else the error itself.
+func (x *exchange) classifyErr(err error, status int) keypool.Outcome {
+	if x.ctx.Err() != nil {
+		return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
+	}
+	if x.timedOut.Load() {
+		return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout"}
+	}
+	o := keypool.Classify(0, nil, err, nil, time.Now())
+	o.Status = status
+	return o
+}
+
+// build makes the upstream request: the call's body for the upstream's
+// dialect, the upstream's auth and version headers. A body that cannot be
+// expressed for this upstream is the client's problem (400), not the
+// key's; ok false ends the attempt with res.
+func (x *exchange) build(actx context.Context) (req *http.Request, res attemptResult, ok bool) {
+	c, rl := x.c, x.rl
+	reqBody, err := c.body(x.ctx, x.up.dialect())
+	if err != nil {
+		if x.ctx.Err() != nil {
+			x.finish(keypool.Outcome{Kind: keypool.Canceled})
+			rl.status = 499
+			return nil, attemptResult{done: true}, false
+		}
+		x.finish(keypool.Outcome{Kind: keypool.ClientError, Status: http.StatusBadRequest})
+		var te *translate.Error
+		if errors.As(err, &te) {
+			rl.failRequest(x.w, c.dialect, te)
+		} else {
+			rl.fail(x.w, c.dialect, http.StatusBadRequest, translate.ErrInvalidRequest, err.Error())
+		}
+		return nil, attemptResult{done: true}, false
+	}
+	req, err = http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(reqBody))
+	if err != nil {
+		x.finish(keypool.Outcome{Kind: keypool.NetworkError, Message: "building upstream request"})
+		return nil, attemptResult{outcome: keypool.Outcome{Kind: keypool.NetworkError}}, false
+	}
+	hdr := req.Header
+	hdr.Set("Content-Type", "application/json")
+	x.up.authorize(hdr, x.uk, c.dialect, x.r.Header)
+	if c.stream {
+		hdr.Set("Accept", "text/event-stream")
+	} else {
+		hdr.Set("Accept", "application/json")
+	}
+	if ua := x.r.Header.Get("User-Agent"); ua != "" {
+		hdr.Set("User-Agent", ua)
+	}
+	hdr.Set("X-Request-Id", rl.id)
+	return req, attemptResult{}, true
+}
+
+// send sends the request, timing a new connection's set-up for the log
+// (the trace hooks may run on the transport's dialing goroutine).
+func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool) {
 	var connStart, connDur atomic.Int64
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		ConnectStart: func(string, string) { connStart.CompareAndSwap(0, time.Now().UnixNano()) },
@@ -552,177 +642,83 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		},
 	}))
 	resp, err := upstreamClient.Do(req)
-	al.connect = time.Duration(connDur.Load())
+	x.al.connect = time.Duration(connDur.Load())
 	if err != nil {
-		o := classifyErr(err, 0)
-		finish(o)
-		if o.Kind == keypool.Canceled {
-			rl.status = 499
-			return attemptResult{done: true}
-		}
-		return attemptResult{outcome: o}
+		return nil, x.fail(x.classifyErr(err, 0)), false
 	}
-	defer resp.Body.Close()
-	upTTFB = time.Since(t0)
-	body := &idleReader{r: resp.Body, timer: timer, d: p.requestTimeout}
+	x.upTTFB = time.Since(x.t0)
+	return resp, attemptResult{}, true
+}
 
+// check classifies the upstream's status: a non-2xx answer (its body read,
+// bounded and redacted) or a redirect (never followed: the key would
+// travel with it, so a base_url that needs one is misconfigured) settles
+// the attempt; ok is true for a 2xx.
+func (x *exchange) check(resp *http.Response, body io.Reader) (attemptResult, bool) {
 	var errBody []byte
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
-		errBody = uk.forms.redact(errBody) // every form: literal, %-encoded, base64, hex
+		errBody = x.uk.forms.redact(errBody) // every form: literal, %-encoded, base64, hex
 	}
-	o := keypool.ClassifyResponseFor(c.upstreamModel, resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
+	o := keypool.ClassifyResponseFor(x.c.upstreamModel, resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		// redirects are not followed (the key would travel with them): a
-		// base_url that needs one is misconfigured
 		o = keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream redirected (" + strconv.Itoa(resp.StatusCode) + "); check base_url"}
 	}
 	if o.Kind != keypool.Success {
-		return settle(o, resp.StatusCode, resp.Header, errBody)
+		return x.settle(o, resp.StatusCode, resp.Header, errBody), false
 	}
+	return attemptResult{}, true
+}
 
-	if !c.stream || !isEventStream(resp.Header.Get("Content-Type")) {
-		data, err := io.ReadAll(io.LimitReader(body, maxUpstreamBody+1))
-		if err == nil && len(data) > maxUpstreamBody {
-			err = errors.New("upstream response larger than the gateway's limit")
+// settle ends an attempt whose upstream said no with an error body (an
+// HTTP error answer, or an in-band error event before the first content).
+// What the request caused is relayed to the client in its dialect and
+// never retried; a model the key lacks moves the request to at most one
+// more key, whose answer the client then gets; the rest is the key's and
+// the loop moves on. A token count is never relayed as an error: the
+// client gets the local estimate instead.
+func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBody []byte) attemptResult {
+	c := x.c
+	if o.Kind == keypool.RateLimited && o.HasRetryAfter && o.RetryAfter <= 0 {
+		// "retry now" (0 or a past date) from a key that just refused:
+		// use the backoff ladder instead of hammering it
+		o.HasRetryAfter = false
+	}
+	relay := o.Kind == keypool.ClientError && c.kind != kindCountTokens
+	switch o.Kind {
+	case keypool.ModelNotFound:
+		c.model404++
+		relay = c.model404 >= 2
+	case keypool.Forbidden:
+		// a 403 the request itself can cause (an anthropic-beta the
+		// account lacks, content a relay's moderation refuses): when a
+		// second key answers the same, it is the request's answer, and
+		// the second key is not blamed for it
+		c.forbidden++
+		if c.forbidden >= 2 {
+			relay = true
+			o = keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, Message: o.Message}
 		}
-		if err == nil && !gjson.ValidBytes(data) {
-			// an HTML page, a proxy's banner or garbage with status 2xx:
-			// a misconfigured or broken upstream, not an answer
-			o := keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream answered " + strconv.Itoa(resp.StatusCode) + " with a body that is not JSON"}
-			finish(o)
-			return attemptResult{outcome: o, status: resp.StatusCode}
-		}
-		if err != nil {
-			o := classifyErr(err, resp.StatusCode)
-			finish(o)
-			if o.Kind == keypool.Canceled {
-				rl.status = 499
-				return attemptResult{done: true}
-			}
-			return attemptResult{outcome: o, status: resp.StatusCode}
-		}
-		out, usage, err := translate.TranslateResponseWith(up, c.dialect, data, c.responseModel(up), p.respOpts)
-		if err != nil {
-			// a 2xx the gateway cannot understand: the upstream's fault
-			o := keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "unreadable upstream response"}
-			finish(o)
-			return attemptResult{outcome: o, status: resp.StatusCode}
-		}
-		data = out
-		rl.usage = usage
-		if h.LogPayloads {
-			rl.respBody = data
-		}
-		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
-		rl.key, rl.status = uk.id, resp.StatusCode
-		rl.ttfb = time.Since(rl.start)
-		hdr := w.Header()
-		hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
-		ct := resp.Header.Get("Content-Type")
-		if ct == "" || up != c.dialect {
-			ct = "application/json"
-		}
-		hdr.Set("Content-Type", ct)
-		hdr.Set("Content-Length", strconv.Itoa(len(data)))
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(data)
+	}
+	x.finish(o)
+	up := x.up.dialect()
+	if c.kind == kindPassthrough {
+		up = c.dialect // an OpenAI error body, whatever the key's dialect
+	}
+	if relay {
+		x.rl.key = x.uk.id
+		relayUpstreamError(x.w, x.rl, c.dialect, x.p.name+"/"+x.uk.public, status, hdr,
+			scrubbedError(up, c.dialect, status, errBody, x.uk.forms))
 		return attemptResult{done: true}
 	}
-
-	// Streaming. The client's response (status, headers, the stream's
-	// preamble) is committed only at the upstream's first content event:
-	// an upstream that fails before that (an error event after
-	// message_start, a reset, an empty or preamble-only stream, no content
-	// within attempt_timeout) is retried on another key and the client
-	// never sees it. The translator holds bytes, not time: a healthy
-	// stream's first content leaves as soon as it is read.
-	fw := newFlushWriter(w, rl, h.clientWriteTimeout(), uk.forms)
-	cw := &commitWriter{fw: fw, commit: func() {
-		upTTFB = time.Since(t0)
-		timer.Reset(p.requestTimeout) // from here on, request_timeout between reads
-		rl.key, rl.status = uk.id, resp.StatusCode
-		hdr := w.Header()
-		hdr.Set("Content-Type", "text/event-stream")
-		hdr.Set("Cache-Control", "no-cache")
-		hdr.Set("X-Accel-Buffering", "no")
-		hdr.Set("X-Routed-Via", p.name+"/"+uk.public)
-		hdr.Del("Content-Length")
-		w.WriteHeader(http.StatusOK)
-	}}
-	st := translate.NewStreamTranslator(up, c.dialect, c.responseModel(up), cw)
-	st.SetOptions(p.respOpts)
-	if holdPreamble {
-		st.HoldPreamble()
+	res := attemptResult{outcome: o, status: status, errBody: errBody}
+	if o.Kind == keypool.ModelNotFound || o.Kind == keypool.Forbidden {
+		// kept in case no other key can be tried: the client then gets
+		// this answer, not a gateway error
+		res.clientErr = scrubbedError(up, c.dialect, status, errBody, x.uk.forms)
+		res.routedVia, res.key = x.p.name+"/"+x.uk.public, x.uk.id
 	}
-	if c.hideUsage && up == c.dialect {
-		st.HideUsageChunk()
-	}
-	body.armed = st.Committed // attempt_timeout runs until the first content
-	runErr := st.Run(&flushBeforeRead{r: body, fw: fw})
-	fw.flush()
-	rl.usage = st.Usage()
-	se := st.UpstreamError()
-	if se != nil {
-		se.Body = uk.forms.redact(se.Body) // it feeds the outcome's message and the log
-	}
-	switch {
-	case !st.Committed():
-		// nothing reached the client: the attempt failed before its first
-		// content event, and the request may move on
-		if se != nil && ctx.Err() == nil && !timedOut.Load() {
-			o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
-			o.Message = "stream error event before content: " + o.Message
-			return settle(o, se.Status, nil, se.Body)
-		}
-		err := runErr
-		if err == nil || errors.Is(err, io.ErrUnexpectedEOF) && !timedOut.Load() {
-			err = io.ErrUnexpectedEOF
-		}
-		o := classifyErr(unwrapNotCommitted(err), resp.StatusCode)
-		if o.Kind == keypool.NetworkError {
-			o.Message = "stream ended before its first content"
-		}
-		finish(o)
-		if o.Kind == keypool.Canceled {
-			rl.status = 499
-			return attemptResult{done: true}
-		}
-		return attemptResult{outcome: o, status: resp.StatusCode}
-	case ctx.Err() != nil:
-		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
-		rl.status = 499
-		rl.streamOutcome = streamCanceled
-	case fw.err != nil:
-		// the client stopped reading (its context may not show it yet)
-		finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
-		rl.status = 499
-		rl.streamOutcome = streamCanceled
-	case se != nil:
-		// an in-band error after content went out: relayed to the client
-		// in its dialect, and the attempt's outcome is that error,
-		// classified as the same error with an HTTP status would be
-		o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
-		o.Message = "stream error event: " + o.Message
-		finish(o)
-		rl.streamError, rl.streamOutcome = o.Kind.String(), streamErrorEvent
-	case runErr == nil && st.Truncated():
-		// the upstream ended without a finish reason: the client was told
-		// in its dialect that the answer is cut short, the key is blamed
-		finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
-		rl.streamError, rl.streamOutcome = "truncated", streamTruncated
-	case runErr != nil:
-		// the upstream broke off mid-stream; the client got its dialect's
-		// error, the key gets the blame
-		o := classifyErr(runErr, resp.StatusCode)
-		o.Message = "stream interrupted: " + o.Message
-		finish(o)
-		rl.streamError, rl.streamOutcome = o.Kind.String(), streamInterrupted
-	default:
-		finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
-		rl.streamOutcome = streamComplete
-	}
-	return attemptResult{done: true}
+	return res
 }
 
 // streamErrorOutcome classifies an in-band stream error as the same error
@@ -767,169 +763,6 @@ func usageTokens(u translate.Usage) int64 {
 		n += *u.OutputTokens
 	}
 	return n
-}
-
-// isEventStream reports whether a Content-Type is text/event-stream.
-func isEventStream(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "text/event-stream"
-}
-
-// idleReader re-arms the attempt's timeout after every read that returns
-// data, so request_timeout bounds each wait for the upstream, not the whole
-// length of a stream.
-// While armed is set and reports false (a stream before its first content
-// event), reads do not re-arm it: the attempt's first wait still runs.
-type idleReader struct {
-	r     io.Reader
-	timer *time.Timer
-	d     time.Duration
-	armed func() bool
-}
-
-func (i *idleReader) Read(p []byte) (int, error) {
-	n, err := i.r.Read(p)
-	if n > 0 && (i.armed == nil || i.armed()) {
-		i.timer.Reset(i.d)
-	}
-	return n, err
-}
-
-// flushWriter writes client events as the stream translator produces
-// them; flushBeforeRead flushes them to the client whenever the translator
-// is about to wait for more upstream bytes. Every event therefore leaves as
-// soon as the upstream bytes that carry it have been read, with no timer
-// and no added delay, but the events of one upstream read share one flush
-// (one chunk, one syscall) instead of one each.
-//
-// Slow readers: every write and flush runs under a write deadline of
-// client_write_timeout from its start (http.ResponseController
-// SetWriteDeadline; large events are written in 16 KiB pieces, each with
-// its own deadline). A client that accepts no bytes for that long fails
-// the write; the translator stops, so the upstream is no longer read, the
-// attempt ends (the key's slot is released as "canceled", never counted
-// against the key) and the upstream request is cancelled. Since the
-// upstream is read only after the previous read's events were flushed,
-// the gateway holds at most one upstream read (16 KiB, or one larger
-// event) that the client has not accepted, besides the sockets' buffers.
-//
-// Upstream keys echoed in an in-band error event (an event with an
-// "error" member or an error type: Chat error chunks, Anthropic error
-// events, Responses response.failed and error), in any form secretForms
-// knows, are redacted before they leave; content events are not scanned
-// (a key reaches the stream only through an upstream's error message).
-type flushWriter struct {
-	w        http.ResponseWriter
-	rc       *http.ResponseController
-	rl       *requestLog
-	timeout  time.Duration // client_write_timeout; 0: no deadline
-	deadline time.Time     // the write deadline last set, zero when none
-	secret   *secretForms  // nil: nothing to redact
-	pending  bool
-	err      error
-}
-
-// newFlushWriter returns the stream writer for one attempt: timeout is the
-// client_write_timeout (0: none), forms the key's secret forms redacted
-// from error events (nil for none; built once per key, upstreamKey.forms).
-func newFlushWriter(w http.ResponseWriter, rl *requestLog, timeout time.Duration, forms *secretForms) *flushWriter {
-	return &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl, timeout: timeout, secret: forms}
-}
-
-// arm sets the write deadline for the next write or flush to
-// client_write_timeout from now. It is moved only when it has aged by a
-// sixteenth of the timeout (the effective bound is 15/16 to 16/16 of it),
-// so that a stream of many small events does not pay for one deadline
-// change each. A writer that cannot take deadlines (not a network
-// connection) is left without one.
-func (f *flushWriter) arm() {
-	if f.timeout <= 0 {
-		return
-	}
-	now := time.Now()
-	if !f.deadline.IsZero() && f.deadline.Sub(now) > f.timeout-f.timeout/16 {
-		return
-	}
-	d := now.Add(f.timeout)
-	if err := f.rc.SetWriteDeadline(d); err != nil {
-		f.timeout = 0
-		return
-	}
-	f.deadline = d
-}
-
-// failed records a write error; one past the write deadline is the
-// client's fault and is logged as client_write_timeout.
-func (f *flushWriter) failed(err error) error {
-	f.err = err
-	if !f.deadline.IsZero() && !time.Now().Before(f.deadline) {
-		f.rl.streamError = "client_write_timeout"
-		f.rl.errMsg = "the client accepted no stream bytes for " + f.timeout.String() + " (client_write_timeout); stream cut"
-	}
-	return err
-}
-
-// WriteEvent implements translate.EventWriter.
-func (f *flushWriter) WriteEvent(p []byte) error {
-	if f.err != nil {
-		return f.err
-	}
-	if f.secret != nil && bytes.Contains(p, errorField) {
-		p = f.secret.redactEvent(p)
-	}
-	for len(p) > 0 {
-		// in pieces, each under a deadline of its own: a client that
-		// is slow but reading is not cut by one large event
-		n := min(len(p), clientWriteChunk)
-		f.arm()
-		if _, err := f.w.Write(p[:n]); err != nil {
-			return f.failed(err)
-		}
-		p = p[n:]
-		f.pending = true
-	}
-	return nil
-}
-
-// errorField marks an event that may carry an upstream error message: a
-// JSON key or value ending in "rror" ("error", "api_error",
-// "overloaded_error"). It is searched for instead of `"error"` because
-// its first byte is rarer than '"' in a stream event, which makes the
-// search of an ordinary content event about twice as fast.
-var errorField = []byte(`rror"`)
-
-// clientWriteChunk is the most written to a client under one write
-// deadline.
-const clientWriteChunk = 16 << 10
-
-// flush sends the written events to the client.
-func (f *flushWriter) flush() {
-	if !f.pending || f.err != nil {
-		return
-	}
-	f.pending = false
-	if f.rl.ttfb == 0 {
-		f.rl.ttfb = time.Since(f.rl.start)
-	}
-	f.arm()
-	if err := f.rc.Flush(); err != nil {
-		_ = f.failed(err)
-	}
-}
-
-// flushBeforeRead flushes pending client events before each read of the
-// upstream body (a read may block until the upstream sends more).
-type flushBeforeRead struct {
-	r  io.Reader
-	fw *flushWriter
-}
-
-func (f *flushBeforeRead) Read(p []byte) (int, error) {
-	f.fw.flush()
-	if f.fw.err != nil {
-		return 0, f.fw.err // the client is gone: stop reading the upstream
-	}
-	return f.r.Read(p)
 }
 
 // unavailable is the failure when no key could be leased: 503 with

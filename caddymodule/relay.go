@@ -34,12 +34,13 @@ const (
 var holdPreamble = true
 
 // commitWriter commits the client's response (status and headers, via
-// commit) when the stream translator writes its first event, which with
-// HoldPreamble is the first content event with the held preamble, and then
-// passes every event on to the flushWriter.
+// the exchange's commitStream) when the stream translator writes its
+// first event, which with HoldPreamble is the first content event with the
+// held preamble, and then passes every event on to the flushWriter.
 type commitWriter struct {
 	fw        *flushWriter
-	commit    func()
+	x         *exchange
+	status    int // the upstream's
 	committed bool
 }
 
@@ -47,7 +48,7 @@ type commitWriter struct {
 func (c *commitWriter) WriteEvent(p []byte) error {
 	if !c.committed {
 		c.committed = true
-		c.commit()
+		c.x.commitStream(c.status)
 	}
 	return c.fw.WriteEvent(p)
 }

@@ -1,0 +1,98 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// passthrough is an OpenAI endpoint the gateway serves through the pools
+// without translating it (POST /v1/embeddings): the client's body goes to
+// the key's OpenAI root (its base_url, whether the key speaks Chat
+// Completions or Responses) plus suffix, byte for byte apart from the
+// model, and the answer comes back the same way, never streamed. Keys
+// that speak only Anthropic Messages do not serve it. Usage is read from
+// the answer's usage (prompt_tokens as input tokens, completion_tokens as
+// output tokens when present).
+type passthrough struct {
+	name   string // the endpoint's name in messages: "embeddings"
+	suffix string // appended to the key's OpenAI root: "/embeddings"
+}
+
+// servedBy reports whether key uk serves the endpoint.
+func (pt *passthrough) servedBy(uk *upstreamKey) bool { return uk.openAIBase() != "" }
+
+// readJSON returns the upstream's answer with the client's model name when
+// the upstream was asked for another one (only when the answer names a
+// model: nothing is added), and its usage.
+func (pt *passthrough) readJSON(c *call, data []byte) ([]byte, translate.Usage, error) {
+	var u translate.Usage
+	res := gjson.GetManyBytes(data, "usage.prompt_tokens", "usage.completion_tokens", "model")
+	if res[0].Type == gjson.Number {
+		n := res[0].Int()
+		u.InputTokens = &n
+	}
+	if res[1].Type == gjson.Number {
+		n := res[1].Int()
+		u.OutputTokens = &n
+	}
+	if c.upstreamModel != c.clientModel && res[2].Exists() {
+		out, err := translate.SetModel(data, c.clientModel)
+		return out, u, err
+	}
+	return data, u, nil
+}
+
+// servePassthrough serves a passthrough route: the gateway key's limits,
+// the body (a JSON object with a string model), the pools serving the
+// model and, among their keys, those that serve the endpoint; then the
+// attempt loop as for completions (the same gates, retries, fallback and
+// accounting).
+func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey, rt *route) {
+	d := rl.dialect
+	body, rel, ok := h.takeRequest(w, r, rl, gk)
+	if !ok {
+		return
+	}
+	defer rel.run()
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "request body must be a JSON object")
+		return
+	}
+	model := gjson.GetBytes(body, "model")
+	if model.Type != gjson.String || model.Str == "" {
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "model: a string is required")
+		return
+	}
+	rl.clientModel = model.Str
+	if h.LogPayloads {
+		rl.reqBody = body
+	}
+	pools, routed, f := h.candidates(model.Str, gk)
+	if f != nil {
+		rl.failWith(w, d, f)
+		return
+	}
+	serving := pools[:0:0]
+	for _, p := range pools {
+		for _, uk := range p.keys {
+			if rt.pass.servedBy(uk) {
+				serving = append(serving, p)
+				break
+			}
+		}
+	}
+	if len(serving) == 0 {
+		msg := "no key of pool " + strconv.Quote(pools[0].name) + " serves " + rt.pass.name + " (its keys speak only Anthropic Messages)"
+		if len(pools) > 1 {
+			msg = "no key of the pools serving model " + quoteClient(model.Str) + " serves " + rt.pass.name + " (their keys speak only Anthropic Messages)"
+		}
+		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, msg)
+		return
+	}
+	h.servePools(w, r, rl, serving, routed, call{kind: kindPassthrough, pass: rt.pass, dialect: d, raw: body,
+		clientModel: model.Str, tokens: int64(len(body) / 4)})
+}

@@ -1,0 +1,328 @@
+package caddymodule
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+)
+
+// relayJSON reads a non-streamed 2xx answer (bounded by maxUpstreamBody),
+// renders it in the client's dialect (upstream.readJSON; a passthrough
+// endpoint's answer keeps its bytes, the model rewritten) and writes it.
+// A 2xx that is not JSON, or that the gateway cannot read, is the
+// upstream's fault (a server error booked to the key; the loop moves on).
+// A token count is written as the upstream sent it.
+func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult {
+	c, rl := x.c, x.rl
+	data, err := io.ReadAll(io.LimitReader(body, maxUpstreamBody+1))
+	if err == nil && len(data) > maxUpstreamBody {
+		err = errors.New("upstream response larger than the gateway's limit")
+	}
+	if err == nil && !gjson.ValidBytes(data) {
+		// an HTML page, a proxy's banner or garbage with status 2xx:
+		// a misconfigured or broken upstream, not an answer
+		return x.fail(keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream answered " + strconv.Itoa(resp.StatusCode) + " with a body that is not JSON"})
+	}
+	if err != nil {
+		return x.fail(x.classifyErr(err, resp.StatusCode))
+	}
+	ct := resp.Header.Get("Content-Type")
+	switch c.kind {
+	case kindCountTokens:
+		if !gjson.GetBytes(data, "input_tokens").Exists() {
+			// not a count: the client gets the estimate instead
+			return x.fail(keypool.Outcome{Kind: keypool.ClientError, Status: resp.StatusCode, Message: "token count answer without input_tokens"})
+		}
+	case kindPassthrough:
+		data, rl.usage, err = c.pass.readJSON(c, data)
+	default:
+		data, rl.usage, err = x.up.readJSON(c, data, x.p.respOpts)
+		if x.up.dialect() != c.dialect {
+			ct = ""
+		}
+	}
+	if err != nil {
+		return x.fail(keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "unreadable upstream response"})
+	}
+	if x.h.LogPayloads && c.kind != kindCountTokens {
+		rl.respBody = data
+	}
+	x.finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
+	rl.key, rl.status = x.uk.id, resp.StatusCode
+	rl.ttfb = time.Since(rl.start)
+	hdr := x.w.Header()
+	hdr.Set("X-Routed-Via", x.p.name+"/"+x.uk.public)
+	if ct == "" {
+		ct = "application/json"
+	}
+	hdr.Set("Content-Type", ct)
+	hdr.Set("Content-Length", strconv.Itoa(len(data)))
+	x.w.WriteHeader(resp.StatusCode)
+	_, _ = x.w.Write(data)
+	return attemptResult{done: true}
+}
+
+// relayStream relays a streamed answer through the upstream's stream
+// translator. The client's response (status, headers, the stream's
+// preamble) is committed only at the upstream's first content event: an
+// upstream that fails before that (an error event after message_start, a
+// reset, an empty or preamble-only stream, no content within
+// attempt_timeout) is retried on another key and the client never sees
+// it. The translator holds bytes, not time: a healthy stream's first
+// content leaves as soon as it is read.
+func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptResult {
+	c, rl := x.c, x.rl
+	fw := newFlushWriter(x.w, rl, x.h.clientWriteTimeout(), x.uk.forms)
+	cw := &commitWriter{fw: fw, x: x, status: resp.StatusCode}
+	st := x.up.newStream(c, cw)
+	st.SetOptions(x.p.respOpts)
+	if holdPreamble {
+		st.HoldPreamble()
+	}
+	if c.hideUsage && x.up.dialect() == c.dialect {
+		st.HideUsageChunk()
+	}
+	body.armed = st.Committed // attempt_timeout runs until the first content
+	runErr := st.Run(&flushBeforeRead{r: body, fw: fw})
+	fw.flush()
+	rl.usage = st.Usage()
+	se := st.UpstreamError()
+	if se != nil {
+		se.Body = x.uk.forms.redact(se.Body) // it feeds the outcome's message and the log
+	}
+	switch {
+	case !st.Committed():
+		// nothing reached the client: the attempt failed before its first
+		// content event, and the request may move on
+		if se != nil && x.ctx.Err() == nil && !x.timedOut.Load() {
+			o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
+			o.Message = "stream error event before content: " + o.Message
+			return x.settle(o, se.Status, nil, se.Body)
+		}
+		err := runErr
+		if err == nil || errors.Is(err, io.ErrUnexpectedEOF) && !x.timedOut.Load() {
+			err = io.ErrUnexpectedEOF
+		}
+		o := x.classifyErr(unwrapNotCommitted(err), resp.StatusCode)
+		if o.Kind == keypool.NetworkError {
+			o.Message = "stream ended before its first content"
+		}
+		return x.fail(o)
+	case x.ctx.Err() != nil, fw.err != nil:
+		// the client went away, or stopped reading (its context may not
+		// show it yet)
+		x.finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
+		rl.status = 499
+		rl.streamOutcome = streamCanceled
+	case se != nil:
+		// an in-band error after content went out: relayed to the client
+		// in its dialect, and the attempt's outcome is that error,
+		// classified as the same error with an HTTP status would be
+		o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
+		o.Message = "stream error event: " + o.Message
+		x.finish(o)
+		rl.streamError, rl.streamOutcome = o.Kind.String(), streamErrorEvent
+	case runErr == nil && st.Truncated():
+		// the upstream ended without a finish reason: the client was told
+		// in its dialect that the answer is cut short, the key is blamed
+		x.finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
+		rl.streamError, rl.streamOutcome = "truncated", streamTruncated
+	case runErr != nil:
+		// the upstream broke off mid-stream; the client got its dialect's
+		// error, the key gets the blame
+		o := x.classifyErr(runErr, resp.StatusCode)
+		o.Message = "stream interrupted: " + o.Message
+		x.finish(o)
+		rl.streamError, rl.streamOutcome = o.Kind.String(), streamInterrupted
+	default:
+		x.finish(keypool.Outcome{Kind: keypool.Success, Status: resp.StatusCode})
+		rl.streamOutcome = streamComplete
+	}
+	return attemptResult{done: true}
+}
+
+// commitStream commits the client's response of a stream at its first
+// content event: from here on request_timeout runs between reads.
+func (x *exchange) commitStream(status int) {
+	x.upTTFB = time.Since(x.t0)
+	x.timer.Reset(x.p.requestTimeout)
+	x.rl.key, x.rl.status = x.uk.id, status
+	hdr := x.w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set("X-Routed-Via", x.p.name+"/"+x.uk.public)
+	hdr.Del("Content-Length")
+	x.w.WriteHeader(http.StatusOK)
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// idleReader re-arms the attempt's timeout after every read that returns
+// data, so request_timeout bounds each wait for the upstream, not the whole
+// length of a stream.
+// While armed is set and reports false (a stream before its first content
+// event), reads do not re-arm it: the attempt's first wait still runs.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+	armed func() bool
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if n > 0 && (i.armed == nil || i.armed()) {
+		i.timer.Reset(i.d)
+	}
+	return n, err
+}
+
+// flushWriter writes client events as the stream translator produces
+// them; flushBeforeRead flushes them to the client whenever the translator
+// is about to wait for more upstream bytes. Every event therefore leaves as
+// soon as the upstream bytes that carry it have been read, with no timer
+// and no added delay, but the events of one upstream read share one flush
+// (one chunk, one syscall) instead of one each.
+//
+// Slow readers: every write and flush runs under a write deadline of
+// client_write_timeout from its start (http.ResponseController
+// SetWriteDeadline; large events are written in 16 KiB pieces, each with
+// its own deadline). A client that accepts no bytes for that long fails
+// the write; the translator stops, so the upstream is no longer read, the
+// attempt ends (the key's slot is released as "canceled", never counted
+// against the key) and the upstream request is cancelled. Since the
+// upstream is read only after the previous read's events were flushed,
+// the gateway holds at most one upstream read (16 KiB, or one larger
+// event) that the client has not accepted, besides the sockets' buffers.
+//
+// Upstream keys echoed in an in-band error event (an event with an
+// "error" member or an error type: Chat error chunks, Anthropic error
+// events, Responses response.failed and error), in any form secretForms
+// knows, are redacted before they leave; content events are not scanned
+// (a key reaches the stream only through an upstream's error message).
+type flushWriter struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	rl       *requestLog
+	timeout  time.Duration // client_write_timeout; 0: no deadline
+	deadline time.Time     // the write deadline last set, zero when none
+	secret   *secretForms  // nil: nothing to redact
+	pending  bool
+	err      error
+}
+
+// newFlushWriter returns the stream writer for one attempt: timeout is the
+// client_write_timeout (0: none), forms the key's secret forms redacted
+// from error events (nil for none; built once per key, upstreamKey.forms).
+func newFlushWriter(w http.ResponseWriter, rl *requestLog, timeout time.Duration, forms *secretForms) *flushWriter {
+	return &flushWriter{w: w, rc: http.NewResponseController(w), rl: rl, timeout: timeout, secret: forms}
+}
+
+// arm sets the write deadline for the next write or flush to
+// client_write_timeout from now. It is moved only when it has aged by a
+// sixteenth of the timeout (the effective bound is 15/16 to 16/16 of it),
+// so that a stream of many small events does not pay for one deadline
+// change each. A writer that cannot take deadlines (not a network
+// connection) is left without one.
+func (f *flushWriter) arm() {
+	if f.timeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if !f.deadline.IsZero() && f.deadline.Sub(now) > f.timeout-f.timeout/16 {
+		return
+	}
+	d := now.Add(f.timeout)
+	if err := f.rc.SetWriteDeadline(d); err != nil {
+		f.timeout = 0
+		return
+	}
+	f.deadline = d
+}
+
+// failed records a write error; one past the write deadline is the
+// client's fault and is logged as client_write_timeout.
+func (f *flushWriter) failed(err error) error {
+	f.err = err
+	if !f.deadline.IsZero() && !time.Now().Before(f.deadline) {
+		f.rl.streamError = "client_write_timeout"
+		f.rl.errMsg = "the client accepted no stream bytes for " + f.timeout.String() + " (client_write_timeout); stream cut"
+	}
+	return err
+}
+
+// WriteEvent implements translate.EventWriter.
+func (f *flushWriter) WriteEvent(p []byte) error {
+	if f.err != nil {
+		return f.err
+	}
+	if f.secret != nil && bytes.Contains(p, errorField) {
+		p = f.secret.redactEvent(p)
+	}
+	for len(p) > 0 {
+		// in pieces, each under a deadline of its own: a client that
+		// is slow but reading is not cut by one large event
+		n := min(len(p), clientWriteChunk)
+		f.arm()
+		if _, err := f.w.Write(p[:n]); err != nil {
+			return f.failed(err)
+		}
+		p = p[n:]
+		f.pending = true
+	}
+	return nil
+}
+
+// errorField marks an event that may carry an upstream error message: a
+// JSON key or value ending in "rror" ("error", "api_error",
+// "overloaded_error"). It is searched for instead of `"error"` because
+// its first byte is rarer than '"' in a stream event, which makes the
+// search of an ordinary content event about twice as fast.
+var errorField = []byte(`rror"`)
+
+// clientWriteChunk is the most written to a client under one write
+// deadline.
+const clientWriteChunk = 16 << 10
+
+// flush sends the written events to the client.
+func (f *flushWriter) flush() {
+	if !f.pending || f.err != nil {
+		return
+	}
+	f.pending = false
+	if f.rl.ttfb == 0 {
+		f.rl.ttfb = time.Since(f.rl.start)
+	}
+	f.arm()
+	if err := f.rc.Flush(); err != nil {
+		_ = f.failed(err)
+	}
+}
+
+// flushBeforeRead flushes pending client events before each read of the
+// upstream body (a read may block until the upstream sends more).
+type flushBeforeRead struct {
+	r  io.Reader
+	fw *flushWriter
+}
+
+func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	f.fw.flush()
+	if f.fw.err != nil {
+		return 0, f.fw.err // the client is gone: stop reading the upstream
+	}
+	return f.r.Read(p)
+}
