@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/base64"
+	"hash/fnv"
 	"runtime"
 	"strconv"
 	"strings"
@@ -191,5 +192,140 @@ func BenchmarkSSEReader(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// sessionHash is what caddymodule's sessionID does with a session seed:
+// an FNV-64a of a 4 KiB prefix of each part.
+func sessionHash(system, firstUser string) uint64 {
+	if system == "" && firstUser == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	const limit = 4 << 10
+	_, _ = h.Write([]byte(system[:min(len(system), limit)]))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(firstUser[:min(len(firstUser), limit)]))
+	return h.Sum64()
+}
+
+// prepareBefore is the handler's preparation of a request before
+// ParseRequest: RequestInfo, ValidateRequest, the session lookup as
+// caddymodule/session.go did it (gjson queries on the body), the token
+// estimate, then the upstream body (SetModel and the dialect's hygiene for
+// passthrough, TranslateRequest otherwise).
+func prepareBefore(from, to Dialect, body []byte, model string) ([]byte, error) {
+	if _, _, err := RequestInfo(from, body); err != nil {
+		return nil, err
+	}
+	if err := ValidateRequest(from, body); err != nil {
+		return nil, err
+	}
+	s, u := oldSessionSeed(from, body)
+	_ = sessionHash(s, u)
+	_ = int64(len(body) / 4)
+	if from == to {
+		return oldSameDialect(from, body, model)
+	}
+	return TranslateRequest(from, to, body, model)
+}
+
+// prepare is the same preparation with ParseRequest.
+func prepare(from, to Dialect, body []byte, model string) (*Request, []byte, error) {
+	r, err := ParseRequest(from, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = sessionHash(r.SessionSeed())
+	_ = r.EstimatedTokens()
+	b, err := r.Encode(to, model)
+	return r, b, err
+}
+
+// prepareCases are the directions the preparation benchmarks measure, on
+// the 80 KB Claude Code-shaped request (and its Chat translation).
+func prepareCases(b *testing.B) []struct {
+	name     string
+	from, to Dialect
+	body     []byte
+	model    string
+} {
+	am := bigAnthropicRequest()
+	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, am, "gpt-5")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []struct {
+		name     string
+		from, to Dialect
+		body     []byte
+		model    string
+	}{
+		{"passthrough_anthropic", AnthropicMessages, AnthropicMessages, am, "claude-opus-4-1"},
+		{"anthropic_to_chat", AnthropicMessages, OpenAIChat, am, "gpt-5"},
+		{"chat_to_anthropic", OpenAIChat, AnthropicMessages, cc, "claude-sonnet-4-5"},
+	}
+}
+
+// BenchmarkPrepareBefore measures the old preparation of one request
+// (prepareBefore): four to five full readings of the body.
+func BenchmarkPrepareBefore(b *testing.B) {
+	for _, c := range prepareCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			want, err := prepareBefore(c.from, c.to, c.body, c.model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if got, _ := prepareBefore(c.from, c.to, c.body, c.model); len(got) != len(want) {
+					b.Fatal("output differs")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPrepare measures the preparation of one request with
+// ParseRequest: parse and validate, session seed, token estimate, encode
+// for the upstream.
+func BenchmarkPrepare(b *testing.B) {
+	for _, c := range prepareCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			want, err := prepareBefore(c.from, c.to, c.body, c.model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, got, err := prepare(c.from, c.to, c.body, c.model); err != nil || !bytes.Equal(got, want) {
+					b.Fatal("output differs", err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPrepareRetry measures a second attempt on another key: Encode
+// again on the same Request (cached: no work, no allocation).
+func BenchmarkPrepareRetry(b *testing.B) {
+	for _, c := range prepareCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			r, first, err := prepare(c.from, c.to, c.body, c.model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if got, err := r.Encode(c.to, c.model); err != nil || len(got) != len(first) {
+					b.Fatal("output differs", err)
+				}
+			}
+		})
 	}
 }

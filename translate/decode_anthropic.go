@@ -6,7 +6,7 @@ import "github.com/tidwall/gjson"
 // reference, "Create a Message") into the canonical form, with the field
 // checks of c (see ValidateRequest).
 func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
-	root := fieldsOf(gjson.Parse(view(body)))
+	root := c.rootFields(body)
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err

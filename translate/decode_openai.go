@@ -13,7 +13,7 @@ var chatRoles = []string{"system", "assistant", "user", "function", "tool", "dev
 // reference, "Create chat completion") into the canonical form, with the
 // field checks of c (see ValidateRequest).
 func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
-	root := fieldsOf(gjson.Parse(view(body)))
+	root := c.rootFields(body)
 	r := &canonRequest{}
 	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"strings"
 	"sync/atomic"
 
@@ -23,10 +24,12 @@ import (
 // body must stay unchanged while the Request is in use. A Request is for
 // one goroutine (a request's attempts are sequential).
 type Request struct {
-	d      Dialect
-	body   []byte
-	model  string
-	stream bool
+	d        Dialect
+	body     []byte
+	model    string
+	modelAt  int // offset of the model's literal in body; 0 when unknown
+	modelLen int // its length
+	stream   bool
 
 	conv gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses), a view of body
 	sys  gjson.Result // "system" (Anthropic) or "instructions" (Responses); unset for Chat
@@ -101,23 +104,29 @@ func parseRequest(d Dialect, body []byte) (*Request, *Error) {
 		return nil, e
 	}
 	countParse()
-	if e := checkJSON(body); e != nil {
+	// checkJSON's checks, with one walk of the top level for the duplicate
+	// keys, the outline and the decoder
+	root, e := checkJSONRoot(body)
+	if e != nil {
 		return nil, e
 	}
 	if !d.valid() {
 		return nil, invalid("", "unknown dialect")
 	}
 	r := &Request{d: d, body: body}
-	o, e := outline(d, body)
+	o, e := outlineOf(d, root)
 	if e != nil {
 		return nil, e
 	}
 	r.model, r.stream, r.conv, r.sys = strings.Clone(o.model.Str), o.stream, o.conv, o.sys
+	if i, n := o.model.Index, len(o.model.Raw); i > 0 && i+n <= len(body) && string(body[i:i+n]) == o.model.Raw {
+		r.modelAt, r.modelLen = i, n
+	}
 
 	// one decoding pass, in translate mode: it checks everything
 	// ValidateRequest checks and the vendor's ranges and enums too, and
 	// leaves the canonical form a translation encodes
-	canon, e := decodeRequest(d, body, true)
+	canon, e := decodeWith(&checker{d: d, translate: true, root: root, rootSet: true}, body)
 	if e == nil {
 		e = canon.validate()
 	}
@@ -235,8 +244,14 @@ func (r *Request) encode(to Dialect, model string) ([]byte, error) {
 				r.hyg = r.body
 			}
 		}
-		if model == "" {
+		if model == "" || model == r.model {
 			return r.hyg, nil
+		}
+		if r.modelAt > 0 && &r.hyg[0] == &r.body[0] && len(r.hyg) == len(r.body) {
+			// the hygiene changed nothing: the model's place is known
+			// (what SetModel would find again with a scan)
+			lit := appendString(make([]byte, 0, len(model)+2), model)
+			return splice(r.body, r.modelAt, r.modelLen, lit), nil
 		}
 		return SetModel(r.hyg, model)
 	}
@@ -267,4 +282,51 @@ func encodeCanon(req *canonRequest, to Dialect, model string) ([]byte, error) {
 	default:
 		return encodeAnthropicRequest(req)
 	}
+}
+
+// checkJSONRoot is checkJSON for ParseRequest: the same checks and
+// errors, with the duplicate-key walk also returning the top-level
+// members (read once, for the outline and the decoder).
+func checkJSONRoot(body []byte) (objFields, *Error) {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	if len(t) == 0 {
+		return nil, invalid("", "request body is empty; expected a JSON object")
+	}
+	if t[0] != '{' {
+		return nil, invalid("", "request body must be a JSON object")
+	}
+	if tooDeep(body, MaxNesting) {
+		return nil, invalid("", "request body nests objects and arrays more than %d levels deep", MaxNesting)
+	}
+	if !gjson.ValidBytes(body) {
+		return nil, invalid("", "request body is not valid JSON")
+	}
+	root := fieldsInto(make(objFields, 0, 24), gjson.Parse(view(body)))
+	if k := duplicateKey(root); k != "" {
+		return nil, invalid(clip(k), "request body has the field %q more than once", clip(k))
+	}
+	return root, nil
+}
+
+// duplicateKey returns the first key of f (in order) that an earlier
+// member has too, or "": duplicateTopLevelKey on members already read.
+func duplicateKey(f objFields) string {
+	if len(f) <= 32 {
+		for i := 1; i < len(f); i++ {
+			for j := 0; j < i; j++ {
+				if f[j].key == f[i].key {
+					return f[i].key
+				}
+			}
+		}
+		return ""
+	}
+	seen := make(map[string]struct{}, len(f))
+	for i := range f {
+		if _, ok := seen[f[i].key]; ok {
+			return f[i].key
+		}
+		seen[f[i].key] = struct{}{}
+	}
+	return ""
 }

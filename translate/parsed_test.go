@@ -128,6 +128,12 @@ func testBodies(t testing.TB) [][]byte {
 		`{"model":"m","messages":[],"input":[],"x":` + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + `}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"}],"input":"hi","system":"s","instructions":"i","max_tokens":5}`,
 		`{"model":"m","stream":"yes","messages":[]}`, `{"model":"","messages":[]}`, `{"model":null,"messages":[]}`,
+		// escaped keys and strings, the model last, whitespace around it
+		`{"mod\u0065l":"m","messages":[{"role":"user","content":"hi"}],"input":"hi","max_tokens":5}`,
+		`{"model":"m","mod\u0065l":"n","messages":[{"role":"user","content":"hi"}],"input":"hi"}`,
+		`{"messages":[{"role":"user","content":"a \"quoted\" \\ word"}],"input":"hi\\","max_tokens":5, "model" :  "m\u00e9"  }`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":" "},{"type":"text","text":"x"}]}],"input":"x","max_tokens":5,"model":"m"}`,
+		"{\n\t\"model\": \"m\",\n\t\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"input\": [{\"role\":\"user\",\"content\":\"hi\"}]\n}",
 	} {
 		add(b)
 	}
@@ -390,8 +396,63 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, max := range []int{1, 3, MaxNesting} {
+			if tooDeep(in, max) != tooDeepRef(in, max) {
+				t.Fatalf("tooDeep(%q, %d) differs from the byte-at-a-time scan", in, max)
+			}
+		}
 		for _, d := range parsedDialects {
 			checkSameAsOld(t, d, in)
 		}
 	})
+}
+
+// tooDeepRef is tooDeep as it was before it jumped over strings with
+// IndexByte: one byte at a time.
+func tooDeepRef(body []byte, max int) bool {
+	depth, inStr := 0, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// TestTooDeepSkipsStrings: brackets inside strings, escaped quotes and
+// runs of backslashes before a quote are read as the byte-at-a-time
+// scan read them.
+func TestTooDeepSkipsStrings(t *testing.T) {
+	cases := []string{
+		`[[[]]]`, `[["[[[["]]]`, `[["\"[[[["]]]`, `[["\\"[[[[]]]]]`, `[["\\\"[[[["]]]`, `[["\\\\"[[[]]]]]`,
+		`["\`, `["\\`, `["abc`, `"`, `[[[`, `{"a":{"b":["[{","\"]}"]}}`, `["\\\\\\\\\\\\\\\\\\\\\\\\\\"[[[`,
+	}
+	for _, c := range cases {
+		for max := 0; max <= 6; max++ {
+			if got, want := tooDeep([]byte(c), max), tooDeepRef([]byte(c), max); got != want {
+				t.Errorf("tooDeep(%s, %d) = %v, want %v", c, max, got, want)
+			}
+		}
+	}
+	if !tooDeep([]byte(`{"a":"x\\"}`+strings.Repeat("[", 300)), MaxNesting) || tooDeep([]byte(`{"a":"x\"`+strings.Repeat("[", 300)+`"}`), MaxNesting) {
+		t.Error("escaped quote read wrongly")
+	}
 }

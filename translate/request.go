@@ -57,7 +57,20 @@ func outline(d Dialect, body []byte) (o outlineFields, err *Error) {
 	}
 	// read in place: GetManyBytes would copy "messages", most of the body
 	res := gjson.GetMany(view(body), "model", "stream", "messages", "input", sysName)
-	m, s, msgs, input := res[0], res[1], res[2], res[3]
+	return outlineFrom(d, res[0], res[1], res[2], res[3], res[4])
+}
+
+// outlineOf is outline on the top-level members of the body.
+func outlineOf(d Dialect, root objFields) (o outlineFields, err *Error) {
+	sysName := "system"
+	if d == OpenAIResponses {
+		sysName = "instructions"
+	}
+	return outlineFrom(d, root.get("model"), root.get("stream"), root.get("messages"), root.get("input"), root.get(sysName))
+}
+
+// outlineFrom checks the top-level members outline reads.
+func outlineFrom(d Dialect, m, s, msgs, input, sys gjson.Result) (o outlineFields, err *Error) {
 	c := &checker{d: d}
 	if !m.Exists() {
 		return o, c.missing(top("model"))
@@ -92,7 +105,7 @@ func outline(d Dialect, body []byte) (o outlineFields, err *Error) {
 		o.conv = input
 	}
 	if d != OpenAIChat {
-		o.sys = res[4]
+		o.sys = sys
 	}
 	return o, nil
 }
@@ -151,21 +164,26 @@ const MaxNesting = 256
 // levels deep, in one pass over the bytes that skips strings, without
 // parsing (and so without recursion).
 func tooDeep(body []byte, max int) bool {
-	depth, inStr := 0, false
+	depth := 0
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
+		switch body[i] {
 		case '"':
-			inStr = true
+			// skip the string: its end is the first quote after an even
+			// run of backslashes (IndexByte jumps over the text itself)
+			for {
+				j := bytes.IndexByte(body[i+1:], '"')
+				if j < 0 {
+					return false // unterminated: not JSON, and no deeper
+				}
+				i += 1 + j
+				k := i - 1
+				for body[k] == '\\' { // stops at the opening quote at the latest
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
 		case '{', '[':
 			depth++
 			if depth > max {
@@ -299,7 +317,12 @@ func TranslateRequest(from, to Dialect, body []byte, upstreamModel string) ([]by
 // translate adds the vendor's ranges and enums to the field checks (see
 // ValidateRequest).
 func decodeRequest(from Dialect, body []byte, translate bool) (*canonRequest, *Error) {
-	c := &checker{d: from, translate: translate}
+	return decodeWith(&checker{d: from, translate: translate}, body)
+}
+
+// decodeWith is decodeRequest with the checker given (c.d is the dialect).
+func decodeWith(c *checker, body []byte) (*canonRequest, *Error) {
+	from := c.d
 	var r *canonRequest
 	var err *Error
 	switch from {

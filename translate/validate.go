@@ -144,6 +144,21 @@ func (p fpath) String() string {
 type checker struct {
 	d         Dialect
 	translate bool
+
+	// root holds the body's top-level members when the caller has read
+	// them already (ParseRequest's one walk of the top level), so the
+	// decoder does not walk it again; rootSet says it does.
+	root    objFields
+	rootSet bool
+}
+
+// rootFields returns the top-level members of body: the ones the caller
+// read already, else a walk of the top level.
+func (c *checker) rootFields(body []byte) objFields {
+	if c.rootSet {
+		return c.root
+	}
+	return fieldsOf(gjson.Parse(view(body)))
 }
 
 // want is the JSON type a field must have.
