@@ -106,6 +106,9 @@ func TestResponsesUpstreamStreamEvents(t *testing.T) {
 				t.Fatalf("%s: err %v truncated %v upstream error %v\n%s", label, err, tr.Truncated(), tr.UpstreamError(), out)
 			}
 			compareSummaries(t, label, c.want, clientSummary(t, to, out), to)
+			for _, e := range strictCheckStream(t, to, out) {
+				t.Errorf("%s: strict schema: %s", label, e)
+			}
 			c.check(t, to, out)
 		}
 	}
@@ -254,6 +257,11 @@ func TestDecodeResponsesResponse(t *testing.T) {
 				continue
 			}
 			compareSummaries(t, label, c.want, wholeSummary(t, to, out), to)
+			if to != OpenAIResponses { // passthrough: the (abbreviated) source itself
+				for _, e := range strictCheckBody(to, out) {
+					t.Errorf("%s: strict schema: %s", label, e)
+				}
+			}
 			if to != AnthropicMessages {
 				continue
 			}

@@ -99,8 +99,9 @@ func sameBytesButModel(t testing.TB, label string, in, out []byte, upModel strin
 // parses the output with openai-go's ChatCompletionAccumulator and
 // anthropic-sdk-go's Message.Accumulate, and compares text, thinking,
 // tool calls (name, arguments), stop reason and usage with the source's
-// terminal response; Responses clients get the bytes unchanged apart from
-// the model.
+// terminal response, and validates every event against the client
+// dialect's strict schema; Responses clients get the bytes unchanged apart
+// from the model.
 func TestResponsesUpstreamStreams(t *testing.T) {
 	fxs := streamFixtures(t, OpenAIResponses)
 	if len(fxs) < 3 {
@@ -135,6 +136,9 @@ func TestResponsesUpstreamStreams(t *testing.T) {
 				t.Errorf("%s: client model not used", label)
 			}
 			compareSummaries(t, label, want, clientSummary(t, to, out), to)
+			for _, e := range strictCheckStream(t, to, out) {
+				t.Errorf("%s: strict schema: %s", label, e)
+			}
 			if got := tr.Usage().String(); got != srcUsage.String() {
 				t.Errorf("%s: translator usage %s, want %s", label, got, srcUsage)
 			}
@@ -184,6 +188,11 @@ func TestResponsesUpstreamWhole(t *testing.T) {
 				t.Errorf("%s: model %s", label, gjson.GetBytes(out, "model"))
 			}
 			compareSummaries(t, label, want, wholeSummary(t, to, out), to)
+			if to != OpenAIResponses {
+				for _, e := range strictCheckBody(to, out) {
+					t.Errorf("%s: strict schema: %s", label, e)
+				}
+			}
 			if to == OpenAIResponses {
 				// byte for byte but the top-level model's value
 				m := gjson.GetBytes(body, "model")
