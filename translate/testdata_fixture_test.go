@@ -131,9 +131,6 @@ func TestTestdataStreams(t *testing.T) {
 				}
 			}
 			for _, to := range allDialects {
-				if from == OpenAIResponses && to != from {
-					continue // Responses upstreams are passed through only
-				}
 				label := key + " -> " + to.String()
 				out, _, tr, err := collect(t, from, to, "client-model", bytes.NewReader(fx.body))
 				if err != nil || tr.Truncated() || tr.UpstreamError() != nil {
