@@ -52,3 +52,26 @@ func BenchmarkMessagesStream(b *testing.B) {
 		s.ServeHTTP(&discardWriter{h: http.Header{}}, r)
 	}
 }
+
+func benchPath(b *testing.B, path, body string) {
+	s := New(Config{})
+	hdr := http.Header{"Authorization": {"Bearer bench"}, "Content-Type": {"application/json"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, _ := http.NewRequest("POST", path, strings.NewReader(body))
+		r.Header = hdr
+		w := &discardWriter{h: http.Header{}}
+		s.ServeHTTP(w, r)
+		if w.n == 0 {
+			b.Fatal("no output")
+		}
+	}
+}
+
+func BenchmarkResponsesStream(b *testing.B) {
+	benchPath(b, "/v1/responses", `{"model":"gpt-5","input":"What is the capital of France? Answer briefly.","reasoning":{"effort":"low"},"stream":true}`)
+}
+
+func BenchmarkEmbeddings(b *testing.B) {
+	benchPath(b, "/v1/embeddings", `{"model":"text-embedding-3-small","input":["What is the capital of France?","Answer briefly."]}`)
+}
