@@ -223,9 +223,6 @@ func TestReadErrorMidStream(t *testing.T) {
 	}
 	for from, in := range ins {
 		for _, to := range allDialects {
-			if from == OpenAIResponses && to != from {
-				continue
-			}
 			label := from.String() + "→" + to.String()
 			out, _, tr, err := collect(t, from, to, "m", io.MultiReader(strings.NewReader(in), iotest.ErrReader(boom)))
 			if err != boom || tr.Truncated() || tr.UpstreamError() != nil {
@@ -367,9 +364,6 @@ func TestHoldPreambleFailureBeforeContent(t *testing.T) {
 	for i := range mk() {
 		for _, to := range allDialects {
 			c := mk()[i]
-			if c.from == OpenAIResponses && to != OpenAIResponses {
-				continue
-			}
 			label := c.from.String() + "→" + to.String() + " case " + itoa(i)
 			writes := 0
 			tr := NewStreamTranslator(c.from, to, "m", EventWriterFunc(func(p []byte) error { writes++; return nil }))
@@ -411,9 +405,6 @@ func TestHoldPreambleHealthyStreamsUnchanged(t *testing.T) {
 	for _, from := range allDialects {
 		for _, fx := range streamFixtures(t, from) {
 			for _, to := range allDialects {
-				if from == OpenAIResponses && to != from {
-					continue
-				}
 				label := fx.name + " → " + to.String()
 				want, wantEvs, tr0, err0 := collect(t, from, to, "client-model", bytes.NewReader(fx.body))
 				got, gotEvs, tr, err := collectHold(t, from, to, "client-model", iotest.OneByteReader(bytes.NewReader(fx.body)))
@@ -533,9 +524,6 @@ func TestHoldPreambleFirstContentNotDelayed(t *testing.T) {
 	for _, from := range allDialects {
 		for _, fx := range streamFixtures(t, from) {
 			for _, to := range allDialects {
-				if from == OpenAIResponses && to != from {
-					continue
-				}
 				a, b := firstContentAt(t, from, to, fx.body, false), firstContentAt(t, from, to, fx.body, true)
 				if a != b || a <= 0 {
 					t.Errorf("%s → %s: first content after read %d without HoldPreamble, %d with", fx.name, to, a, b)
@@ -620,9 +608,6 @@ func FuzzStreamHoldPreamble(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, from := range allDialects {
 			for _, to := range allDialects {
-				if from == OpenAIResponses && to != from {
-					continue
-				}
 				want, wantEvs, tr0, err0 := collect(t, from, to, "m", bytes.NewReader(in))
 				got, gotEvs, tr, err := collectHold(t, from, to, "m", bytes.NewReader(in))
 				if errors.Is(err, ErrNotCommitted) {

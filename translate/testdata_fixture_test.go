@@ -229,9 +229,6 @@ func TestTestdataStreamFailures(t *testing.T) {
 				continue
 			}
 			for _, to := range allDialects {
-				if from == OpenAIResponses && to != from {
-					continue
-				}
 				label := key + " -> " + to.String()
 				out, _, tr, err := collect(t, from, to, "client-model", bytes.NewReader(fx.body))
 				if err != nil || !tr.Committed() {
