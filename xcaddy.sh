@@ -4,7 +4,11 @@
 #   ./xcaddy.sh          build ./caddy (installs xcaddy v0.4.5 when missing)
 #   ./xcaddy.sh run      build if needed, then: ./caddy run --config Caddyfile.example
 #   ./xcaddy.sh run -c F build if needed, then run with another config file
+#   ./xcaddy.sh gateway  build ./caddy-gateway: Caddy with the gateway module
+#                        only (no llm_mock_upstream), from cmd/caddy-gateway
 #
+# ./caddy holds the gateway (package caddymodule) and the demo's mock
+# upstream (package mockupstream/caddymock), both imported by imports.go.
 # Environment: CADDY_VERSION (default v2.11.9), and any XCADDY_* variable
 # xcaddy understands (e.g. XCADDY_RACE_DETECTOR=1).
 set -euo pipefail
@@ -48,6 +52,13 @@ case "${1:-build}" in
 build)
 	build
 	;;
+gateway)
+	# a module of its own (cmd/caddy-gateway/go.mod, replacing this module
+	# with ../..) whose main imports Caddy's standard modules and caddymodule;
+	# the Caddy version is the one go.mod requires
+	echo "building ./caddy-gateway (gateway module only)" >&2
+	go build -C cmd/caddy-gateway -o ../../caddy-gateway .
+	;;
 run)
 	shift
 	stale && build
@@ -57,7 +68,7 @@ run)
 	exec ./caddy run "$@"
 	;;
 *)
-	echo "usage: $0 [build|run [caddy run flags]]" >&2
+	echo "usage: $0 [build|gateway|run [caddy run flags]]" >&2
 	exit 2
 	;;
 esac

@@ -313,7 +313,7 @@ func caddyStale(caddyBin string) bool {
 		return true
 	}
 	newer := false
-	for _, pattern := range []string{"go.mod", "go.sum", "*.go", "caddymodule/*.go", "keypool/*.go", "translate/*.go", "mockupstream/*.go"} {
+	for _, pattern := range []string{"go.mod", "go.sum", "*.go", "caddymodule/*.go", "keypool/*.go", "translate/*.go", "mockupstream/*.go", "mockupstream/caddymock/*.go"} {
 		files, _ := filepath.Glob(pattern)
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {

@@ -1,4 +1,11 @@
-package caddymodule
+// Package caddymock registers the mock upstream (package mockupstream) as
+// the Caddy HTTP handler module http.handlers.llm_mock_upstream with the
+// Caddyfile directive llm_mock_upstream, ordered before reverse_proxy.
+// It lives apart from the gateway's module (package caddymodule) so that a
+// Caddy built with only the gateway carries no test double: import it (for
+// its side effect) where the mock is wanted, as the repository root's
+// imports.go does for the demo build (xcaddy.sh).
+package caddymock
 
 import (
 	"net/http"
@@ -18,9 +25,9 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("llm_mock_upstream", httpcaddyfile.Before, "reverse_proxy")
 }
 
-// MockUpstream serves a programmable fake OpenAI-compatible and
-// Anthropic-native LLM API (package mockupstream), for demos, tests and
-// benchmarks without real keys. It answers every request itself (it never
+// MockUpstream serves a programmable fake LLM API (package mockupstream:
+// OpenAI Chat Completions, OpenAI Responses, embeddings and Anthropic
+// Messages), for demos, tests and benchmarks without real keys. It answers every request itself (it never
 // calls the next handler).
 //
 // Keys are told apart by `Authorization: Bearer <key>` or `x-api-key`.
