@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 
@@ -233,8 +234,12 @@ func keptBlocks(arr gjson.Result) (_ string, changed, unsigned bool) {
 // \r, \t): the cheap check before SanitizeAnthropicRequest parses.
 func hasBlankString(body []byte) bool {
 	for i := 0; i+6 < len(body); i++ {
-		if body[i] != '"' {
-			continue
+		j := bytes.IndexByte(body[i:], '"') // jump to the next quote
+		if j < 0 {
+			return false
+		}
+		if i += j; i+6 >= len(body) {
+			return false
 		}
 		var k int
 		switch {

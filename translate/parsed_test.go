@@ -401,6 +401,9 @@ func FuzzParseRequest(f *testing.F) {
 				t.Fatalf("tooDeep(%q, %d) differs from the byte-at-a-time scan", in, max)
 			}
 		}
+		if hasBlankString(in) != hasBlankStringRef(in) {
+			t.Fatalf("hasBlankString(%q) differs from the byte-at-a-time scan", in)
+		}
 		for _, d := range parsedDialects {
 			checkSameAsOld(t, d, in)
 		}
@@ -454,5 +457,84 @@ func TestTooDeepSkipsStrings(t *testing.T) {
 	}
 	if !tooDeep([]byte(`{"a":"x\\"}`+strings.Repeat("[", 300)), MaxNesting) || tooDeep([]byte(`{"a":"x\"`+strings.Repeat("[", 300)+`"}`), MaxNesting) {
 		t.Error("escaped quote read wrongly")
+	}
+}
+
+// hasBlankStringRef is hasBlankString as it was before it jumped to the
+// next quote with IndexByte: one byte at a time.
+func hasBlankStringRef(body []byte) bool {
+	for i := 0; i+6 < len(body); i++ {
+		if body[i] != '"' {
+			continue
+		}
+		var k int
+		switch {
+		case hasAt(body, i+1, `text"`):
+			k = i + 6
+		case hasAt(body, i+1, `content"`):
+			k = i + 9
+		case hasAt(body, i+1, `system"`):
+			k = i + 8
+		case hasAt(body, i+1, `signature"`):
+			k = i + 11
+		default:
+			continue
+		}
+		for k < len(body) && isSpace(body[k]) {
+			k++
+		}
+		if k >= len(body) || body[k] != ':' {
+			continue
+		}
+		k++
+		for k < len(body) && isSpace(body[k]) {
+			k++
+		}
+		if k >= len(body) || body[k] != '"' {
+			continue
+		}
+		k++
+		for k < len(body) {
+			switch c := body[k]; {
+			case isSpace(c):
+				k++
+				continue
+			case c == '\\' && k+1 < len(body) && (body[k+1] == 'n' || body[k+1] == 'r' || body[k+1] == 't'):
+				k += 2
+				continue
+			case c == '"':
+				return true
+			}
+			break
+		}
+	}
+	return false
+}
+
+// TestHasBlankStringSameAsByteScan: the quote-jumping scan finds what
+// the byte-at-a-time scan found, on every test body and the edge cases of
+// a key at the very end.
+func TestHasBlankStringSameAsByteScan(t *testing.T) {
+	bodies := testBodies(t)
+	for _, s := range []string{`"text":""`, `"text":" "`, `x"text":"`, `"text":`, `""""""""text":""`, `{"content": "\n\t"}`, `"system"  :  "\r"`, `"signature":"\\n"`} {
+		bodies = append(bodies, []byte(s))
+	}
+	found := 0
+	for _, b := range bodies {
+		for _, cut := range []int{len(b), len(b) - 1, len(b) - 3} {
+			if cut < 0 {
+				continue
+			}
+			got, want := hasBlankString(b[:cut]), hasBlankStringRef(b[:cut])
+			if got != want {
+				t.Fatalf("hasBlankString(%.300q) = %v, want %v", b[:cut], got, want)
+			}
+			if got {
+				found++
+			}
+		}
+	}
+	if found < 10 {
+		t.Errorf("only %d bodies with a blank string: the comparison needs both answers", found)
 	}
 }
