@@ -48,7 +48,6 @@ func sharedFixtureTests() []namedTest {
 	return []namedTest{
 		{"TestStreamFixturesAllDirections", TestStreamFixturesAllDirections},
 		{"TestRequestFixturesAllDirections", TestRequestFixturesAllDirections},
-		{"TestParseRequestSameAsOld", TestParseRequestSameAsOld},
 		{"TestResponseFixturesAllDirections", TestResponseFixturesAllDirections},
 		{"TestErrorFixturesAllDirections", TestErrorFixturesAllDirections},
 		{"TestSSEReaderSplits", TestSSEReaderSplits},
@@ -64,6 +63,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestStrictSchemaMatchesVendors", TestStrictSchemaMatchesVendors},
 		{"TestResponsesUpstreamStreams", TestResponsesUpstreamStreams},
 		{"TestResponsesUpstreamWhole", TestResponsesUpstreamWhole},
+		{"TestRequestFixturesToResponses", TestRequestFixturesToResponses},
 	}
 }
 
