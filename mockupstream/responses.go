@@ -14,7 +14,7 @@ type responsesRequest struct {
 	Stream       bool            `json:"stream"`
 	Instructions json.RawMessage `json:"instructions"`
 	Input        responsesInput  `json:"input"`
-	Tools        []chatTool      `json:"tools"`
+	Tools        responsesTools  `json:"tools"`
 	ToolChoice   json.RawMessage `json:"tool_choice"`
 	Reasoning    *struct {
 		Effort  string          `json:"effort"`
@@ -33,6 +33,20 @@ type responsesRequest struct {
 // tool result), and other items (reasoning, built-in tool calls) are skipped.
 type responsesInput struct {
 	msgs []message
+}
+
+// responsesTools is the tools array: the function tools (and any other
+// tool with a name) as chatTool, and the array as sent, which the response
+// object echoes.
+type responsesTools struct {
+	list []chatTool
+	raw  json.RawMessage
+}
+
+// UnmarshalJSON keeps the raw array and decodes its tools.
+func (t *responsesTools) UnmarshalJSON(b []byte) error {
+	t.raw = append(t.raw[:0], b...)
+	return json.Unmarshal(b, &t.list)
 }
 
 // responsesItem is one element of an input array.
@@ -124,7 +138,7 @@ func (req *responsesRequest) decide(defModel string, b *KeyBehavior) answer {
 	chat := chatRequest{
 		Model:               req.Model,
 		Messages:            req.Input.msgs,
-		Tools:               req.Tools,
+		Tools:               req.Tools.list,
 		ToolChoice:          req.ToolChoice,
 		ReasoningEffort:     req.effort(),
 		MaxCompletionTokens: req.MaxOutputTokens,
@@ -337,18 +351,13 @@ func (ra *responsesAnswer) appendResponse(b []byte, status, details, errCode, er
 	} else {
 		b = append(b, `"auto"`...)
 	}
-	b = append(b, `,"tools":[`...)
-	for i := range req.Tools {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"type":"function","name":`...)
-		b = appendString(b, req.Tools[i].name())
-		b = append(b, `,"parameters":`...)
-		b = appendRaw(b, req.Tools[i].params())
-		b = append(b, `,"strict":true}`...)
+	b = append(b, `,"tools":`...)
+	if raw := bytes.TrimSpace(req.Tools.raw); len(raw) > 0 && raw[0] == '[' {
+		b = append(b, raw...)
+	} else {
+		b = append(b, "[]"...)
 	}
-	b = append(b, `],"top_p":1.0,"truncation":"disabled","usage":`...)
+	b = append(b, `,"top_p":1.0,"truncation":"disabled","usage":`...)
 	if final {
 		b = appendResponsesUsage(b, a)
 	} else {

@@ -149,6 +149,9 @@ func TestResponsesFunctionCallRoundTrip(t *testing.T) {
 	if fc.Name != "get_weather" || fc.Arguments != `{"city":"mock"}` || !strings.HasPrefix(fc.CallID, "call_") || !strings.HasPrefix(fc.ID, "fc_") || fc.Status != "completed" {
 		t.Errorf("function call %s", r.Output[0].RawJSON())
 	}
+	if len(r.Tools) != 1 || r.Tools[0].Type != "function" || r.Tools[0].Name != "get_weather" {
+		t.Errorf("tools not echoed: %s", r.RawJSON())
+	}
 	if r.Status != "completed" || r.Usage.OutputTokens != 3 { // {"city":"mock"} in 6-byte fragments
 		t.Errorf("status %s usage %s", r.Status, r.Usage.RawJSON())
 	}
