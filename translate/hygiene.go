@@ -20,10 +20,14 @@ import (
 //
 //   - blank text blocks from messages[].content, from tool_result content
 //     and from system;
-//   - thinking blocks whose signature is empty; when thinking is on and the
-//     last assistant turn is then left with tool calls but no signed
-//     thinking, the top-level "thinking" goes too (Anthropic requires such
-//     a turn to start with signed thinking; translation does the same);
+//   - thinking blocks whose signature is empty, and thinking or
+//     redacted_thinking blocks that carry OpenAI reasoning (signature or
+//     data starting "openai.reasoning.v1:", as the gateway hands a
+//     Responses upstream's reasoning to Anthropic clients); when thinking
+//     is on and the last assistant turn is then left with tool calls but
+//     no signed thinking, the top-level "thinking" goes too (Anthropic
+//     requires such a turn to start with signed thinking; translation does
+//     the same);
 //   - a blank string content of a tool_result (the content field goes) and a
 //     blank string system (the field goes);
 //   - a message left with no content at all (Anthropic merges consecutive
@@ -32,13 +36,13 @@ import (
 //     case the body is returned unchanged and Anthropic's own 400 answers.
 //
 // A cheap byte scan runs first: a body without a blank "text", "content",
-// "system" or "signature" string value is returned as is (same slice, no
-// allocation). Otherwise the
+// "system" or "signature" string value and without the OpenAI reasoning
+// marker is returned as is (same slice, no allocation). Otherwise the
 // body is rewritten with only those removals (every other byte kept); it is
 // returned unchanged when the scan's hit was not a content block (a tool
 // input, say). The body is assumed to be a JSON object (see RequestInfo).
 func SanitizeAnthropicRequest(body []byte) []byte {
-	if !hasBlankString(body) {
+	if !hasBlankString(body) && !carriesOpenAIReasoning(body) {
 		return body
 	}
 	if !gjson.Valid(view(body)) {
@@ -110,9 +114,10 @@ func lastToolTurnSigned(body []byte) bool {
 		case "tool_use":
 			hasCall = true
 		case "thinking":
-			signed = signed || b.Get("signature").Str != ""
+			sig := b.Get("signature").Str
+			signed = signed || sig != "" && !strings.HasPrefix(sig, sigPrefixOpenAI)
 		case "redacted_thinking":
-			signed = true
+			signed = signed || !strings.HasPrefix(b.Get("data").Str, sigPrefixOpenAI)
 		}
 		return true
 	})
@@ -181,7 +186,7 @@ func appendKept(out []byte, arr gjson.Result, keep func(x gjson.Result) (raw str
 // tool_result blocks), whether anything was removed and whether unsigned
 // thinking was.
 func keptBlocks(arr gjson.Result) (_ string, changed, unsigned bool) {
-	if !hasBlankString([]byte(arr.Raw)) {
+	if !hasBlankString([]byte(arr.Raw)) && !carriesOpenAIReasoning([]byte(arr.Raw)) {
 		return arr.Raw, false, false // the common case: nothing to remove
 	}
 	out := make([]byte, 0, len(arr.Raw))
@@ -196,8 +201,13 @@ func keptBlocks(arr gjson.Result) (_ string, changed, unsigned bool) {
 					return "", false
 				}
 			case "thinking":
-				if sig := b.Get("signature"); sig.Type == gjson.String && isBlank(sig.Str) {
+				if sig := b.Get("signature"); sig.Type == gjson.String && (isBlank(sig.Str) || strings.HasPrefix(sig.Str, sigPrefixOpenAI)) {
 					changed, unsigned = true, true // Anthropic refuses it
+					return "", false
+				}
+			case "redacted_thinking":
+				if strings.HasPrefix(b.Get("data").Str, sigPrefixOpenAI) {
+					changed, unsigned = true, true // OpenAI reasoning: Anthropic refuses it
 					return "", false
 				}
 			case "tool_result":
@@ -290,3 +300,12 @@ func hasAt(b []byte, i int, s string) bool {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+// carriesOpenAIReasoning reports whether body holds the sigPrefixOpenAI
+// marker (a cheap byte search): OpenAI reasoning carried in a thinking or
+// redacted_thinking block, which Anthropic refuses.
+func carriesOpenAIReasoning(body []byte) bool {
+	return bytes.Contains(body, openAIReasoningMarker)
+}
+
+var openAIReasoningMarker = []byte(sigPrefixOpenAI)

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -297,5 +298,41 @@ func TestOpenAIReasoningNeverReachesAnthropic(t *testing.T) {
 	c, _ = decodeRequest(AnthropicMessages, []byte(anth), true)
 	if p := &c.messages[1].parts[0]; anthropicReplayable(p) {
 		t.Errorf("OpenAI reasoning replayable to Anthropic: %+v", p)
+	}
+}
+
+// TestSanitizeDropsOpenAIReasoning: an Anthropic client on an Anthropic key
+// (passthrough) that echoes the thinking a Responses upstream gave it does
+// not send OpenAI reasoning to Anthropic: those blocks go (and the
+// top-level thinking when the last tool-call turn is left unsigned), an
+// Anthropic-signed block stays, and a body without the marker is the same
+// slice.
+func TestSanitizeDropsOpenAIReasoning(t *testing.T) {
+	sig := sigPrefixOpenAI + "gAAAAxyz"
+	body := []byte(`{"model":"claude-x","max_tokens":100,"thinking":{"type":"enabled","budget_tokens":2000},"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[` +
+		`{"role":"user","content":"q"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"a","signature":"EqQBgenuine"},{"type":"text","text":"one"}]},` +
+		`{"role":"user","content":"q2"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"` + sig + `"},{"type":"redacted_thinking","data":"` + sig + `"},{"type":"tool_use","id":"tu1","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":"ok"}]}]}`)
+	out := SanitizeAnthropicRequest(body)
+	s := string(out)
+	if strings.Contains(s, "gAAAAxyz") || !strings.Contains(s, "EqQBgenuine") || gjson.Get(s, "thinking").Exists() || !gjson.Valid(s) {
+		t.Errorf("sanitized: %s", s)
+	}
+	if got := gjson.Get(s, "messages.3.content.#").Int(); got != 1 || gjson.Get(s, "messages.3.content.0.type").Str != "tool_use" {
+		t.Errorf("last assistant turn: %s", gjson.Get(s, "messages.3").Raw)
+	}
+	if again := SanitizeAnthropicRequest(out); !bytes.Equal(again, out) {
+		t.Errorf("not idempotent")
+	}
+	clean := bytes.ReplaceAll(body, []byte(sig), []byte("EqQBother"))
+	if got := SanitizeAnthropicRequest(clean); &got[0] != &clean[0] || !bytes.Equal(got, clean) {
+		t.Errorf("a body without OpenAI reasoning changed")
+	}
+	// the same through TranslateRequest's same-dialect path
+	tr, err := TranslateRequest(AnthropicMessages, AnthropicMessages, body, "claude-y")
+	if err != nil || strings.Contains(string(tr), "gAAAAxyz") || gjson.GetBytes(tr, "model").Str != "claude-y" {
+		t.Errorf("passthrough: %v %s", err, tr)
 	}
 }
