@@ -83,6 +83,12 @@ type canonRequest struct {
 
 	n int64 // OpenAI n, 0 = not set
 
+	// openAIShared holds the members OpenAI Chat and Responses requests
+	// share with one meaning (metadata, prompt_cache_key,
+	// prompt_cache_retention, service_tier) as raw `,"key":value` JSON,
+	// written as they came to a Responses upstream (see openAIShared)
+	openAIShared string
+
 	srcLen int // size of the client's body, to size the output buffer
 }
 

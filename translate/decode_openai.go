@@ -452,6 +452,7 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 	if e := c.stringMap(root.get("metadata"), top("metadata")); e != nil {
 		return e
 	}
+	r.openAIShared = openAIShared(root)
 	so := root.get("stream_options")
 	if e := c.object(so, top("stream_options")); e != nil {
 		return e

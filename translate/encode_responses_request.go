@@ -3,6 +3,8 @@ package translate
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // rsMinOutputTokens is the smallest max_output_tokens OpenAI Responses
@@ -109,6 +111,7 @@ func encodeResponsesRequest(r *canonRequest) ([]byte, error) {
 		}
 		b = append(b, "}}"...)
 	}
+	b = append(b, r.openAIShared...)
 	b = append(b, `,"store":false`...)
 	if r.stream {
 		b = append(b, `,"stream":true`...)
@@ -293,4 +296,23 @@ func appendRSAssistantItems(b []byte, ps []canonPart) []byte {
 	}
 	closeMsg()
 	return b
+}
+
+// openAISharedFields are the request members OpenAI Chat Completions and
+// Responses share with the same meaning and shape (OpenAI API reference):
+// a Chat client's values reach a Responses upstream unchanged.
+var openAISharedFields = [...]string{"metadata", "prompt_cache_key", "prompt_cache_retention", "service_tier"}
+
+// openAIShared returns the openAISharedFields of a checked Chat request as
+// raw `,"key":value` members ("" when there is none); only an object
+// metadata and string values are kept (nulls and other shapes are left
+// out).
+func openAIShared(root objFields) string {
+	var b []byte
+	for i, k := range openAISharedFields {
+		if v := root.get(k); i == 0 && v.IsObject() || i > 0 && v.Type == gjson.String {
+			b = appendRawField(append(b, ','), k, v.Raw)
+		}
+	}
+	return string(b)
 }

@@ -216,6 +216,16 @@ func TestEncodeResponsesRequestEdges(t *testing.T) {
 			}
 		}
 	}
+	// members Chat and Responses share go through as they came
+	out, err := TranslateRequest(OpenAIChat, OpenAIResponses, []byte(`{"model":"m","metadata":{"k":"v"},"prompt_cache_key":"pk-1","prompt_cache_retention":"24h","service_tier":"flex","store":true,"messages":[{"role":"user","content":"hi"}]}`), "")
+	if err != nil || gjson.GetBytes(out, "metadata").Raw != `{"k":"v"}` || gjson.GetBytes(out, "prompt_cache_key").Str != "pk-1" ||
+		gjson.GetBytes(out, "prompt_cache_retention").Str != "24h" || gjson.GetBytes(out, "service_tier").Str != "flex" || gjson.GetBytes(out, "store").Raw != "false" {
+		t.Errorf("shared members: %v %s", err, out)
+	}
+	out, _ = TranslateRequest(OpenAIChat, OpenAIResponses, []byte(`{"model":"m","metadata":null,"service_tier":null,"messages":[{"role":"user","content":"hi"}]}`), "")
+	if gjson.GetBytes(out, "metadata").Exists() || gjson.GetBytes(out, "service_tier").Exists() {
+		t.Errorf("nulls sent: %s", out)
+	}
 	// n > 1 cannot be expressed
 	if _, err := TranslateRequest(OpenAIChat, OpenAIResponses, []byte(`{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`), ""); err == nil {
 		t.Error("n=2 translated")
