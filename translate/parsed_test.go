@@ -38,7 +38,8 @@ func oldSessionSeed(d Dialect, body []byte) (string, string) {
 	default:
 		paths = [2]string{`messages.#(role=="system").content`, `messages.#(role=="user").content`}
 	}
-	res := gjson.GetManyBytes(body, paths[0], paths[1])
+	// a read-only view of the body, as session.go reads it
+	res := gjson.GetMany(view(body), paths[0], paths[1])
 	first := res[1]
 	if first.IsArray() && d == OpenAIResponses {
 		first = first.Get(`#(role=="user")`)
