@@ -230,8 +230,10 @@ type keyView struct {
 	Host    string `json:"host,omitempty"`
 	Dialect string `json:"dialect,omitempty"`
 	// State and Reason are keypool's (KeyStatus.State, .Reason).
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
+	// Reason gains " (cluster)" when the cluster's state, not this
+	// instance's, keeps the key from serving.
+	State  keypool.KeyState `json:"state"`
+	Reason string           `json:"reason,omitempty"`
 	// InFlight and Cap are the current and maximum concurrent requests.
 	InFlight int `json:"in_flight"`
 	Cap      int `json:"cap"`
@@ -306,7 +308,7 @@ func viewPool(kp *keypool.Pool) poolView {
 		kv := keyView{
 			ID:                  st.ID,
 			State:               st.State,
-			Reason:              st.Reason,
+			Reason:              string(st.Reason),
 			InFlight:            st.InFlight,
 			Cap:                 st.Cap,
 			SecondsLeft:         st.SecondsLeft,
@@ -339,15 +341,15 @@ func viewPool(kp *keypool.Pool) poolView {
 		kv.Latency = latencyView{EMA: millis(f.ema), P50: millis(f.p50), P95: millis(f.p95), Samples: f.n}
 		if i < len(shared) {
 			c := shared[i]
-			if kv.State == "ready" {
+			if kv.State == keypool.StateReady {
 				// this instance could lease it, but the cluster may not
 				switch {
 				case c.CooldownLeft > 0:
-					kv.State, kv.Reason = "cooling", c.CooldownReason+" (cluster)"
+					kv.State, kv.Reason = keypool.StateCooling, c.CooldownReason+" (cluster)"
 				case c.BreakerLeft > 0:
-					kv.State, kv.Reason = "breaker_open", "breaker_open (cluster)"
+					kv.State, kv.Reason = keypool.StateBreakerOpen, string(keypool.ReasonBreakerOpen)+" (cluster)"
 				case c.InFlight >= kv.Cap:
-					kv.State, kv.Reason = "busy", "busy (cluster)"
+					kv.State, kv.Reason = keypool.StateBusy, string(keypool.ReasonBusy)+" (cluster)"
 				}
 			}
 			kv.Cluster = &clusterView{InFlight: c.InFlight, CooldownReason: c.CooldownReason, CooldownSecondsLeft: secondsLeft(c.CooldownLeft),
@@ -471,7 +473,7 @@ func (adminAPI) setDisabled(w http.ResponseWriter, r *http.Request, disabled boo
 	if !pools[0].SetDisabled(key, disabled) {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown key %q in pool %q", key, name)}
 	}
-	state := ""
+	var state keypool.KeyState
 	for _, st := range pools[0].Snapshot() {
 		if st.ID == key {
 			state = st.State

@@ -418,7 +418,7 @@ func TestAdminClearAndVerify(t *testing.T) {
 		}
 	}
 	for id, reason := range map[string]string{"k1": "rate_limited", "k2": "invalid_key"} {
-		if st := keyStatus(t, "adm-verify", id); st.State != "cooling" || st.Reason != reason {
+		if st := keyStatus(t, "adm-verify", id); st.State != "cooling" || string(st.Reason) != reason {
 			t.Fatalf("%s before: %+v", id, st)
 		}
 	}

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
 )
 
 func init() {
@@ -113,54 +111,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				h.GatewayKeys = append(h.GatewayKeys, gc)
 			}
-		case "auth":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
-			}
-			if v != "off" && v != "on" {
-				return d.Errf("auth: want 'off' or 'on', got '%s'", v)
-			}
-			if v == "off" {
-				h.Auth = v
-			}
-		case "log_payloads":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.LogPayloads = true
-		case "usage_file":
-			if !d.AllArgs(&h.UsageFile) {
-				return d.ArgErr()
-			}
-		case "max_request_body":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
-			}
-			size, err := humanize.ParseBytes(v)
-			if err != nil || size == 0 {
-				return d.Errf("max_request_body: bad size '%s'", v)
-			}
-			h.MaxRequestBody = int64(size)
-		case "max_in_flight":
-			if err := intArg(d, &h.MaxInFlight, 1); err != nil {
-				return err
-			}
-		case "max_buffered_bytes":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
-			}
-			size, err := humanize.ParseBytes(v)
-			if err != nil || size == 0 || size > math.MaxInt64 {
-				return d.Errf("max_buffered_bytes: bad size '%s'", v)
-			}
-			h.MaxBufferedBytes = int64(size)
-		case "client_write_timeout":
-			if err := durationArg(d, &h.ClientWriteTimeout); err != nil {
-				return err
-			}
 		case "state":
 			sc, err := unmarshalState(d)
 			if err != nil {
@@ -179,6 +129,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Pools = append(h.Pools, pc)
 		default:
+			if ok, err := setOption(d, h); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			return unknownSubdirective(d, "llm_gateway", d.Val(), handlerSubdirectives)
 		}
 	}
@@ -193,32 +149,11 @@ func unmarshalGatewayKey(d *caddyfile.Dispenser, tok string) (*GatewayKeyConfig,
 		if gc == nil {
 			gc = &GatewayKeyConfig{Key: tok}
 		}
-		switch d.Val() {
-		case "id":
-			if !d.AllArgs(&gc.ID) {
-				return nil, d.ArgErr()
-			}
-		case "pools":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return nil, d.ArgErr()
-			}
-			gc.Pools = append(gc.Pools, args...)
-		case "models":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return nil, d.ArgErr()
-			}
-			gc.Models = append(gc.Models, args...)
-		case "rpm":
-			if err := intArg(d, &gc.RPM, 1); err != nil {
-				return nil, err
-			}
-		case "max_concurrency":
-			if err := intArg(d, &gc.MaxConcurrency, 1); err != nil {
-				return nil, err
-			}
-		default:
+		ok, err := setOption(d, gc)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, unknownSubdirective(d, "api_key", d.Val(), apiKeySubdirectives)
 		}
 	}
@@ -237,22 +172,12 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
 		switch sub {
-		case "models":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return nil, d.ArgErr()
-			}
-			pc.Models = append(pc.Models, args...)
 		case "model_map":
 			var pat, model string
 			if !d.AllArgs(&pat, &model) {
 				return nil, d.Err("model_map needs <pattern> <upstream-model>")
 			}
 			pc.ModelMap = append(pc.ModelMap, ModelMapping{Pattern: pat, Model: model})
-		case "default_model":
-			if !d.AllArgs(&pc.DefaultModel) {
-				return nil, d.ArgErr()
-			}
 		case "refresh":
 			var v string
 			if !d.AllArgs(&v) {
@@ -273,119 +198,14 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 				return nil, err
 			}
 			pc.Keys = append(pc.Keys, kc)
-		case "max_concurrency_per_key":
-			if err := intArg(d, &pc.MaxConcurrencyPerKey, 1); err != nil {
-				return nil, err
-			}
-		case "failure_threshold":
-			if err := intArg(d, &pc.FailureThreshold, 1); err != nil {
-				return nil, err
-			}
-		case "priority":
-			var v string
-			if !d.AllArgs(&v) {
-				return nil, d.ArgErr()
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, d.Errf("priority: want an integer, got '%s'", v)
-			}
-			pc.Priority = n
-		case "attempt_timeout":
-			if err := durationArg(d, &pc.AttemptTimeout); err != nil {
-				return nil, err
-			}
-		case "strategy":
-			if !d.AllArgs(&pc.Strategy) {
-				return nil, d.ArgErr()
-			}
-		case "least_used_by":
-			if !d.AllArgs(&pc.LeastUsedBy) {
-				return nil, d.ArgErr()
-			}
-		case "affinity":
-			if !d.AllArgs(&pc.Affinity) {
-				return nil, d.ArgErr()
-			}
-		case "affinity_max_entries":
-			if err := intArg(d, &pc.AffinityMaxEntries, 1); err != nil {
-				return nil, err
-			}
-		case "max_hint_cooldown":
-			if err := durationArg(d, &pc.MaxHintCooldown); err != nil {
-				return nil, err
-			}
-		case "invalid_key_cooldown":
-			if err := durationArg(d, &pc.InvalidKeyCooldown); err != nil {
-				return nil, err
-			}
-		case "no_credit_cooldown":
-			if err := durationArg(d, &pc.NoCreditCooldown); err != nil {
-				return nil, err
-			}
-		case "forbidden_cooldown":
-			if err := durationArg(d, &pc.ForbiddenCooldown); err != nil {
-				return nil, err
-			}
-		case "provisional_cooldown":
-			if err := durationArg(d, &pc.ProvisionalCooldown); err != nil {
-				return nil, err
-			}
-		case "reasoning_content":
-			if !d.AllArgs(&pc.ReasoningContent) {
-				return nil, d.ArgErr()
-			}
-			if pc.ReasoningContent != "on" && pc.ReasoningContent != "off" {
-				return nil, d.Errf("reasoning_content: want on or off, got '%s'", pc.ReasoningContent)
-			}
-		case "probe_timeout":
-			if err := durationArg(d, &pc.ProbeTimeout); err != nil {
-				return nil, err
-			}
-		case "connect_timeout":
-			if err := durationArg(d, &pc.ConnectTimeout); err != nil {
-				return nil, err
-			}
-		case "total_timeout":
-			if err := durationArg(d, &pc.TotalTimeout); err != nil {
-				return nil, err
-			}
-		case "max_retries":
-			var n int
-			if err := intArg(d, &n, 0); err != nil {
-				return nil, err
-			}
-			pc.MaxRetries = &n
-		case "cooldown_after_success":
-			if err := durationArg(d, &pc.CooldownAfterSuccess); err != nil {
-				return nil, err
-			}
-		case "rate_limit_cooldown":
-			if err := durationArg(d, &pc.RateLimitCooldown); err != nil {
-				return nil, err
-			}
-		case "error_cooldown":
-			if err := durationArg(d, &pc.ErrorCooldown); err != nil {
-				return nil, err
-			}
-		case "max_cooldown":
-			if err := durationArg(d, &pc.MaxCooldown); err != nil {
-				return nil, err
-			}
-		case "breaker_open":
-			if err := durationArg(d, &pc.BreakerOpen); err != nil {
-				return nil, err
-			}
-		case "acquire_timeout":
-			if err := durationArg(d, &pc.AcquireTimeout); err != nil {
-				return nil, err
-			}
-		case "request_timeout":
-			if err := durationArg(d, &pc.RequestTimeout); err != nil {
-				return nil, err
-			}
 		default:
-			return nil, unknownSubdirective(d, "pool", sub, poolSubdirectives)
+			ok, err := setOption(d, pc)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, unknownSubdirective(d, "pool", sub, poolSubdirectives)
+			}
 		}
 	}
 	return pc, nil
@@ -438,16 +258,7 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 		return nil, emptySecret()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "id":
-			if !d.AllArgs(&kc.ID) {
-				return nil, d.ArgErr()
-			}
-		case "base_url":
-			if !d.AllArgs(&kc.BaseURL) {
-				return nil, d.ArgErr()
-			}
-		case "provider":
+		if d.Val() == "provider" {
 			if !d.AllArgs(&kc.Provider) {
 				return nil, d.ArgErr()
 			}
@@ -458,71 +269,13 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 				}
 				return nil, d.Errf("provider: unknown provider '%s'%s; known: %s", kc.Provider, hint, strings.Join(PresetNames(), ", "))
 			}
-		case "dialect":
-			if !d.AllArgs(&kc.Dialect) {
-				return nil, d.ArgErr()
-			}
-			switch kc.Dialect {
-			case "openai", "anthropic", "responses", "openai_responses":
-			default:
-				return nil, d.Errf("dialect: want openai, anthropic or responses, got '%s'", kc.Dialect)
-			}
-		case "anthropic_base_url":
-			if !d.AllArgs(&kc.AnthropicBaseURL) {
-				return nil, d.ArgErr()
-			}
-		case "responses_base_url":
-			if !d.AllArgs(&kc.ResponsesBaseURL) {
-				return nil, d.ArgErr()
-			}
-		case "prefer":
-			if !d.AllArgs(&kc.Prefer) {
-				return nil, d.ArgErr()
-			}
-			switch kc.Prefer {
-			case "auto", "openai", "anthropic", "responses":
-			default:
-				return nil, d.Errf("prefer: want auto, openai, anthropic or responses, got '%s'", kc.Prefer)
-			}
-		case "max_concurrency":
-			if err := intArg(d, &kc.MaxConcurrency, 1); err != nil {
-				return nil, err
-			}
-		case "weight":
-			if err := intArg(d, &kc.Weight, 1); err != nil {
-				return nil, err
-			}
-		case "attempt_timeout":
-			if err := durationArg(d, &kc.AttemptTimeout); err != nil {
-				return nil, err
-			}
-		case "priority":
-			var v string
-			if !d.AllArgs(&v) {
-				return nil, d.ArgErr()
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, d.Errf("priority: want an integer, got '%s'", v)
-			}
-			kc.Priority = n
-		case "rpm":
-			if err := intArg(d, &kc.RPM, 1); err != nil {
-				return nil, err
-			}
-		case "tpm":
-			var n int
-			if err := intArg(d, &n, 1); err != nil {
-				return nil, err
-			}
-			kc.TPM = int64(n)
-		case "quota":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return nil, d.Err("quota needs a budget, e.g. quota 1000 requests per 24h")
-			}
-			kc.Quota = strings.Join(args, " ")
-		default:
+			continue
+		}
+		ok, err := setOption(d, kc)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, unknownSubdirective(d, "key", d.Val(), keySubdirectives)
 		}
 	}

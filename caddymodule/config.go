@@ -12,12 +12,12 @@ type PoolConfig struct {
 	// key of the earlier pools can serve the request (the response then
 	// carries X-Fallback-From). Pools with equal priority keep their
 	// configuration order. Default: 0.
-	Priority int `json:"priority,omitempty"`
+	Priority int `json:"priority,omitempty" caddyfile:"anyint"`
 
 	// Name identifies the pool in logs, metrics, the admin API and the
 	// X-Routed-Via header. It also keys the pool's live state across config
 	// reloads, so it must be unique within the process. Required.
-	Name string `json:"name"`
+	Name string `json:"name" caddyfile:"-"`
 
 	// Models lists the client model names this pool serves. An entry is an
 	// exact name or a prefix ending in '*' ("gpt-4o*"); "*" matches any
@@ -38,7 +38,7 @@ type PoolConfig struct {
 	// failed fetch keeps what was learned before. A negative value
 	// (Caddyfile: "refresh off") turns discovery off, which "models auto"
 	// does not allow. Default: 1h.
-	Refresh caddy.Duration `json:"refresh,omitempty"`
+	Refresh caddy.Duration `json:"refresh,omitempty" caddyfile:"-"`
 
 	// ModelMap rewrites client model names to upstream model names. The
 	// most specific matching pattern wins (an exact name beats any
@@ -91,7 +91,7 @@ type PoolConfig struct {
 	// transient failure (5xx, connection reset, timeout). Skipping keys
 	// that answered 401/402/403 or 429 does not spend it. Default: 3; set
 	// 0 explicitly for no retries.
-	MaxRetries *int `json:"max_retries,omitempty"`
+	MaxRetries *int `json:"max_retries,omitempty" caddyfile:"min=0"`
 
 	// AcquireTimeout is how long a request waits for a key to become
 	// free when every key is busy or cooling. Default: 30s.
@@ -135,7 +135,7 @@ type PoolConfig struct {
 	// the x-session-id header, else Claude Code's x-claude-code-session-id
 	// or Codex's session-id, else a hash of the first system text and the
 	// first user message. "off" disables it. Default: "30m".
-	Affinity string `json:"affinity,omitempty"`
+	Affinity Affinity `json:"affinity,omitempty"`
 
 	// AffinityMaxEntries bounds the affinity table (least recently used
 	// sessions are dropped). Default: 100000.
@@ -174,7 +174,7 @@ type PoolConfig struct {
 	// reasoning as `reasoning_content` and signed blocks as
 	// `thinking_blocks` (the extensions DeepSeek, vLLM and LiteLLM use;
 	// the official SDKs ignore them): "on" (default) or "off".
-	ReasoningContent string `json:"reasoning_content,omitempty"`
+	ReasoningContent ReasoningSwitch `json:"reasoning_content,omitempty"`
 
 	// ProbeTimeout bounds a half-open probe attempt. Default: 5s.
 	ProbeTimeout caddy.Duration `json:"probe_timeout,omitempty"`
@@ -200,7 +200,7 @@ type KeyConfig struct {
 	// {env.NAME} or {file./path}, so the admin API's GET /config/ shows
 	// the placeholder and never the key; it is resolved at provision and
 	// an empty result is an error. Required.
-	Secret string `json:"secret"`
+	Secret string `json:"secret" caddyfile:"-"`
 
 	// ID is the label shown in logs, metrics, the admin API and error
 	// summaries. Default: the masked secret (first 6 and last 4
@@ -222,7 +222,7 @@ type KeyConfig struct {
 	// explicit BaseURL or Dialect always wins. In the Caddyfile it may
 	// stand where the base URL goes: key {env.GROQ_KEY} groq. Default:
 	// none (BaseURL is then required).
-	Provider string `json:"provider,omitempty"`
+	Provider string `json:"provider,omitempty" caddyfile:"-"`
 
 	// Dialect is the API the upstream speaks: "openai" (Chat Completions
 	// at <BaseURL>/chat/completions, Authorization: Bearer), "anthropic"
@@ -232,7 +232,7 @@ type KeyConfig struct {
 	// "https://api.openai.com/v1"; "openai_responses" is accepted as the
 	// same). Requests in other dialects are translated. Default: the
 	// Provider's, else "openai".
-	Dialect string `json:"dialect,omitempty"`
+	Dialect KeyDialect `json:"dialect,omitempty"`
 
 	// AnthropicBaseURL gives an openai-dialect key a second, native
 	// Anthropic Messages endpoint with the same secret (many relays offer
@@ -258,7 +258,7 @@ type KeyConfig struct {
 	// Responses (its own dialect's endpoint); "openai" (Chat),
 	// "anthropic" (Messages) and "responses" always use that endpoint when
 	// the key has it. Default: "auto".
-	Prefer string `json:"prefer,omitempty"`
+	Prefer PreferEndpoint `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this
 	// key when > 0.
@@ -272,7 +272,7 @@ type KeyConfig struct {
 
 	// Priority ranks the key for the priority strategy: lower numbers are
 	// used first. Default: 0.
-	Priority int `json:"priority,omitempty"`
+	Priority int `json:"priority,omitempty" caddyfile:"anyint"`
 
 	// RPM caps the requests the key is sent per minute (a sliding 60 s
 	// window). Default: 0, no cap.
@@ -286,7 +286,7 @@ type KeyConfig struct {
 	// or "5000000 tokens per 30d" (both may be given, joined by "and").
 	// The key is not used past it until the period ends; the pace strategy
 	// spreads use over the period. Default: none.
-	Quota string `json:"quota,omitempty"`
+	Quota QuotaSpec `json:"quota,omitempty" caddyfile:"words,example=1000 requests per 24h"`
 }
 
 // GatewayKeyConfig is a gateway key with a scope and limits of its own.
@@ -294,7 +294,7 @@ type GatewayKeyConfig struct {
 	// Key is the token clients present (Authorization: Bearer or
 	// x-api-key). Placeholders such as {env.TEAM_KEY} are resolved at
 	// provision. Required.
-	Key string `json:"key"`
+	Key string `json:"key" caddyfile:"-"`
 
 	// ID labels the key in logs; default: the masked token.
 	ID string `json:"id,omitempty"`

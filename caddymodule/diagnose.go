@@ -51,8 +51,8 @@ type probeResult struct {
 	Hint  string `json:"hint,omitempty"`
 	// State is the key's state before the probe; Action is what "clear
 	// and verify" did: "cleared", "recooled" or "kept".
-	State  string `json:"state,omitempty"`
-	Action string `json:"action,omitempty"`
+	State  keypool.KeyState `json:"state,omitempty"`
+	Action string           `json:"action,omitempty"`
 
 	outcome keypool.Outcome
 }
@@ -123,7 +123,7 @@ func (adminAPI) handleDiagnose(w http.ResponseWriter, r *http.Request) error {
 
 	out := make([]probeResult, 0, len(jobs))
 	for _, j := range jobs {
-		if verify && (j.st.State == "cooling" || j.st.State == "breaker_open") && j.res.Error != "not_provisioned" {
+		if verify && (j.st.State == keypool.StateCooling || j.st.State == keypool.StateBreakerOpen) && j.res.Error != "not_provisioned" {
 			j.res.Action = verifyKey(j.kp, j.st, j.res)
 		}
 		out = append(out, *j.res)
@@ -170,7 +170,7 @@ func verifyKey(kp *keypool.Pool, st keypool.KeyStatus, res *probeResult) string 
 // completion.
 func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, generate bool) {
 	res.Host, _ = uk.hostAndDialect()
-	anthropic := uk.chatURL == "" || (uk.messageURL != "" && uk.prefer == "anthropic")
+	anthropic := uk.chatURL == "" || (uk.messageURL != "" && uk.prefer == PreferAnthropic)
 	var listURL, genURL string
 	responses := uk.chatURL == "" && uk.messageURL == "" // a responses key
 	if responses {
@@ -355,9 +355,9 @@ func statusHint(status int, h http.Header) string {
 
 // credentialReason reports whether a cooldown reason is about the key's
 // credentials or account (401, 402, 403, spent quota).
-func credentialReason(reason string) bool {
+func credentialReason(reason keypool.Reason) bool {
 	switch reason {
-	case keypool.InvalidKey.String(), keypool.NoCredit.String(), keypool.Forbidden.String(), keypool.QuotaExhausted.String():
+	case keypool.InvalidKey.Reason(), keypool.NoCredit.Reason(), keypool.Forbidden.Reason(), keypool.QuotaExhausted.Reason():
 		return true
 	}
 	return false

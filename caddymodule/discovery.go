@@ -320,7 +320,7 @@ func (k *upstreamKey) modelsListURL() (string, bool) {
 	if k.chatURL == "" && k.messageURL == "" { // a responses key: GET <base_url>/models with Bearer
 		return strings.TrimSuffix(k.responsesURL, "/responses") + "/models", false
 	}
-	if k.chatURL == "" || (k.messageURL != "" && k.prefer == "anthropic") {
+	if k.chatURL == "" || (k.messageURL != "" && k.prefer == PreferAnthropic) {
 		return strings.TrimSuffix(k.messageURL, "/v1/messages") + "/v1/models", true
 	}
 	return strings.TrimSuffix(k.chatURL, "/chat/completions") + "/models", false

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/llmgateway/llm_gateway/keypool"
 )
 
 // eventInterval is how often an events subscriber's view of the pools is
@@ -25,15 +27,15 @@ type keyEvent struct {
 	Pool string `json:"pool"`
 	Key  string `json:"key"`
 	// State is the key's new state, Prev the one before.
-	State string `json:"state"`
-	Prev  string `json:"prev"`
+	State keypool.KeyState `json:"state"`
+	Prev  keypool.KeyState `json:"prev"`
 	// Reason, Source and Status are the new state's reason, where a
 	// cooldown's length came from, and the upstream status that started
 	// it; Message is the key's last failure note.
-	Reason  string `json:"reason,omitempty"`
-	Source  string `json:"source,omitempty"`
-	Status  int    `json:"status,omitempty"`
-	Message string `json:"message,omitempty"`
+	Reason  keypool.Reason `json:"reason,omitempty"`
+	Source  string         `json:"source,omitempty"`
+	Status  int            `json:"status,omitempty"`
+	Message string         `json:"message,omitempty"`
 	// Until is when a time-bound state ends (SecondsLeft from Time).
 	Until       time.Time `json:"until,omitzero"`
 	SecondsLeft int       `json:"seconds_left,omitempty"`
@@ -45,24 +47,25 @@ type keyEvent struct {
 
 // keyMark is what the event diff compares per key.
 type keyMark struct {
-	state, reason string
-	until         time.Time
+	state  keypool.KeyState
+	reason keypool.Reason
+	until  time.Time
 }
 
 // eventType names the change of a key's state from prev to cur.
-func eventType(prev, cur string) string {
+func eventType(prev, cur keypool.KeyState) string {
 	switch {
-	case cur == "disabled":
+	case cur == keypool.StateDisabled:
 		return "disabled"
-	case prev == "disabled":
+	case prev == keypool.StateDisabled:
 		return "enabled"
-	case cur == "cooling" && prev != "cooling":
+	case cur == keypool.StateCooling && prev != keypool.StateCooling:
 		return "cooldown_start"
-	case cur == "breaker_open" && prev != "breaker_open":
+	case cur == keypool.StateBreakerOpen && prev != keypool.StateBreakerOpen:
 		return "breaker_open"
-	case prev == "cooling" && cur != "cooling":
+	case prev == keypool.StateCooling && cur != keypool.StateCooling:
 		return "cooldown_end"
-	case prev == "breaker_open" && cur != "breaker_open":
+	case prev == keypool.StateBreakerOpen && cur != keypool.StateBreakerOpen:
 		return "breaker_close"
 	}
 	return "state"

@@ -41,7 +41,7 @@ func TestFailoverMovesToAnotherKey(t *testing.T) {
 				t.Fatalf("routed via %q, want %s/k2", v, pool)
 			}
 			s := keyStatus(t, pool, "k1")
-			if s.State != c.state || s.Reason != c.reason || s.InFlight != 0 {
+			if string(s.State) != c.state || string(s.Reason) != c.reason || s.InFlight != 0 {
 				t.Fatalf("k1 = %+v, want %s/%s", s, c.state, c.reason)
 			}
 			// the bad key stays out of rotation

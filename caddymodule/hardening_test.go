@@ -53,7 +53,7 @@ func TestBrokenUpstreamAnswers(t *testing.T) {
 			} else if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != pool+"/good" {
 				t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
 			}
-			if s := keyStatus(t, pool, "bad"); s.Reason != c.reason {
+			if s := keyStatus(t, pool, "bad"); string(s.Reason) != c.reason {
 				t.Fatalf("bad key %+v, want reason %s", s, c.reason)
 			}
 		})

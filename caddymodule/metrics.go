@@ -205,10 +205,10 @@ func (c *keyCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			seen[st.ID] = true
 			ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(st.InFlight), name, st.ID)
-			if st.State == "cooling" || st.State == "breaker_open" {
-				reason := st.Reason
+			if st.State == keypool.StateCooling || st.State == keypool.StateBreakerOpen {
+				reason := string(st.Reason)
 				if reason == "" {
-					reason = st.State
+					reason = string(st.State)
 				}
 				ch <- prometheus.MustNewConstMetric(c.cooling, prometheus.GaugeValue, 1, name, st.ID, reason)
 			}

@@ -49,7 +49,7 @@ type Handler struct {
 	// `Authorization: Bearer <key>` or `x-api-key: <key>`. Placeholders
 	// such as {env.GATEWAY_KEY} are resolved at provision. Without any key,
 	// /v1 answers 401 unless Auth is "off".
-	APIKeys []string `json:"api_keys,omitempty"`
+	APIKeys []string `json:"api_keys,omitempty" caddyfile:"-"`
 
 	// GatewayKeys are gateway keys with their own scope (pools, models)
 	// and limits (rpm, max_concurrency). They are accepted alongside
@@ -58,7 +58,7 @@ type Handler struct {
 
 	// Auth set to "off" lets /v1 be used without a gateway key. It must be
 	// said explicitly; the default is to require a key.
-	Auth string `json:"auth,omitempty"`
+	Auth AuthMode `json:"auth,omitempty"`
 
 	// Pools are the key pools. A request goes to the first pool whose
 	// Models patterns match its model. At least one is required.
@@ -78,7 +78,7 @@ type Handler struct {
 
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
-	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	MaxRequestBody int64 `json:"max_request_body,omitempty" caddyfile:"size"`
 
 	// MaxInFlight bounds the completion and count_tokens requests served
 	// at once, across all pools and every llm_gateway handler of the
@@ -98,7 +98,7 @@ type Handler struct {
 	// a quarter of the Go memory limit (GOMEMLIMIT), else of the cgroup's
 	// memory limit, else of the machine's RAM; 1 GiB when none can be
 	// read; never less than 2 x MaxRequestBody.
-	MaxBufferedBytes int64 `json:"max_buffered_bytes,omitempty"`
+	MaxBufferedBytes int64 `json:"max_buffered_bytes,omitempty" caddyfile:"size"`
 
 	// ClientWriteTimeout cuts a stream whose client accepts no bytes for
 	// this long (a write or flush to the client that does not complete):
@@ -179,8 +179,8 @@ type upstreamKey struct {
 	messageURL string // Anthropic Messages endpoint, "" when none
 	// responsesURL is the OpenAI Responses endpoint, "" when none
 	responsesURL string
-	prefer       string // "auto", "openai", "anthropic" or "responses"
-	authHeader   string // "Bearer <secret>"
+	prefer       PreferEndpoint // never "" once provisioned
+	authHeader   string         // "Bearer <secret>"
 	secret       string
 	forms        *secretForms // the secret's encoded forms, for redaction (built once)
 	// attemptTimeout overrides the pool's for streamed first bytes (0: none)
@@ -245,16 +245,16 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		defaultModel:   pc.DefaultModel,
 		keys:           map[string]*upstreamKey{},
 		maxRetries:     DefaultMaxRetries,
-		acquireTimeout: time.Duration(pc.AcquireTimeout),
-		requestTimeout: time.Duration(pc.RequestTimeout),
-		attemptTimeout: time.Duration(pc.AttemptTimeout),
-		connectTimeout: time.Duration(pc.ConnectTimeout),
-		totalTimeout:   time.Duration(pc.TotalTimeout),
+		acquireTimeout: durationOr(pc.AcquireTimeout, DefaultAcquireTimeout),
+		requestTimeout: durationOr(pc.RequestTimeout, DefaultRequestTimeout),
+		attemptTimeout: durationOr(pc.AttemptTimeout, DefaultAttemptTimeout),
+		connectTimeout: durationOr(pc.ConnectTimeout, DefaultConnectTimeout),
+		totalTimeout:   durationOr(pc.TotalTimeout, DefaultTotalTimeout),
 		priority:       pc.Priority,
-		respOpts:       translate.ResponseOptions{OmitReasoning: pc.ReasoningContent == "off"},
+		respOpts:       translate.ResponseOptions{OmitReasoning: pc.ReasoningContent == ReasoningOff},
 	}
-	if pc.ReasoningContent != "" && pc.ReasoningContent != "on" && pc.ReasoningContent != "off" {
-		return nil, fmt.Errorf("reasoning_content %q: want on or off", pc.ReasoningContent)
+	if err := new(ReasoningSwitch).UnmarshalText([]byte(pc.ReasoningContent)); err != nil {
+		return nil, fmt.Errorf("reasoning_content %q: want on or off", string(pc.ReasoningContent))
 	}
 	if len(p.models) == 0 {
 		p.models = []string{"*"}
@@ -264,21 +264,6 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 			return nil, errors.New("max_retries must not be negative")
 		}
 		p.maxRetries = *pc.MaxRetries
-	}
-	if p.acquireTimeout <= 0 {
-		p.acquireTimeout = DefaultAcquireTimeout
-	}
-	if p.requestTimeout <= 0 {
-		p.requestTimeout = DefaultRequestTimeout
-	}
-	if p.attemptTimeout <= 0 {
-		p.attemptTimeout = DefaultAttemptTimeout
-	}
-	if p.connectTimeout <= 0 {
-		p.connectTimeout = DefaultConnectTimeout
-	}
-	if p.totalTimeout <= 0 {
-		p.totalTimeout = DefaultTotalTimeout
 	}
 	p.modelMap = append([]ModelMapping(nil), pc.ModelMap...)
 	for _, m := range p.modelMap {
@@ -327,45 +312,15 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		if kc.RPM < 0 || kc.TPM < 0 {
 			return nil, fmt.Errorf("key %s: rpm and tpm must not be negative", uk.id)
 		}
-		if kc.Quota != "" {
-			q, err := keypool.ParseQuota(kc.Quota)
-			if err != nil {
-				return nil, fmt.Errorf("key %s: quota: %v", uk.id, err)
-			}
-			kcfg.Quota = q
+		q, err := kc.Quota.Quota()
+		if err != nil {
+			return nil, fmt.Errorf("key %s: quota: %v", uk.id, err)
 		}
+		kcfg.Quota = q
 		kcs = append(kcs, kcfg)
 	}
-	settings := keypool.Settings{
-		MaxConcurrencyPerKey: pc.MaxConcurrencyPerKey,
-		CooldownAfterSuccess: time.Duration(pc.CooldownAfterSuccess),
-		RateLimitCooldown:    time.Duration(pc.RateLimitCooldown),
-		ErrorCooldown:        time.Duration(pc.ErrorCooldown),
-		MaxCooldown:          time.Duration(pc.MaxCooldown),
-		FailureThreshold:     pc.FailureThreshold,
-		BreakerOpen:          time.Duration(pc.BreakerOpen),
-		Strategy:             pc.Strategy,
-		LeastUsedBy:          pc.LeastUsedBy,
-		AffinityMaxEntries:   pc.AffinityMaxEntries,
-		MaxHintCooldown:      time.Duration(pc.MaxHintCooldown),
-		InvalidKeyCooldown:   time.Duration(pc.InvalidKeyCooldown),
-		NoCreditCooldown:     time.Duration(pc.NoCreditCooldown),
-		ForbiddenCooldown:    time.Duration(pc.ForbiddenCooldown),
-		ProvisionalCooldown:  time.Duration(pc.ProvisionalCooldown),
-		ProbeTimeout:         time.Duration(pc.ProbeTimeout),
-	}
-	switch pc.Affinity {
-	case "":
-	case "off":
-		settings.AffinityTTL = -1
-	default:
-		d, err := caddy.ParseDuration(pc.Affinity)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("affinity %q: want a duration or off", pc.Affinity)
-		}
-		settings.AffinityTTL = d
-	}
-	if err := settings.Validate(); err != nil {
+	settings, err := poolSettings(pc)
+	if err != nil {
 		return nil, err
 	}
 	kp, regKey, err := attachPool(pc.Name, settings, kcs, loadID)
@@ -390,7 +345,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 	if err != nil {
 		return nil, err
 	}
-	rawBase, dialect := kc.BaseURL, kc.Dialect
+	rawBase, dialect := kc.BaseURL, kc.Dialect.canonical()
 	// presetResponses is the preset's Responses root, given to a key that
 	// takes the preset's base URL and dialect (api.openai.com serves both)
 	var presetResponses string
@@ -407,13 +362,13 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 			rawBase = pr.BaseURL
 		}
 		if dialect == "" {
-			dialect = pr.Dialect
+			dialect = KeyDialect(pr.Dialect)
 		}
-		if strings.TrimRight(rawBase, "/") == pr.BaseURL && dialect == pr.Dialect {
+		if strings.TrimRight(rawBase, "/") == pr.BaseURL && dialect == KeyDialect(pr.Dialect) {
 			presetResponses = pr.ResponsesBaseURL
 		}
 	}
-	if rawBase == "" && (dialect == "responses" || dialect == "openai_responses") {
+	if rawBase == "" && dialect == DialectResponses {
 		return nil, errors.New("base_url is required: dialect responses calls <base_url>/responses, e.g. base_url https://api.openai.com/v1")
 	}
 	base, err := normaliseBaseURL(rawBase)
@@ -437,10 +392,10 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		host:           host,
 	}
 	if uk.prefer == "" {
-		uk.prefer = "auto"
+		uk.prefer = PreferAuto
 	}
 	switch dialect {
-	case "", "openai":
+	case "", DialectOpenAI:
 		uk.chatURL = base + "/chat/completions"
 		if kc.AnthropicBaseURL != "" {
 			ab, err := normaliseBaseURL(kc.AnthropicBaseURL)
@@ -449,12 +404,12 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 			}
 			uk.messageURL = anthropicRoot(ab) + "/v1/messages"
 		}
-	case "anthropic":
+	case DialectAnthropic:
 		if kc.AnthropicBaseURL != "" {
 			return nil, errors.New("anthropic_base_url is for openai-dialect keys; an anthropic key uses base_url")
 		}
 		uk.messageURL = anthropicRoot(base) + "/v1/messages"
-	case "responses", "openai_responses":
+	case DialectResponses:
 		if kc.AnthropicBaseURL != "" {
 			return nil, errors.New("anthropic_base_url is for openai-dialect keys; a responses key speaks only OpenAI Responses")
 		}
@@ -463,7 +418,7 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		}
 		uk.responsesURL = base + "/responses"
 	default:
-		return nil, fmt.Errorf("dialect %q: want openai, anthropic or responses", kc.Dialect)
+		return nil, fmt.Errorf("dialect %q: want openai, anthropic or responses", string(kc.Dialect))
 	}
 	if kc.ResponsesBaseURL != "" {
 		rb, err := normaliseBaseURL(kc.ResponsesBaseURL)
@@ -475,9 +430,9 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		uk.responsesURL = presetResponses + "/responses"
 	}
 	switch uk.prefer {
-	case "auto", "openai", "anthropic", "responses":
+	case PreferAuto, PreferOpenAI, PreferAnthropic, PreferResponses:
 	default:
-		return nil, fmt.Errorf("prefer %q: want auto, openai, anthropic or responses", kc.Prefer)
+		return nil, fmt.Errorf("prefer %q: want auto, openai, anthropic or responses", string(kc.Prefer))
 	}
 	uk.public = uk.id
 	if uk.id == "" {
@@ -528,13 +483,13 @@ func maskSecret(s string) string {
 // Validate checks the provisioned configuration.
 func (h *Handler) Validate() error {
 	switch h.Auth {
-	case "", "on":
-	case "off":
+	case "", AuthOn:
+	case AuthOff:
 		if len(h.gatewayKeys) > 0 {
 			return errors.New("auth off together with api_key: choose one")
 		}
 	default:
-		return fmt.Errorf("auth: unknown value %q (want off)", h.Auth)
+		return fmt.Errorf("auth: unknown value %q (want off)", string(h.Auth))
 	}
 	if len(h.pools) == 0 {
 		return errors.New("at least one pool is required")

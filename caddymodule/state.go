@@ -49,7 +49,7 @@ type StateConfig struct {
 	// state, limits are per instance) or "redis" (every instance using
 	// the same Redis server and Prefix shares one state per pool name and
 	// key, so a key's limits hold across the cluster).
-	Backend string `json:"backend,omitempty"`
+	Backend StateBackend `json:"backend,omitempty"`
 
 	// Address is the Redis server's host:port. Default 127.0.0.1:6379
 	// unless URL is set.
@@ -135,15 +135,15 @@ var stateRegistry = caddy.NewUsagePool()
 // pools to it. It records the registry key to release at Cleanup.
 func (h *Handler) provisionState(repl *caddy.Replacer) error {
 	sc := h.State
-	if sc == nil || sc.Backend == "" || sc.Backend == "memory" {
+	if sc == nil || sc.Backend == "" || sc.Backend == StateMemory {
 		stateMetrics().up.Set(1)
 		for _, p := range h.pools {
 			setPoolBackend(p.kp, nil, keypool.SharedOptions{})
 		}
 		return nil
 	}
-	if sc.Backend != "redis" {
-		return fmt.Errorf("state: unknown backend %q (want memory or redis)", sc.Backend)
+	if sc.Backend != StateRedis {
+		return fmt.Errorf("state: unknown backend %q (want memory or redis)", string(sc.Backend))
 	}
 	opts, desc, err := sc.redisOptions(repl)
 	if err != nil {
@@ -272,15 +272,14 @@ func unmarshalState(d *caddyfile.Dispenser) (*StateConfig, error) {
 	if !d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	sc.Backend = d.Val()
-	if sc.Backend != "memory" && sc.Backend != "redis" {
-		return nil, d.Errf("state: want 'memory' or 'redis', got '%s'", sc.Backend)
+	if err := sc.Backend.UnmarshalText([]byte(d.Val())); err != nil || sc.Backend == "" {
+		return nil, d.Errf("state: want 'memory' or 'redis', got '%s'", d.Val())
 	}
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if sc.Backend == "memory" {
+		if sc.Backend == StateMemory {
 			return nil, d.Errf("state memory takes no options")
 		}
 		switch d.Val() {

@@ -10,28 +10,15 @@ import (
 )
 
 // The subdirectives each Caddyfile block accepts, for "did you mean"
-// suggestions. A subdirective added to a block's switch in caddyfile.go
-// belongs here too (TestSubdirectiveListsAreAccepted checks that every
-// name listed is accepted).
+// suggestions: the block's generic options (the JSON names of its config
+// struct's fields, see setOption), then the ones with a syntax of their
+// own (TestSubdirectiveListsAreAccepted checks that every name listed is
+// accepted).
 var (
-	handlerSubdirectives = []string{
-		"api_key", "auth", "log_payloads", "usage_file", "max_request_body",
-		"max_in_flight", "max_buffered_bytes", "client_write_timeout", "state", "pool",
-	}
-	apiKeySubdirectives = []string{"id", "pools", "models", "rpm", "max_concurrency"}
-	poolSubdirectives   = []string{
-		"models", "refresh", "model_map", "default_model", "key", "max_concurrency_per_key",
-		"failure_threshold", "priority", "attempt_timeout", "strategy", "least_used_by",
-		"affinity", "affinity_max_entries", "max_hint_cooldown", "invalid_key_cooldown",
-		"no_credit_cooldown", "forbidden_cooldown", "provisional_cooldown", "reasoning_content", "probe_timeout",
-		"connect_timeout", "total_timeout", "max_retries", "cooldown_after_success",
-		"rate_limit_cooldown", "error_cooldown", "max_cooldown", "breaker_open",
-		"acquire_timeout", "request_timeout",
-	}
-	keySubdirectives = []string{
-		"id", "base_url", "provider", "dialect", "anthropic_base_url", "responses_base_url", "prefer",
-		"max_concurrency", "weight", "attempt_timeout", "priority", "rpm", "tpm", "quota",
-	}
+	handlerSubdirectives = optionNames(Handler{}, "api_key", "state", "pool")
+	apiKeySubdirectives  = optionNames(GatewayKeyConfig{})
+	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key")
+	keySubdirectives     = optionNames(KeyConfig{}, "provider")
 )
 
 // unknownSubdirective is the error for a subdirective the block does not

@@ -244,7 +244,7 @@ func TestHungKeyNonStreamed(t *testing.T) {
 	if took > 10*time.Second {
 		t.Fatalf("answered after %v: the hung key was waited for past attempt_timeout", took)
 	}
-	if s := keyStatus(t, "hung", "k1"); s.Reason != keypool.Timeout.String() {
+	if s := keyStatus(t, "hung", "k1"); s.Reason != keypool.Timeout.Reason() {
 		t.Fatalf("hung key: %+v, want cooling for timeout", s)
 	}
 	if m.Stats("mk-2").OK != 1 {

@@ -16,11 +16,11 @@ import "github.com/llmgateway/llm_gateway/translate"
 func (k *upstreamKey) target(client translate.Dialect) (translate.Dialect, string) {
 	preferred := client
 	switch k.prefer {
-	case "openai":
+	case PreferOpenAI:
 		preferred = translate.OpenAIChat
-	case "anthropic":
+	case PreferAnthropic:
 		preferred = translate.AnthropicMessages
-	case "responses":
+	case PreferResponses:
 		preferred = translate.OpenAIResponses
 	}
 	if u := k.endpoint(preferred); u != "" {

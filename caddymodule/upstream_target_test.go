@@ -41,7 +41,7 @@ func TestTargetEveryCombination(t *testing.T) {
 	}
 	clients := []translate.Dialect{translate.OpenAIChat, translate.AnthropicMessages, translate.OpenAIResponses}
 	for _, row := range table {
-		k := &upstreamKey{prefer: row.prefer}
+		k := &upstreamKey{prefer: PreferEndpoint(row.prefer)}
 		if strings.Contains(row.endpoints, "C") {
 			k.chatURL = chat
 		}

@@ -110,16 +110,17 @@ func (k *Key) capacity(s *Settings) int {
 	return s.MaxConcurrencyPerKey
 }
 
-// Gate reasons that are not time-bound.
+// Gate reasons that are not time-bound (the typed Reason constants, as
+// the strings gate and the cluster backend carry).
 const (
-	reasonDisabled = "disabled"
-	reasonBusy     = "busy"
-	reasonProbe    = "probe_in_flight"
-	reasonBreaker  = "breaker_open"
-	reasonRPM      = "rpm"
-	reasonTPM      = "tpm"
-	reasonQuota    = "quota"
-	reasonPace     = "pace"
+	reasonDisabled = string(ReasonDisabled)
+	reasonBusy     = string(ReasonBusy)
+	reasonProbe    = string(ReasonProbeInFlight)
+	reasonBreaker  = string(ReasonBreakerOpen)
+	reasonRPM      = string(ReasonRPM)
+	reasonTPM      = string(ReasonTPM)
+	reasonQuota    = string(ReasonQuota)
+	reasonPace     = string(ReasonPace)
 )
 
 // gate reports whether the key may take a request at now, and when it

@@ -212,7 +212,7 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 		} // else an earlier request's success: the dead-key verdict stands, and so does its probe
 		k.modelServed(l.model)
 		if s.CooldownAfterSuccess > 0 {
-			k.coolUntil(now, now.Add(s.CooldownAfterSuccess), "cooldown_after_success", "fixed", o.Status, false)
+			k.coolUntil(now, now.Add(s.CooldownAfterSuccess), string(ReasonCooldownAfterSuccess), "fixed", o.Status, false)
 		}
 	case RateLimited:
 		k.failures++

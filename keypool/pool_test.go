@@ -193,12 +193,12 @@ func TestDeadKeyReasons(t *testing.T) {
 	}
 	for i, c := range cases {
 		s := status(p, fmt.Sprintf("k%d", i))
-		if s.Reason != c.kind.String() || s.SecondsLeft != 60 || !s.Provisional {
+		if s.Reason != c.kind.Reason() || s.SecondsLeft != 60 || !s.Provisional {
 			t.Fatalf("k%d before its probe: %+v, want %s provisional for 60s", i, s, c.kind)
 		}
 		p.Confirm(fmt.Sprintf("fp%d", i), Outcome{Kind: c.kind})
 		s = status(p, fmt.Sprintf("k%d", i))
-		if s.Reason != c.kind.String() || s.SecondsLeft != c.secs || s.Provisional || s.Source != "fixed" {
+		if s.Reason != c.kind.Reason() || s.SecondsLeft != c.secs || s.Provisional || s.Source != "fixed" {
 			t.Fatalf("k%d: %+v, want %s for %ds", i, s, c.kind, c.secs)
 		}
 	}

@@ -146,6 +146,37 @@ const (
 	DefaultPaceLead               = 0.01
 )
 
+// DefaultSettings returns the Settings every zero field stands for: each
+// field set to its documented default (the Default* constants). It is the
+// one source of the pool defaults; configuration layers show it rather
+// than repeat the values.
+func DefaultSettings() Settings { return Settings{}.withDefaults() }
+
+// MarshalText returns the quota as ParseQuota reads it, e.g.
+// "1000 requests per 24h0m0s"; empty for the zero Quota (no budget).
+func (q Quota) MarshalText() ([]byte, error) {
+	if !q.set() {
+		return []byte{}, nil
+	}
+	return []byte(q.String()), nil
+}
+
+// UnmarshalText parses a quota with ParseQuota ("1000 requests per 24h",
+// "5000000 tokens per 30d", both joined by "and"); empty text is the zero
+// Quota. Errors are ParseQuota's.
+func (q *Quota) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*q = Quota{}
+		return nil
+	}
+	v, err := ParseQuota(string(b))
+	if err != nil {
+		return err
+	}
+	*q = v
+	return nil
+}
+
 func (s Settings) withDefaults() Settings {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {

@@ -7,6 +7,102 @@ import (
 	"time"
 )
 
+// KeyState is a key's runtime state as KeyStatus reports it. It is a
+// string ("ready", "cooling", ...) in JSON, logs and metrics; compare it
+// with the State constants, never with string literals.
+type KeyState string
+
+// Key states, as KeyStatus.State reports them.
+const (
+	// StateReady: the key can take a request now.
+	StateReady KeyState = "ready"
+	// StateBusy: every slot is in flight (or a probe is).
+	StateBusy KeyState = "busy"
+	// StateCooling: a cooldown runs (Reason says why, Source from where).
+	StateCooling KeyState = "cooling"
+	// StateBreakerOpen: the circuit breaker is open.
+	StateBreakerOpen KeyState = "breaker_open"
+	// StateLimited: over its rpm, tpm, quota or pace.
+	StateLimited KeyState = "limited"
+	// StateDisabled: taken out of rotation by an operator.
+	StateDisabled KeyState = "disabled"
+	// StateBenched: benched for the request's model after repeated 404s.
+	StateBenched KeyState = "benched"
+	// StateSkipped: excluded for this request (it failed it already).
+	StateSkipped KeyState = "skipped"
+)
+
+var keyStates = []KeyState{StateReady, StateBusy, StateCooling, StateBreakerOpen, StateLimited, StateDisabled, StateBenched, StateSkipped}
+
+// String returns the state's name, e.g. "cooling".
+func (s KeyState) String() string { return string(s) }
+
+// MarshalText returns the state's name.
+func (s KeyState) MarshalText() ([]byte, error) { return []byte(s), nil }
+
+// UnmarshalText accepts one of the state names ("ready", "busy",
+// "cooling", "breaker_open", "limited", "disabled", "benched", "skipped")
+// and returns an error naming them for anything else.
+func (s *KeyState) UnmarshalText(b []byte) error {
+	for _, v := range keyStates {
+		if string(b) == string(v) {
+			*s = v
+			return nil
+		}
+	}
+	names := make([]string, len(keyStates))
+	for i, v := range keyStates {
+		names[i] = string(v)
+	}
+	return fmt.Errorf("key state %q: want one of %s", b, strings.Join(names, ", "))
+}
+
+// Reason says why a key cannot serve now (KeyStatus.Reason): an
+// OutcomeKind name for a cooldown (OutcomeKind.Reason: "rate_limited",
+// "invalid_key", ...) or one of the gate reasons below; empty when the
+// key is ready. It is a string in JSON, logs and metrics.
+type Reason string
+
+// Gate reasons that are not an OutcomeKind.
+const (
+	// ReasonDisabled: taken out of rotation by an operator.
+	ReasonDisabled Reason = "disabled"
+	// ReasonBusy: every slot of the key is in flight.
+	ReasonBusy Reason = "busy"
+	// ReasonProbeInFlight: a half-open or early probe runs on the key.
+	ReasonProbeInFlight Reason = "probe_in_flight"
+	// ReasonBreakerOpen: the circuit breaker is open.
+	ReasonBreakerOpen Reason = "breaker_open"
+	// ReasonRPM, ReasonTPM, ReasonQuota: over the key's rpm, tpm or quota.
+	ReasonRPM   Reason = "rpm"
+	ReasonTPM   Reason = "tpm"
+	ReasonQuota Reason = "quota"
+	// ReasonPace: ahead of its budget line under the pace strategy.
+	ReasonPace Reason = "pace"
+	// ReasonCooldownAfterSuccess: resting after a success
+	// (Settings.CooldownAfterSuccess).
+	ReasonCooldownAfterSuccess Reason = "cooldown_after_success"
+	// ReasonFailedThisRequest: a skipped key already failed this request.
+	ReasonFailedThisRequest Reason = "failed this request"
+)
+
+// String returns the reason's name, e.g. "rate_limited".
+func (r Reason) String() string { return string(r) }
+
+// MarshalText returns the reason's name.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r), nil }
+
+// UnmarshalText takes the reason's name as it is (reasons from other
+// instances of a cluster may be newer than this build's list).
+func (r *Reason) UnmarshalText(b []byte) error {
+	*r = Reason(b)
+	return nil
+}
+
+// Reason returns the kind's name as a key's Reason, e.g.
+// Reason("rate_limited") for RateLimited.
+func (k OutcomeKind) Reason() Reason { return Reason(k.String()) }
+
 // KeyStatus is a secret-free snapshot of one key, for errors, readiness,
 // logs and the admin API.
 type KeyStatus struct {
@@ -15,13 +111,13 @@ type KeyStatus struct {
 	// State is "ready", "busy", "cooling", "breaker_open", "limited"
 	// (over its rpm, tpm, quota or pace), "disabled", "benched" (benched
 	// for the request's model) or "skipped" (excluded for this request).
-	State string `json:"state"`
+	State KeyState `json:"state"`
 	// Reason is why the key cannot serve now: an OutcomeKind name such as
 	// "rate_limited", "quota_exhausted", "invalid_key", "no_credit",
 	// "forbidden", "server_error" or "model_not_found";
 	// "cooldown_after_success", "busy", "breaker_open", "probe_in_flight",
 	// "rpm", "tpm", "quota", "pace", "disabled"; empty when ready.
-	Reason string `json:"reason,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
 	// Source says where the current cooldown's length came from:
 	// "retry-after", "body", "reset-header", "utc-midnight" (named by the
 	// upstream), "backoff" (the pool's ladder), "fixed" (a configured
@@ -115,20 +211,20 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 		st.NextProbe = k.nextProbe
 	}
 	ok, reason, until := k.gate(now, &p.settings, p.pace)
-	st.Reason, st.Until = reason, until
-	switch {
+	st.Reason, st.Until = Reason(reason), until
+	switch r := st.Reason; {
 	case ok:
-		st.State = "ready"
-	case reason == reasonDisabled:
-		st.State = "disabled"
-	case reason == reasonBusy || reason == reasonProbe:
-		st.State = "busy"
-	case reason == reasonBreaker:
-		st.State = "breaker_open"
-	case reason == reasonRPM || reason == reasonTPM || reason == reasonQuota || reason == reasonPace:
-		st.State = "limited"
+		st.State = StateReady
+	case r == ReasonDisabled:
+		st.State = StateDisabled
+	case r == ReasonBusy || r == ReasonProbeInFlight:
+		st.State = StateBusy
+	case r == ReasonBreakerOpen:
+		st.State = StateBreakerOpen
+	case r == ReasonRPM || r == ReasonTPM || r == ReasonQuota || r == ReasonPace:
+		st.State = StateLimited
 	default:
-		st.State = "cooling"
+		st.State = StateCooling
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
 		st.Provisional = k.cooldownProvisional() && now.Before(k.cooldownUntil) && reason == k.cooldownReason
 	}
@@ -212,10 +308,10 @@ func (e *UnavailableError) Error() string {
 		}
 		b.WriteString(k.ID)
 		b.WriteByte(' ')
-		b.WriteString(k.State)
-		if k.Reason != "" && k.Reason != k.State {
+		b.WriteString(string(k.State))
+		if k.Reason != "" && string(k.Reason) != string(k.State) {
 			b.WriteString(" (")
-			b.WriteString(k.Reason)
+			b.WriteString(string(k.Reason))
 			if k.SecondsLeft > 0 {
 				fmt.Fprintf(&b, ", %ds left", k.SecondsLeft)
 			}
@@ -235,16 +331,16 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 	e := &UnavailableError{Pool: p.name, Keys: make([]KeyStatus, len(p.keys)), NoKeys: true}
 	for i, k := range p.keys {
 		st := p.statusLocked(k, now)
-		if b, until := k.benched(opts.Model, now); b && (st.State == "ready" || st.State == "busy" || until.After(st.Until)) {
-			st.State, st.Reason, st.Until = "benched", ModelNotFound.String(), until
+		if b, until := k.benched(opts.Model, now); b && (st.State == StateReady || st.State == StateBusy || until.After(st.Until)) {
+			st.State, st.Reason, st.Until = StateBenched, ModelNotFound.Reason(), until
 			st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
 		}
 		if opts.Skip != nil && opts.Skip(k) {
-			if st.State == "ready" || st.State == "busy" {
+			if st.State == StateReady || st.State == StateBusy {
 				// its own state does not explain why it was not used
-				st.State, st.Reason = "skipped", "failed this request"
+				st.State, st.Reason = StateSkipped, ReasonFailedThisRequest
 			}
-		} else if st.State != "disabled" {
+		} else if st.State != StateDisabled {
 			e.NoKeys = false
 		}
 		e.Keys[i] = st
