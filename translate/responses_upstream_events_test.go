@@ -77,6 +77,17 @@ func TestResponsesUpstreamStreamEvents(t *testing.T) {
 					t.Errorf("encrypted reasoning without summary not carried as redacted_thinking:\n%s", s)
 				}
 			}},
+		{"answer only in the terminal event", rsPreamble +
+			rsEv("response.completed", 2, `,"response":{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"up","output":[`+
+				`{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"why"}],"encrypted_content":"gAAAAt"},`+
+				`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Here.","annotations":[]}]},`+
+				`{"id":"fc_1","type":"function_call","status":"completed","call_id":"call_t","name":"g","arguments":"{\"x\":[1,2]}"}],"usage":{"input_tokens":9,"output_tokens":4}}`),
+			summary{text: "Here.", thinking: "why", tools: []toolSum{{"g", `{"x":[1,2]}`}}, stop: "tool", in: i64(9), out: i64(4)},
+			func(t *testing.T, to Dialect, out []byte) {
+				if !strings.Contains(string(out), "openai.reasoning.v1:gAAAAt") || !strings.Contains(string(out), `"call_t"`) {
+					t.Errorf("signature or call id lost:\n%s", out)
+				}
+			}},
 		{"incomplete at max_output_tokens", rsPreamble + rsContent +
 			rsEv("response.incomplete", 4, `,"response":{"id":"resp_1","object":"response","created_at":1,"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":"up","output":[],"usage":{"input_tokens":5,"output_tokens":16}}`),
 			summary{text: "partial", stop: "length", in: i64(5), out: i64(16)},

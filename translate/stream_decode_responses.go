@@ -24,7 +24,9 @@ import (
 //     redacted thinking block when no text was streamed; text or arguments
 //     the item holds but no delta carried are sent then;
 //   - response.completed / response.incomplete record the usage and finish
-//     (stop reason as decodeResponsesResponse maps it), then end;
+//     (stop reason as decodeResponsesResponse maps it), then end; when no
+//     output item was streamed before, the terminal event's output items
+//     are sent first;
 //   - response.failed and error are in-band upstream errors (the client's
 //     error form, or nothing before the commit point).
 //
@@ -129,6 +131,14 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		res := gjson.GetMany(r.Raw, "usage", "status", "incomplete_details.reason", "id", "model", "created_at")
 		if !cs.started {
 			cs.begin(res[3].Str, res[4].Str, res[5].Int())
+		}
+		if len(d.items) == 0 {
+			// no item was streamed (a backend that sends the answer only
+			// in its terminal event): the output items, in order
+			r.Get("output").ForEach(func(k, it gjson.Result) bool {
+				d.itemDone(k.Int(), it)
+				return true
+			})
 		}
 		if res[0].IsObject() {
 			cs.t.usage.merge(responsesUsage(res[0]))
