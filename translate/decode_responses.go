@@ -12,8 +12,11 @@ var responsesRoles = []string{"user", "assistant", "system", "developer"}
 // decodeResponsesRequest decodes an OpenAI Responses request (OpenAI API
 // reference, "Create a model response") into the canonical form, with the
 // field checks of c (see ValidateRequest). The gateway is stateless, so
-// previous_response_id, conversation and item_reference inputs are
-// rejected with a clear message.
+// previous_response_id, conversation and item_reference inputs cannot be
+// translated and are rejected with a clear message; they, built-in tools,
+// hosted-tool items and file ids are untranslatable rather than invalid,
+// so ValidateRequest accepts them for a Responses upstream, which gets the
+// body as sent.
 func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	root := fieldsOf(gjson.Parse(view(body)))
 	r := &canonRequest{}
