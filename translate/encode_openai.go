@@ -23,38 +23,7 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 		b = appendChatMessages(b, &r.messages[i])
 	}
 	b = append(b, ']')
-	if len(r.tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i, t := range r.tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"function","function":{"name":`...)
-			b = appendString(b, t.name)
-			if t.description != "" {
-				b = appendStrField(b, "description", t.description)
-			}
-			b = appendRawField(b, "parameters", normSchema(t.schema))
-			if t.strict != "" {
-				b = appendRawField(b, "strict", t.strict)
-			}
-			b = append(b, "}}"...)
-		}
-		b = append(b, ']')
-		switch r.toolChoice {
-		case "auto", "none":
-			b = appendStrField(b, "tool_choice", r.toolChoice)
-		case "any":
-			b = appendStrField(b, "tool_choice", "required")
-		case "tool":
-			b = append(b, `,"tool_choice":{"type":"function","function":{"name":`...)
-			b = appendString(b, r.toolChoiceName)
-			b = append(b, "}}"...)
-		}
-		if r.parallel != nil {
-			b = appendRawField(b, "parallel_tool_calls", strconv.FormatBool(*r.parallel))
-		}
-	}
+	b = appendOpenAITools(b, r, true)
 	if r.maxTokens > 0 {
 		b = appendIntField(b, "max_completion_tokens", r.maxTokens)
 	}
@@ -88,15 +57,8 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 	case "json_object":
 		b = append(b, `,"response_format":{"type":"json_object"}`...)
 	case "json_schema":
-		b = append(b, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
-		b = appendString(b, firstNonEmpty(r.formatName, "output"))
-		if r.formatSchema != "" {
-			b = appendRawField(b, "schema", r.formatSchema)
-		}
-		if r.formatStrict != "" {
-			b = appendRawField(b, "strict", r.formatStrict)
-		}
-		b = append(b, "}}"...)
+		b = append(b, `,"response_format":{"type":"json_schema","json_schema":{`...)
+		b = append(appendJSONSchemaMembers(b, r), "}}"...)
 	}
 	if r.stream {
 		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)

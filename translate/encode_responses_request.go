@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -42,38 +41,7 @@ func encodeResponsesRequest(r *canonRequest) ([]byte, error) {
 		b = appendRSInputItems(b, &r.messages[i])
 	}
 	b = append(b, ']')
-	if len(r.tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i, t := range r.tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"function","name":`...)
-			b = appendString(b, t.name)
-			if t.description != "" {
-				b = appendStrField(b, "description", t.description)
-			}
-			b = appendRawField(b, "parameters", normSchema(t.schema))
-			// Responses makes function tools strict unless told otherwise,
-			// which refuses most schemas written for Chat or Messages
-			b = appendRawField(b, "strict", firstNonEmpty(t.strict, "false"))
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-		switch r.toolChoice {
-		case "auto", "none":
-			b = appendStrField(b, "tool_choice", r.toolChoice)
-		case "any":
-			b = appendStrField(b, "tool_choice", "required")
-		case "tool":
-			b = append(b, `,"tool_choice":{"type":"function","name":`...)
-			b = appendString(b, r.toolChoiceName)
-			b = append(b, '}')
-		}
-		if r.parallel != nil {
-			b = appendRawField(b, "parallel_tool_calls", strconv.FormatBool(*r.parallel))
-		}
-	}
+	b = appendOpenAITools(b, r, false)
 	if r.maxTokens > 0 {
 		b = appendIntField(b, "max_output_tokens", max(r.maxTokens, rsMinOutputTokens))
 	}
@@ -101,15 +69,8 @@ func encodeResponsesRequest(r *canonRequest) ([]byte, error) {
 	case "json_object":
 		b = append(b, `,"text":{"format":{"type":"json_object"}}`...)
 	case "json_schema":
-		b = append(b, `,"text":{"format":{"type":"json_schema","name":`...)
-		b = appendString(b, firstNonEmpty(r.formatName, "output"))
-		if r.formatSchema != "" {
-			b = appendRawField(b, "schema", r.formatSchema)
-		}
-		if r.formatStrict != "" {
-			b = appendRawField(b, "strict", r.formatStrict)
-		}
-		b = append(b, "}}"...)
+		b = append(b, `,"text":{"format":{"type":"json_schema"`...)
+		b = append(appendJSONSchemaMembers(b, r), "}}"...)
 	}
 	b = append(b, r.openAIShared...)
 	b = append(b, `,"store":false`...)
