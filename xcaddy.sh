@@ -4,8 +4,8 @@
 #   ./xcaddy.sh          build ./caddy (installs xcaddy v0.4.5 when missing)
 #   ./xcaddy.sh run      build if needed, then: ./caddy run --config Caddyfile.example
 #   ./xcaddy.sh run -c F build if needed, then run with another config file
-#   ./xcaddy.sh gateway  build ./caddy-gateway: Caddy with the gateway module
-#                        only (no llm_mock_upstream), from cmd/caddy-gateway
+#   ./xcaddy.sh gateway  build ./caddy-gateway: Caddy's standard modules and
+#                        the gateway module only (no llm_mock_upstream)
 #
 # ./caddy holds the gateway (package caddymodule) and the demo's mock
 # upstream (package mockupstream/caddymock), both imported by imports.go.
@@ -53,11 +53,36 @@ build)
 	build
 	;;
 gateway)
-	# a module of its own (cmd/caddy-gateway/go.mod, replacing this module
-	# with ../..) whose main imports Caddy's standard modules and caddymodule;
-	# the Caddy version is the one go.mod requires
-	echo "building ./caddy-gateway (gateway module only)" >&2
-	go build -C cmd/caddy-gateway -o ../../caddy-gateway .
+	# xcaddy builds from a module root, whose package (imports.go) also
+	# registers the demo's mock; so the main is written here instead: a
+	# throwaway module that replaces this one with this directory and imports
+	# Caddy's standard modules and package caddymodule only
+	echo "building ./caddy-gateway ($CADDY_VERSION, gateway module only)" >&2
+	src=$(mktemp -d)
+	trap 'rm -rf "$src"' EXIT
+	cat >"$src/main.go" <<GO
+// Command caddy-gateway is Caddy with its standard modules and the
+// llm_gateway module (no mock upstream).
+package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "$MODULE/caddymodule"
+)
+
+func main() { caddycmd.Main() }
+GO
+	here=$(pwd)
+	(
+		cd "$src"
+		go mod init caddy-gateway >/dev/null 2>&1
+		go mod edit -require "$MODULE@v0.0.0-00010101000000-000000000000" -replace "$MODULE=$here" \
+			-require "github.com/caddyserver/caddy/v2@$CADDY_VERSION"
+		go mod tidy >/dev/null
+		go build -o "$here/caddy-gateway" .
+	)
 	;;
 run)
 	shift
