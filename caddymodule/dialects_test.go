@@ -18,22 +18,25 @@ import (
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
-// dialectGateway serves model "gpt-*" from an OpenAI-dialect mock key and
-// "claude-*" from an Anthropic-dialect one, both on the same mock.
+// dialectGateway serves model "gpt-*" from an OpenAI-dialect mock key,
+// "claude-*" from an Anthropic-dialect one and "rs-*" from an OpenAI
+// Responses one, all on the same mock.
 func dialectGateway(t *testing.T) (*mockupstream.Server, string) {
 	t.Helper()
 	m, base := mock(t, mockupstream.Config{})
 	root := strings.TrimSuffix(base, "/v1")
 	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n"+
 		"\t\tpool oa {\n\t\t\tmodels gpt-*\n\t\t\tkey oa-key "+base+" {\n\t\t\t\tid oa\n\t\t\t}\n\t\t}\n"+
-		"\t\tpool an {\n\t\t\tmodels claude-*\n\t\t\tkey an-key "+root+" {\n\t\t\t\tid an\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n\t}\n")
+		"\t\tpool an {\n\t\t\tmodels claude-*\n\t\t\tkey an-key "+root+" {\n\t\t\t\tid an\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n"+
+		"\t\tpool rs {\n\t\t\tmodels rs-*\n\t\t\tkey rs-key "+base+" {\n\t\t\t\tid rs\n\t\t\t\tdialect responses\n\t\t\t}\n\t\t}\n\t}\n")
 	return m, gw
 }
 
-// upstreams lists the two upstream dialects by the model that selects them.
+// upstreams lists the three upstream dialects by the model that selects them.
 var upstreams = []struct{ name, model, key string }{
 	{"openai-upstream", "gpt-x", "oa-key"},
 	{"anthropic-upstream", "claude-x", "an-key"},
+	{"responses-upstream", "rs-x", "rs-key"},
 }
 
 func TestAnthropicSDKThroughGateway(t *testing.T) {
@@ -131,52 +134,62 @@ func streamAnthropic(t *testing.T, c anthropic.Client, p anthropic.MessageNewPar
 	return acc
 }
 
+// TestOpenAIChatSDKAgainstAnthropicUpstream: a Chat Completions client
+// served by the translated upstreams (Anthropic Messages, OpenAI
+// Responses), streamed and not, with a tool round trip.
 func TestOpenAIChatSDKAgainstAnthropicUpstream(t *testing.T) {
 	m, gw := dialectGateway(t)
 	c := openai.NewClient(option.WithBaseURL(gw+"/v1"), option.WithAPIKey(gatewayKey), option.WithMaxRetries(0))
 	ctx := context.Background()
-	msg := "translate me"
-	p := openai.ChatCompletionNewParams{Model: "claude-x", Messages: []openai.ChatCompletionMessageParamUnion{
-		openai.SystemMessage("be brief"), openai.UserMessage(msg)}}
-	res, err := c.Chat.Completions.New(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Choices[0].Message.Content != mockupstream.Text(msg) || res.Choices[0].FinishReason != "stop" || res.Model != "claude-x" || res.Usage.CompletionTokens == 0 {
-		t.Fatalf("completion %+v", res)
-	}
-	sent := m.Stats("an-key")
-	if gjson.GetBytes(sent.LastBody, "system.0.text").String() != "be brief" || sent.LastHeaders.Get("Anthropic-Version") != "2023-06-01" || sent.LastHeaders.Get("X-Api-Key") != "an-key" || sent.LastHeaders.Get("Authorization") != "" {
-		t.Fatalf("upstream request: %s %v", sent.LastBody, sent.LastHeaders)
-	}
-	st := c.Chat.Completions.NewStreaming(ctx, p)
-	acc := openai.ChatCompletionAccumulator{}
-	for st.Next() {
-		acc.AddChunk(st.Current())
-	}
-	if st.Err() != nil || acc.Choices[0].Message.Content != mockupstream.Text(msg) || acc.Usage.CompletionTokens == 0 {
-		t.Fatalf("stream %v %+v", st.Err(), acc.ChatCompletion)
-	}
-	// tool round trip
-	p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather",
-		Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}})}
-	p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("use the tool")}
-	st = c.Chat.Completions.NewStreaming(ctx, p)
-	acc = openai.ChatCompletionAccumulator{}
-	for st.Next() {
-		acc.AddChunk(st.Current())
-	}
-	if st.Err() != nil || len(acc.Choices[0].Message.ToolCalls) != 1 || acc.Choices[0].FinishReason != "tool_calls" {
-		t.Fatalf("tool stream %v %+v", st.Err(), acc.Choices)
-	}
-	call := acc.Choices[0].Message.ToolCalls[0]
-	if call.Function.Name != "get_weather" || call.Function.Arguments != `{"city":"mock"}` {
-		t.Fatalf("tool call %+v", call)
-	}
-	p.Messages = append(p.Messages, acc.Choices[0].Message.ToParam(), openai.ToolMessage("sunny", call.ID))
-	res, err = c.Chat.Completions.New(ctx, p)
-	if err != nil || res.Choices[0].Message.Content != mockupstream.ToolText("sunny") {
-		t.Fatalf("final %v %+v", err, res)
+	for _, up := range upstreams[1:] {
+		t.Run(up.name, func(t *testing.T) {
+			msg := "translate me"
+			p := openai.ChatCompletionNewParams{Model: shared.ChatModel(up.model), Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.SystemMessage("be brief"), openai.UserMessage(msg)}}
+			res, err := c.Chat.Completions.New(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Choices[0].Message.Content != mockupstream.Text(msg) || res.Choices[0].FinishReason != "stop" || res.Model != up.model || res.Usage.CompletionTokens == 0 {
+				t.Fatalf("completion %+v", res)
+			}
+			sent := m.Stats(up.key)
+			if up.key == "an-key" && (gjson.GetBytes(sent.LastBody, "system.0.text").String() != "be brief" || sent.LastHeaders.Get("Anthropic-Version") != "2023-06-01" || sent.LastHeaders.Get("X-Api-Key") != "an-key" || sent.LastHeaders.Get("Authorization") != "") {
+				t.Fatalf("upstream request: %s %v", sent.LastBody, sent.LastHeaders)
+			}
+			if up.key == "rs-key" && (gjson.GetBytes(sent.LastBody, "instructions").String() != "be brief" || sent.LastHeaders.Get("Authorization") != "Bearer rs-key" || sent.LastHeaders.Get("X-Api-Key") != "" || sent.Endpoints["responses"] == 0 || sent.Endpoints["chat/completions"] != 0) {
+				t.Fatalf("upstream request: %v %s %v", sent.Endpoints, sent.LastBody, sent.LastHeaders)
+			}
+			st := c.Chat.Completions.NewStreaming(ctx, p)
+			acc := openai.ChatCompletionAccumulator{}
+			for st.Next() {
+				acc.AddChunk(st.Current())
+			}
+			if st.Err() != nil || acc.Choices[0].Message.Content != mockupstream.Text(msg) || acc.Usage.CompletionTokens == 0 {
+				t.Fatalf("stream %v %+v", st.Err(), acc.ChatCompletion)
+			}
+			// tool round trip
+			p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather",
+				Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}})}
+			p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("use the tool")}
+			st = c.Chat.Completions.NewStreaming(ctx, p)
+			acc = openai.ChatCompletionAccumulator{}
+			for st.Next() {
+				acc.AddChunk(st.Current())
+			}
+			if st.Err() != nil || len(acc.Choices[0].Message.ToolCalls) != 1 || acc.Choices[0].FinishReason != "tool_calls" {
+				t.Fatalf("tool stream %v %+v", st.Err(), acc.Choices)
+			}
+			call := acc.Choices[0].Message.ToolCalls[0]
+			if call.Function.Name != "get_weather" || call.Function.Arguments != `{"city":"mock"}` {
+				t.Fatalf("tool call %+v", call)
+			}
+			p.Messages = append(p.Messages, acc.Choices[0].Message.ToParam(), openai.ToolMessage("sunny", call.ID))
+			res, err = c.Chat.Completions.New(ctx, p)
+			if err != nil || res.Choices[0].Message.Content != mockupstream.ToolText("sunny") {
+				t.Fatalf("final %v %+v", err, res)
+			}
+		})
 	}
 }
 

@@ -110,8 +110,8 @@ func (k *upstreamKey) openAIBase() string {
 	if k.chatURL != "" {
 		return strings.TrimSuffix(k.chatURL, "/chat/completions")
 	}
-	if d, u := k.target(translate.OpenAIResponses); d == translate.OpenAIResponses {
-		return strings.TrimSuffix(u, "/responses")
+	if k.responsesURL != "" {
+		return strings.TrimSuffix(k.responsesURL, "/responses")
 	}
 	return ""
 }

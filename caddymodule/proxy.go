@@ -41,16 +41,15 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		return
 	}
 	defer rel.run()
-	model, stream, err := translate.RequestInfo(d, body)
-	if err == nil {
-		slot, cerr := decodeSlot(r.Context(), len(body))
-		if cerr != nil {
-			rl.status = 499 // the client went away while waiting
-			return
-		}
-		err = translate.ValidateRequest(d, body)
-		slot()
+	// one pass over the bytes: validation, the routing facts and the
+	// canonical form a translation encodes from
+	slot, err := decodeSlot(r.Context(), len(body))
+	if err != nil {
+		rl.status = 499 // the client went away while waiting
+		return
 	}
+	req, err := translate.ParseRequest(d, body)
+	slot()
 	if err != nil {
 		var te *translate.Error
 		if errors.As(err, &te) {
@@ -60,6 +59,7 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		}
 		return
 	}
+	model, stream := req.Model(), req.Stream()
 	rl.clientModel, rl.stream = model, stream
 	if h.LogPayloads {
 		rl.reqBody = body
@@ -75,8 +75,8 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		rl.failWith(w, d, f)
 		return
 	}
-	h.servePools(w, r, rl, pools, routed, call{dialect: d, raw: body, stream: stream, clientModel: model,
-		session: sessionID(r, d, body), tokens: int64(len(body) / 4)})
+	h.servePools(w, r, rl, pools, routed, call{req: req, dialect: d, raw: body, stream: stream, clientModel: model,
+		session: sessionID(r, req), tokens: req.EstimatedTokens()})
 }
 
 // releases are what takeRequest holds for a request until it ends.
@@ -225,9 +225,10 @@ const (
 // call is what one client request asks of the upstreams.
 type call struct {
 	kind          callKind
-	pass          *passthrough      // the endpoint, for kindPassthrough
-	dialect       translate.Dialect // the client's
-	raw           []byte            // the client's body
+	pass          *passthrough       // the endpoint, for kindPassthrough
+	req           *translate.Request // the parsed request (completions), nil for the others
+	dialect       translate.Dialect  // the client's
+	raw           []byte             // the client's body
 	stream        bool
 	clientModel   string
 	upstreamModel string
@@ -241,10 +242,12 @@ type call struct {
 }
 
 // body returns the request body for an upstream dialect, built once per
-// dialect and kept for the call's retries: the client's bytes with the
-// model rewritten when the dialects match (a passthrough endpoint's body
-// always), else a translation (encode). Errors are the client's
-// (*translate.Error, 400).
+// dialect and kept for the call's retries: for a completion, the parsed
+// request's encoding (the client's bytes after the dialect's hygiene with
+// the model rewritten, or a translation; see translate.Request.Encode),
+// plus the usage chunk asked of a streamed Chat passthrough; for the
+// other kinds the client's bytes with the model rewritten. Errors are the
+// client's (*translate.Error, 400).
 func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 	if c.kind == kindPassthrough {
 		up = c.dialect // one body whatever the key's dialect
@@ -256,51 +259,40 @@ func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind != kindPassthrough && up == c.dialect {
-		switch up {
-		case translate.OpenAIChat:
-			// an assistant turn's reasoning goes to OpenAI-compatible
-			// upstreams as reasoning_content, the name DeepSeek-style
-			// upstreams require back on tool-call turns (a cheap scan; a
-			// rename only when found)
-			b = translate.ChatReasoningToContent(b)
-			if c.stream {
-				// ask for the usage chunk so the pool can count tokens; it
-				// is hidden again from a client that did not ask for it
-				var asked bool
-				b, asked = translate.AddStreamUsage(b)
-				c.hideUsage = !asked
-			}
-		case translate.AnthropicMessages:
-			// Anthropic rejects empty or whitespace-only text blocks,
-			// which clients produce: a cheap scan, a rewrite only when
-			// one is found
-			b = translate.SanitizeAnthropicRequest(b)
-		}
+	if c.kind == kindCompletion && c.stream && up == translate.OpenAIChat && c.dialect == translate.OpenAIChat {
+		// ask for the usage chunk so the pool can count tokens; it is
+		// hidden again from a client that did not ask for it
+		var asked bool
+		b, asked = translate.AddStreamUsage(b)
+		c.hideUsage = !asked
 	}
 	c.bodies[up] = &b
 	return b, nil
 }
 
 // encode is the one place where the client's request becomes an upstream
-// body: the client's bytes as they are (validated once already), with the
-// model rewritten, or translated to another dialect. A translation of a
-// large body waits for a decode slot (decodeSlot), so that a burst of
-// large translated requests does not decode them all at once; ctx is the
-// client's.
+// body. A translation of a large body waits for a decode slot
+// (decodeSlot), so that a burst of large translated requests does not
+// encode them all at once; ctx is the client's.
 func (c *call) encode(ctx context.Context, up translate.Dialect) ([]byte, error) {
+	model := c.upstreamModel
+	if model == c.clientModel {
+		model = "" // the client's
+	}
+	if c.req == nil {
+		if model == "" {
+			return c.raw, nil // pass through untouched
+		}
+		return translate.SetModel(c.raw, model)
+	}
 	if up != c.dialect {
 		release, err := decodeSlot(ctx, len(c.raw))
 		if err != nil {
 			return nil, err
 		}
 		defer release()
-		return translate.TranslateRequest(c.dialect, up, c.raw, c.upstreamModel)
 	}
-	if c.upstreamModel == c.clientModel {
-		return c.raw, nil // pass through untouched
-	}
-	return translate.SetModel(c.raw, c.upstreamModel)
+	return c.req.Encode(up, model)
 }
 
 // responseModel is the model name to write into responses: the client's,
