@@ -95,9 +95,9 @@ func FuzzResponsesRequest(f *testing.F) { fuzzRequest(f, OpenAIResponses) }
 // stream always ends with the client dialect's terminator or error form
 // (Chat: [DONE] or an error chunk; Anthropic: message_stop or event: error).
 func FuzzStreamTranslator(f *testing.F) {
-	seedStreams(f, OpenAIChat, AnthropicMessages)
+	seedStreams(f, allDialects...)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, from := range []Dialect{OpenAIChat, AnthropicMessages} {
+		for _, from := range allDialects {
 			for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
 				if from == to {
 					continue

@@ -177,38 +177,3 @@ func FuzzChatToResponsesRequest(f *testing.F) { fuzzToResponses(f, OpenAIChat) }
 // FuzzAnthropicToResponsesRequest fuzzes Anthropic requests translated to
 // Responses.
 func FuzzAnthropicToResponsesRequest(f *testing.F) { fuzzToResponses(f, AnthropicMessages) }
-
-// FuzzResponsesUpstreamStream feeds arbitrary bytes, seeded with the
-// Responses streams, to the Responses stream decoder for Chat and
-// Anthropic clients: no panic, every write one SSE block with JSON data,
-// and the stream always ends with the client's terminator or error form.
-func FuzzResponsesUpstreamStream(f *testing.F) {
-	seedStreams(f, OpenAIResponses)
-	f.Add([]byte(rsPreamble + rsReasoning + rsContent + rsEv("response.completed", 9, rsDone)))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
-			var last []byte
-			tr := NewStreamTranslator(OpenAIResponses, to, "m", EventWriterFunc(func(p []byte) error {
-				evs := readAllEvents(t, bytes.NewReader(p))
-				if len(evs) != 1 {
-					t.Fatalf("write of %d events", len(evs))
-				}
-				if d := evs[0].Data; !bytes.Equal(d, doneMarker) && !gjson.ValidBytes(d) {
-					t.Fatalf("invalid JSON event: %q", p)
-				}
-				last = append(last[:0], p...)
-				return nil
-			}))
-			if err := tr.Run(bytes.NewReader(in)); err != nil {
-				t.Fatal(err)
-			}
-			ok := bytes.Equal(last, []byte("data: [DONE]\n\n")) || bytes.HasPrefix(last, []byte(`data: {"error":{`))
-			if to == AnthropicMessages {
-				ok = bytes.Contains(last, []byte("message_stop")) || bytes.HasPrefix(last, []byte("event: error\n"))
-			}
-			if !ok {
-				t.Fatalf("-> %s: stream not terminated, last event %q", to, last)
-			}
-		}
-	})
-}

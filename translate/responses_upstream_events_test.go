@@ -163,31 +163,17 @@ func TestResponsesUpstreamStreamFailures(t *testing.T) {
 	for _, c := range cases {
 		for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
 			label := c.name + " -> " + to.String()
-			out, _, tr, err := collect(t, OpenAIResponses, to, "client-model", strings.NewReader(c.in))
-			if err != nil {
-				t.Fatalf("%s: Run: %v", label, err)
-			}
-			se := tr.UpstreamError()
-			if se == nil || se.Type != c.typ || se.Status != c.status || tr.Truncated() {
-				t.Fatalf("%s: UpstreamError %+v truncated %v", label, se, tr.Truncated())
-			}
-			if !gjson.ValidBytes(se.Body) || gjson.GetBytes(se.Body, "error.message").Str != se.Message || se.Message == "" {
-				t.Errorf("%s: body %s", label, se.Body)
-			}
-			if s := string(out) + se.Message; strings.Contains(s, after) || strings.Contains(s, "sk-abcdefghijklmnop") {
-				t.Errorf("%s: relayed after the error, or leaked a secret:\n%s", label, out)
-			}
+			out := assertInBandError(t, label, OpenAIResponses, to, c.in, c.typ, c.status, c.clientType[to], after)
 			if !strings.Contains(string(out), "partial") {
 				t.Errorf("%s: content before the error lost:\n%s", label, out)
 			}
-			assertErrorForm(t, label, to, out, c.clientType[to])
 
 			// the same failure before any content: nothing written with HoldPreamble
 			before := strings.Replace(c.in, rsContent, "", 1)
 			writes := 0
 			h := NewStreamTranslator(OpenAIResponses, to, "m", EventWriterFunc(func([]byte) error { writes++; return nil }))
 			h.HoldPreamble()
-			err = h.Run(strings.NewReader(before))
+			err := h.Run(strings.NewReader(before))
 			var hse *StreamError
 			if writes != 0 || h.Committed() || !errors.Is(err, ErrNotCommitted) || !errors.As(err, &hse) || hse.Type != c.typ || hse.Status != c.status {
 				t.Errorf("%s before content: %d writes, committed %v, err %v", label, writes, h.Committed(), err)

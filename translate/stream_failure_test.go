@@ -236,6 +236,31 @@ func TestReadErrorMidStream(t *testing.T) {
 	}
 }
 
+// assertInBandError relays upstream stream in (dialect from) to a client
+// of dialect to and checks the in-band error it holds: UpstreamError with
+// type typ and status, a body carrying its (secret-free) message, nothing
+// of after relayed, and the client's error form naming clientType (when
+// not ""). It returns the client's bytes.
+func assertInBandError(t *testing.T, label string, from, to Dialect, in, typ string, status int, clientType, after string) []byte {
+	t.Helper()
+	out, _, tr, err := collect(t, from, to, "client-model", strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("%s: Run: %v", label, err)
+	}
+	se := tr.UpstreamError()
+	if se == nil || se.Type != typ || se.Status != status || tr.Truncated() {
+		t.Fatalf("%s: UpstreamError %+v truncated %v", label, se, tr.Truncated())
+	}
+	if !gjson.ValidBytes(se.Body) || gjson.GetBytes(se.Body, "error.message").Str != se.Message || se.Message == "" {
+		t.Errorf("%s: body %s", label, se.Body)
+	}
+	if strings.Contains(string(out), after) || strings.Contains(string(out), "sk-abcdefghijklmnop") || strings.Contains(se.Message+string(se.Body), "sk-abcdefghijklmnop") {
+		t.Errorf("%s: relayed after the error, or leaked a secret:\n%s", label, out)
+	}
+	assertErrorForm(t, label, to, out, clientType)
+	return out
+}
+
 // TestInBandErrorAfterContent: an upstream error event after content sets
 // UpstreamError (type, status, body), is relayed as the client's error form,
 // and nothing after it is relayed; an Anthropic client stream ends at the
@@ -272,21 +297,7 @@ func TestInBandErrorAfterContent(t *testing.T) {
 	for i, c := range cases {
 		for _, to := range allDialects {
 			label := c.from.String() + "→" + to.String() + " case " + itoa(i)
-			out, _, tr, err := collect(t, c.from, to, "client-model", strings.NewReader(c.in))
-			if err != nil {
-				t.Fatalf("%s: Run: %v", label, err)
-			}
-			se := tr.UpstreamError()
-			if se == nil || se.Type != c.typ || se.Status != c.status || tr.Truncated() {
-				t.Fatalf("%s: UpstreamError %+v truncated %v", label, se, tr.Truncated())
-			}
-			if !gjson.ValidBytes(se.Body) || gjson.GetBytes(se.Body, "error.message").Str != se.Message || se.Message == "" {
-				t.Errorf("%s: body %s", label, se.Body)
-			}
-			if strings.Contains(string(out), after) || strings.Contains(string(out), "sk-abcdefghijklmnop") || strings.Contains(se.Message+string(se.Body), "sk-abcdefghijklmnop") {
-				t.Errorf("%s: relayed after the error, or leaked a secret:\n%s", label, out)
-			}
-			assertErrorForm(t, label, to, out, c.clientType[to])
+			out := assertInBandError(t, label, c.from, to, c.in, c.typ, c.status, c.clientType[to], after)
 			if c.from == to {
 				// passthrough: the upstream's error event is the last block, verbatim
 				// (apart from the scrubbed secret)
