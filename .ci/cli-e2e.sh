@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real CLIs through the gateway, loopback only: Claude Code answered by an
-# OpenAI-dialect upstream and Codex answered by an Anthropic-dialect one,
-# each once with a plain prompt and once with a tool call that the CLI
+# OpenAI-dialect upstream, Codex answered by an Anthropic-dialect one and by
+# a Responses-dialect one (passthrough), each once with a plain prompt and once with a tool call that the CLI
 # executes and whose result it sends back through the gateway; then Claude
 # Code with a wrong gateway key, which must exit with the gateway's 401
 # message within 5 s (no retry loop).
@@ -84,6 +84,13 @@ codex "RUNTOOL please"
 expect "$work/out" "hello-from-tool" "codex tool execution"
 expect "$work/out" "Tool said:" "codex tool result"
 
+echo "-- Codex -> /v1/responses -> Responses-dialect upstream (passthrough)"
+codex -m gpt-5.1-codex "say hello"
+expect "$work/out" "Mock answer to:" "codex passthrough plain"
+codex -m gpt-5.1-codex "RUNTOOL please"
+expect "$work/out" "hello-from-tool" "codex passthrough tool execution"
+expect "$work/out" "Tool said:" "codex passthrough tool result"
+
 echo "-- Claude Code with a wrong gateway key exits with the gateway's 401 message within 5 s"
 # the gateway's own errors carry x-should-retry: false where retrying
 # cannot help, which the Anthropic SDK honours: no retries with backoff
@@ -104,6 +111,8 @@ cd - >/dev/null
 n_claude=$(grep '"llm request"' "$work/caddy.log" | grep -c '"dialect":"anthropic_messages","upstream_dialect":"openai_chat"' || true)
 n_codex=$(grep '"llm request"' "$work/caddy.log" | grep -c '"dialect":"openai_responses","upstream_dialect":"anthropic_messages"' || true)
 [ "$n_claude" -ge 3 ] || fail "expected >= 3 Claude Code requests through the gateway, saw $n_claude"
+n_codex_rs=$(grep '"llm request"' "$work/caddy.log" | grep -c '"dialect":"openai_responses","upstream_dialect":"openai_responses"' || true)
 [ "$n_codex" -ge 3 ] || fail "expected >= 3 Codex requests through the gateway, saw $n_codex"
+[ "$n_codex_rs" -ge 3 ] || fail "expected >= 3 Codex requests passed through to the Responses-dialect key, saw $n_codex_rs"
 if grep -q '"status":5' "$work/caddy.log"; then fail "a request failed with 5xx"; fi
-echo "-- CLI end-to-end ok (Claude Code: $n_claude requests, Codex: $n_codex requests)"
+echo "-- CLI end-to-end ok (Claude Code: $n_claude requests, Codex: $n_codex translated + $n_codex_rs passed through)"
