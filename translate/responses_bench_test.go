@@ -8,12 +8,12 @@ import (
 // on the 80 KB Claude Code-shaped request and its Chat translation (B/op
 // and "x-body", as BenchmarkRequest reports them).
 func BenchmarkToResponses(b *testing.B) {
-	am := bigAnthropicRequest()
+	am, rs := bigAnthropicRequest(), bigResponsesRequest()
+	// the same conversation as a Chat request
 	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, am, "gpt-5")
 	if err != nil {
 		b.Fatal(err)
 	}
-	rs := bigResponsesRequest()
 	b.Run("anthropic_to_responses", func(b *testing.B) { benchRequest(b, AnthropicMessages, OpenAIResponses, am) })
 	b.Run("chat_to_responses", func(b *testing.B) { benchRequest(b, OpenAIChat, OpenAIResponses, cc) })
 	b.Run("passthrough_responses", func(b *testing.B) { benchRequest(b, OpenAIResponses, OpenAIResponses, rs) })

@@ -129,16 +129,13 @@ func TestRequestFixturesToResponses(t *testing.T) {
 			if a, b := strings.Join(canonDigest(src), "\n"), strings.Join(canonDigest(back), "\n"); a != b {
 				t.Errorf("%s: content changed:\n%s\n---- back:\n%s", label, a, b)
 			}
-			for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
-				out2, err := TranslateRequest(OpenAIResponses, to, out, "")
+			// and on from Responses to each other upstream dialect
+			for to, check := range map[Dialect]func(testing.TB, string, []byte){OpenAIChat: checkChatRequest, AnthropicMessages: checkAnthropicRequest} {
+				next, err := TranslateRequest(OpenAIResponses, to, out, "")
 				if err != nil {
 					t.Fatalf("%s -> %s: %v", label, to, err)
 				}
-				if to == AnthropicMessages {
-					checkAnthropicRequest(t, label+" -> "+to.String(), out2)
-				} else {
-					checkChatRequest(t, label+" -> "+to.String(), out2)
-				}
+				check(t, label+" -> "+to.String(), next)
 			}
 			// translating is deterministic
 			if again, _ := TranslateRequest(from, OpenAIResponses, body, "upstream-model"); !bytes.Equal(again, out) {

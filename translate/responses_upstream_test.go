@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/tidwall/gjson"
 )
@@ -122,16 +121,7 @@ func TestResponsesUpstreamStreams(t *testing.T) {
 			if err != nil || tr.Truncated() || tr.UpstreamError() != nil {
 				t.Fatalf("%s: err %v truncated %v upstream error %v", label, err, tr.Truncated(), tr.UpstreamError())
 			}
-			one, _, _, _ := collect(t, OpenAIResponses, to, "client-model", iotest.OneByteReader(bytes.NewReader(fx.body)))
-			if !bytes.Equal(one, out) {
-				t.Fatalf("%s: one-byte reads changed the output", label)
-			}
-			for _, at := range splitPoints(len(fx.body), 60) {
-				got, _, _, _ := collect(t, OpenAIResponses, to, "client-model", &splitReader{chunks: [][]byte{fx.body[:at], fx.body[at:]}})
-				if !bytes.Equal(got, out) {
-					t.Fatalf("%s: split at %d changed the output", label, at)
-				}
-			}
+			assertSameUnderSplits(t, label, OpenAIResponses, to, fx.body, out, 60)
 			if !bytes.Contains(out, []byte(`"model":"client-model"`)) {
 				t.Errorf("%s: client model not used", label)
 			}

@@ -7,6 +7,23 @@ import (
 	"testing/iotest"
 )
 
+// assertSameUnderSplits checks that body, from upstream dialect from to a
+// client of dialect to, gives the bytes whole when read one byte at a time
+// and when split in two at up to points offsets.
+func assertSameUnderSplits(t *testing.T, label string, from, to Dialect, body, whole []byte, points int) {
+	t.Helper()
+	one, _, _, _ := collect(t, from, to, "client-model", iotest.OneByteReader(bytes.NewReader(body)))
+	if !bytes.Equal(one, whole) {
+		t.Fatalf("%s: one-byte reads changed the output", label)
+	}
+	for _, at := range splitPoints(len(body), points) {
+		got, _, _, _ := collect(t, from, to, "client-model", &splitReader{chunks: [][]byte{body[:at], body[at:]}})
+		if !bytes.Equal(got, whole) {
+			t.Fatalf("%s: split at %d changed the output", label, at)
+		}
+	}
+}
+
 // TestStreamFixturesAllDirections replays every recorded upstream stream
 // (OpenAI Chat and Anthropic Messages) into every client dialect, whole and
 // split at many byte boundaries, checks the output is identical for every
@@ -26,16 +43,7 @@ func TestStreamFixturesAllDirections(t *testing.T) {
 				if from == to {
 					continue // passthrough is covered by TestPassthroughStreams
 				}
-				one, _, _, _ := collect(t, from, to, "client-model", iotest.OneByteReader(bytes.NewReader(fx.body)))
-				if !bytes.Equal(one, whole) {
-					t.Fatalf("%s: one-byte reads changed the output", label)
-				}
-				for _, at := range splitPoints(len(fx.body), 120) {
-					got, _, _, _ := collect(t, from, to, "client-model", &splitReader{chunks: [][]byte{fx.body[:at], fx.body[at:]}})
-					if !bytes.Equal(got, whole) {
-						t.Fatalf("%s: split at %d changed the output", label, at)
-					}
-				}
+				assertSameUnderSplits(t, label, from, to, fx.body, whole, 120)
 				if strings.Contains(string(whole), `"model":`) && !strings.Contains(string(whole), `"model":"client-model"`) {
 					t.Errorf("%s: client model not used", label)
 				}
