@@ -262,6 +262,13 @@ func TestValidateResponsesPassthrough(t *testing.T) {
 		if err := ValidateRequest(OpenAIResponses, []byte(c.body)); err != nil {
 			t.Errorf("%d: passthrough refused: %v", i, err)
 		}
+		// the parsed request agrees, and encodes for a Responses upstream as
+		// the body with the model rewritten
+		if pr, err := ParseRequest(OpenAIResponses, []byte(c.body)); err != nil {
+			t.Errorf("%d: ParseRequest refused: %v", i, err)
+		} else if out, err := pr.Encode(OpenAIResponses, "up-model"); err != nil || string(out) != strings.Replace(c.body, `"gpt-5"`, `"up-model"`, 1) {
+			t.Errorf("%d: Encode for a Responses upstream: %v %s", i, err, out)
+		}
 		for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
 			_, err := TranslateRequest(OpenAIResponses, to, []byte(c.body), "")
 			switch {
