@@ -1,14 +1,12 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgateway/llm_gateway/mockupstream"
@@ -104,13 +102,7 @@ func TestPresetCaddyfile(t *testing.T) {
 			key {env.OTHER} {env.OTHER_BASE}
 		}
 	}`
-	var h Handler
-	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(h)
-	j := string(b)
-	for path, want := range map[string]string{
+	checkAdaptedJSON(t, input, map[string]string{
 		"pools.0.keys.0.provider": "groq",
 		"pools.0.keys.0.base_url": "",
 		"pools.0.keys.1.provider": "deepseek",
@@ -118,11 +110,7 @@ func TestPresetCaddyfile(t *testing.T) {
 		"pools.0.keys.2.provider": "anthropic",
 		"pools.0.keys.2.base_url": "https://relay.example.com",
 		"pools.0.keys.3.base_url": "{env.OTHER_BASE}",
-	} {
-		if got := gjson.Get(j, path).String(); got != want {
-			t.Errorf("%s = %q, want %q (%s)", path, got, want, j)
-		}
-	}
+	})
 }
 
 // TestPresetKeyThroughGateway: keys that name a preset work through the

@@ -204,20 +204,19 @@ func checkDefault(t *testing.T, field, doc string, v reflect.Value) {
 // block parses from one sample value into the JSON field of the same
 // name, and the JSON decodes back into an equal config.
 func TestGenericOptionsRoundTrip(t *testing.T) {
+	typed := map[reflect.Type][2]string{
+		reflect.TypeOf(Affinity("")):        {"2h", `"2h"`},
+		reflect.TypeOf(ReasoningSwitch("")): {"off", `"off"`},
+		reflect.TypeOf(AuthMode("")):        {"off", `"off"`},
+		reflect.TypeOf(KeyDialect("")):      {"responses", `"responses"`},
+		reflect.TypeOf(PreferEndpoint("")):  {"anthropic", `"anthropic"`},
+		reflect.TypeOf(QuotaSpec("")):       {"10 requests per 1h", `"10 requests per 1h"`},
+	}
 	sample := func(ft reflect.Type, of optionField) (arg string, want string) {
+		if s, ok := typed[ft]; ok {
+			return s[0], s[1]
+		}
 		switch {
-		case ft == reflect.TypeOf(Affinity("")):
-			return "2h", `"2h"`
-		case ft == reflect.TypeOf(ReasoningSwitch("")):
-			return "off", `"off"`
-		case ft == reflect.TypeOf(AuthMode("")):
-			return "off", `"off"`
-		case ft == reflect.TypeOf(KeyDialect("")):
-			return "responses", `"responses"`
-		case ft == reflect.TypeOf(PreferEndpoint("")):
-			return "anthropic", `"anthropic"`
-		case ft == reflect.TypeOf(QuotaSpec("")):
-			return "10 requests per 1h", `"10 requests per 1h"`
 		case ft == durationType:
 			return "1500ms", "1500000000"
 		case of.size:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,14 @@ import (
 // keypool settings among the PoolConfig fields reach keypool.Settings
 // through poolSettings, by field name; their defaults are keypool's
 // (keypool.DefaultSettings).
+//
+// Adding a setting therefore takes one field: for a gateway option, the
+// config struct field (json tag, doc comment with its "Default:") and its
+// use at provision; for a key-pool option, the same PoolConfig field named
+// like the keypool.Settings field it feeds (whose default keypool
+// defines). The Caddyfile subdirective, its "did you mean" suggestion, the
+// JSON and the conversion follow; TestPoolSettingsOneDefinition and
+// TestPoolDefaultsDocumented fail when the two sides disagree.
 //
 // How a field parses in the Caddyfile, by type:
 //
@@ -79,30 +88,23 @@ func optionTable(t reflect.Type) (map[string]optionField, []string) {
 		if !f.IsExported() || name == "" || name == "-" {
 			continue
 		}
-		of := optionField{index: i, min: 1}
-		skip := false
-		for _, flag := range strings.Split(f.Tag.Get("caddyfile"), ",") {
-			switch k, v, _ := strings.Cut(flag, "="); k {
-			case "-":
-				skip = true
-			case "min":
+		flags := strings.Split(f.Tag.Get("caddyfile"), ",")
+		if slices.Contains(flags, "-") || !settable(f.Type) {
+			continue
+		}
+		of := optionField{index: i, min: 1, anyInt: slices.Contains(flags, "anyint"),
+			size: slices.Contains(flags, "size"), words: slices.Contains(flags, "words")}
+		for _, flag := range flags {
+			if v, ok := strings.CutPrefix(flag, "min="); ok {
 				n, err := strconv.Atoi(v)
 				if err != nil {
 					panic(fmt.Sprintf("caddymodule: %s.%s: bad caddyfile tag %q", t.Name(), f.Name, flag))
 				}
 				of.min = n
-			case "anyint":
-				of.anyInt = true
-			case "size":
-				of.size = true
-			case "words":
-				of.words = true
-			case "example":
+			}
+			if v, ok := strings.CutPrefix(flag, "example="); ok {
 				of.example = v
 			}
-		}
-		if skip || !settable(f.Type) {
-			continue
 		}
 		tb.m[name] = of
 		tb.names = append(tb.names, name)

@@ -173,24 +173,14 @@ func TestCaddyfileResponsesKey(t *testing.T) {
 			}
 		}
 	}`
-	var h Handler
-	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(h)
-	j := string(b)
-	for path, want := range map[string]string{
+	checkAdaptedJSON(t, input, map[string]string{
 		"pools.0.keys.0.dialect":            "responses",
 		"pools.0.keys.0.base_url":           "https://api.openai.com/v1",
 		"pools.0.keys.1.responses_base_url": "https://relay.example.com/v1",
 		"pools.0.keys.1.anthropic_base_url": "https://relay.example.com/anthropic",
 		"pools.0.keys.1.prefer":             "responses",
 		"pools.0.keys.2.dialect":            "openai_responses",
-	} {
-		if got := gjson.Get(j, path).String(); got != want {
-			t.Errorf("%s = %q, want %q (%s)", path, got, want, j)
-		}
-	}
+	})
 	for _, c := range []struct{ name, input, want string }{
 		{"bad dialect", "llm_gateway {\n pool p {\n key sk-x http://a {\n dialect gemini\n }\n }\n}",
 			"dialect: want openai, anthropic or responses, got 'gemini'"},
@@ -205,6 +195,25 @@ func TestCaddyfileResponsesKey(t *testing.T) {
 		err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(c.input))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want it to mention %q", c.name, err, c.want)
+		}
+	}
+}
+
+// checkAdaptedJSON parses an llm_gateway Caddyfile block and checks the
+// JSON config it gives: each gjson path has the wanted string value.
+func checkAdaptedJSON(t *testing.T, input string, want map[string]string) {
+	t.Helper()
+	var h Handler
+	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, w := range want {
+		if got := gjson.GetBytes(b, path).String(); got != w {
+			t.Errorf("%s = %q, want %q (%s)", path, got, w, b)
 		}
 	}
 }
