@@ -264,6 +264,18 @@ func prepare(from, to Dialect, body []byte, model string) (*Request, []byte, err
 	return r, b, err
 }
 
+// claudeCodeThinking is bigAnthropicRequest with extended thinking on, as
+// Claude Code sends it: "thinking" enabled with a budget, and each
+// assistant tool-call turn starting with a signed thinking block.
+func claudeCodeThinking() []byte {
+	am := bigAnthropicRequest()
+	const turn = `{"type":"text","text":"Let me read the file."}`
+	thinking := `{"type":"thinking","thinking":` + strconv.Quote(strings.Repeat("The failing test points at the handler's early return; reading server.go first. ", 6)) +
+		`,"signature":"` + strings.Repeat("EqQBCkYIBhABGAIiQL", 12) + `"},` + turn
+	am = bytes.ReplaceAll(am, []byte(turn), []byte(thinking))
+	return bytes.Replace(am, []byte(`{"model":`), []byte(`{"thinking":{"type":"enabled","budget_tokens":16000},"model":`), 1)
+}
+
 // prepareCases are the directions the preparation benchmarks measure, on
 // the 80 KB Claude Code-shaped request (and its Chat translation).
 func prepareCases(b *testing.B) []struct {
@@ -272,7 +284,7 @@ func prepareCases(b *testing.B) []struct {
 	body     []byte
 	model    string
 } {
-	am := bigAnthropicRequest()
+	am := claudeCodeThinking()
 	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, am, "gpt-5")
 	if err != nil {
 		b.Fatal(err)
