@@ -176,6 +176,20 @@ func TestPoolDefaultsDocumented(t *testing.T) {
 	if checked != 16 {
 		t.Errorf("checked %d documented defaults, want 16", checked)
 	}
+	// the gateway's own pool settings: their defaults are the Default*
+	// constants provisionPool and discovery apply
+	for field, v := range map[string]any{
+		"AcquireTimeout": DefaultAcquireTimeout, "RequestTimeout": DefaultRequestTimeout,
+		"AttemptTimeout": DefaultAttemptTimeout, "ConnectTimeout": DefaultConnectTimeout,
+		"TotalTimeout": DefaultTotalTimeout, "MaxRetries": DefaultMaxRetries, "Refresh": DefaultRefresh,
+	} {
+		m := re.FindStringSubmatch(docs[field])
+		if m == nil {
+			t.Errorf("PoolConfig.%s: no \"Default: ...\" in its doc comment", field)
+			continue
+		}
+		checkDefault(t, field, m[1], reflect.ValueOf(v))
+	}
 }
 
 func checkDefault(t *testing.T, field, doc string, v reflect.Value) {
