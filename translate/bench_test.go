@@ -278,63 +278,37 @@ func claudeCodeThinking() []byte {
 
 // prepareCases are the directions the preparation benchmarks measure, on
 // the 80 KB Claude Code-shaped request (and its Chat translation).
-func prepareCases(b *testing.B) []struct {
-	name     string
-	from, to Dialect
-	body     []byte
-	model    string
-} {
+func prepareCases(b *testing.B) []prepareCase {
 	am := claudeCodeThinking()
 	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, am, "gpt-5")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return []struct {
-		name     string
-		from, to Dialect
-		body     []byte
-		model    string
-	}{
+	return []prepareCase{
 		{"passthrough_anthropic", AnthropicMessages, AnthropicMessages, am, "claude-opus-4-1"},
 		{"anthropic_to_chat", AnthropicMessages, OpenAIChat, am, "gpt-5"},
 		{"chat_to_anthropic", OpenAIChat, AnthropicMessages, cc, "claude-sonnet-4-5"},
 	}
 }
 
-// BenchmarkPrepareBefore measures the old preparation of one request
-// (prepareBefore): four to five full readings of the body.
-func BenchmarkPrepareBefore(b *testing.B) {
-	for _, c := range prepareCases(b) {
-		b.Run(c.name, func(b *testing.B) {
-			want, err := prepareBefore(c.from, c.to, c.body, c.model)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(c.body)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := startCPU()
-			for i := 0; i < b.N; i++ {
-				if got, _ := prepareBefore(c.from, c.to, c.body, c.model); len(got) != len(want) {
-					b.Fatal("output differs")
-				}
-			}
-			cpu.report(b)
-		})
-	}
+// prepareCase is one direction of the preparation benchmarks.
+type prepareCase = struct {
+	name     string
+	from, to Dialect
+	body     []byte
+	model    string
 }
 
-// BenchmarkPrepare measures the preparation of one request with
-// ParseRequest: parse and validate, session seed, token estimate, encode
-// for the upstream.
-func BenchmarkPrepare(b *testing.B) {
+// benchPrepare measures run on each case, after checking that its output
+// is the old preparation's, byte for byte.
+func benchPrepare(b *testing.B, run func(c prepareCase) ([]byte, error)) {
 	for _, c := range prepareCases(b) {
 		b.Run(c.name, func(b *testing.B) {
 			want, err := prepareBefore(c.from, c.to, c.body, c.model)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, got, err := prepare(c.from, c.to, c.body, c.model); err != nil || !bytes.Equal(got, want) {
+			if got, err := run(c); err != nil || !bytes.Equal(got, want) {
 				b.Fatal("output differs from the old preparation's", err)
 			}
 			b.SetBytes(int64(len(c.body)))
@@ -342,13 +316,29 @@ func BenchmarkPrepare(b *testing.B) {
 			b.ResetTimer()
 			cpu := startCPU()
 			for i := 0; i < b.N; i++ {
-				if _, got, err := prepare(c.from, c.to, c.body, c.model); err != nil || len(got) != len(want) {
+				if got, err := run(c); err != nil || len(got) != len(want) {
 					b.Fatal("output differs", err)
 				}
 			}
 			cpu.report(b)
 		})
 	}
+}
+
+// BenchmarkPrepareBefore measures the old preparation of one request
+// (prepareBefore): four to five full readings of the body.
+func BenchmarkPrepareBefore(b *testing.B) {
+	benchPrepare(b, func(c prepareCase) ([]byte, error) { return prepareBefore(c.from, c.to, c.body, c.model) })
+}
+
+// BenchmarkPrepare measures the preparation of one request with
+// ParseRequest: parse and validate, session seed, token estimate, encode
+// for the upstream.
+func BenchmarkPrepare(b *testing.B) {
+	benchPrepare(b, func(c prepareCase) ([]byte, error) {
+		_, out, err := prepare(c.from, c.to, c.body, c.model)
+		return out, err
+	})
 }
 
 // BenchmarkPrepareRetry measures a second attempt on another key: Encode

@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -286,14 +287,21 @@ func TestParseCountOnePerRequest(t *testing.T) {
 	}
 }
 
+// mustParse is ParseRequest for a body the test knows valid.
+func mustParse(t *testing.T, d Dialect, body []byte) *Request {
+	t.Helper()
+	r, err := ParseRequest(d, body)
+	if err != nil {
+		t.Fatalf("%s: %v", d, err)
+	}
+	return r
+}
+
 // TestEncodeRetryCostsNothing: a second Encode with the same upstream
 // dialect and model returns the cached body without allocating.
 func TestEncodeRetryCostsNothing(t *testing.T) {
 	am := bigAnthropicRequest()
-	r, err := ParseRequest(AnthropicMessages, am)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustParse(t, AnthropicMessages, am)
 	for _, c := range []struct {
 		to    Dialect
 		model string
@@ -372,10 +380,7 @@ func TestParseRequestTranslateOnlyErrors(t *testing.T) {
 // shared between them).
 func TestEncodeLeavesCanonicalForm(t *testing.T) {
 	am := bigAnthropicRequest()
-	r, err := ParseRequest(AnthropicMessages, am)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustParse(t, AnthropicMessages, am)
 	a1, _ := r.Encode(OpenAIChat, "a")
 	_, _ = r.Encode(OpenAIResponses, "b")
 	k, _ := r.Encode(OpenAIChat, "")
@@ -399,11 +404,11 @@ func FuzzParseRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, max := range []int{1, 3, MaxNesting} {
 			if tooDeep(in, max) != tooDeepRef(in, max) {
-				t.Fatalf("tooDeep(%q, %d) differs from the byte-at-a-time scan", in, max)
+				t.Fatalf("tooDeep(%q, %d) differs from its definition", in, max)
 			}
 		}
 		if hasBlankString(in) != hasBlankStringRef(in) {
-			t.Fatalf("hasBlankString(%q) differs from the byte-at-a-time scan", in)
+			t.Fatalf("hasBlankString(%q) differs from its definition", in)
 		}
 		for _, d := range parsedDialects {
 			checkSameAsOld(t, d, in)
@@ -411,30 +416,24 @@ func FuzzParseRequest(f *testing.F) {
 	})
 }
 
-// tooDeepRef is tooDeep as it was before it jumped over strings with
-// IndexByte: one byte at a time.
+// jsonString matches a complete JSON string literal (any escapes).
+var jsonString = regexp.MustCompile(`"(?:[^"\\]|\\[\s\S])*"`)
+
+// tooDeepRef is an independent statement of tooDeep: drop every complete
+// string literal, cut at an unterminated one (the rest is inside it),
+// then count brackets.
 func tooDeepRef(body []byte, max int) bool {
-	depth, inStr := 0, false
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-			if depth > max {
+	rest := jsonString.ReplaceAll(body, nil)
+	if i := bytes.IndexByte(rest, '"'); i >= 0 {
+		rest = rest[:i]
+	}
+	depth := 0
+	for _, c := range rest {
+		if c == '{' || c == '[' {
+			if depth++; depth > max {
 				return true
 			}
-		case '}', ']':
+		} else if c == '}' || c == ']' {
 			depth--
 		}
 	}
@@ -442,8 +441,8 @@ func tooDeepRef(body []byte, max int) bool {
 }
 
 // TestTooDeepSkipsStrings: brackets inside strings, escaped quotes and
-// runs of backslashes before a quote are read as the byte-at-a-time
-// scan read them.
+// runs of backslashes before a quote are read as tooDeepRef, its
+// independent statement, reads them.
 func TestTooDeepSkipsStrings(t *testing.T) {
 	cases := []string{
 		`[[[]]]`, `[["[[[["]]]`, `[["\"[[[["]]]`, `[["\\"[[[[]]]]]`, `[["\\\"[[[["]]]`, `[["\\\\"[[[]]]]]`,
@@ -461,60 +460,17 @@ func TestTooDeepSkipsStrings(t *testing.T) {
 	}
 }
 
-// hasBlankStringRef is hasBlankString as it was before it jumped to the
-// next quote with IndexByte: one byte at a time.
-func hasBlankStringRef(body []byte) bool {
-	for i := 0; i+6 < len(body); i++ {
-		if body[i] != '"' {
-			continue
-		}
-		var k int
-		switch {
-		case hasAt(body, i+1, `text"`):
-			k = i + 6
-		case hasAt(body, i+1, `content"`):
-			k = i + 9
-		case hasAt(body, i+1, `system"`):
-			k = i + 8
-		case hasAt(body, i+1, `signature"`):
-			k = i + 11
-		default:
-			continue
-		}
-		for k < len(body) && isSpace(body[k]) {
-			k++
-		}
-		if k >= len(body) || body[k] != ':' {
-			continue
-		}
-		k++
-		for k < len(body) && isSpace(body[k]) {
-			k++
-		}
-		if k >= len(body) || body[k] != '"' {
-			continue
-		}
-		k++
-		for k < len(body) {
-			switch c := body[k]; {
-			case isSpace(c):
-				k++
-				continue
-			case c == '\\' && k+1 < len(body) && (body[k+1] == 'n' || body[k+1] == 'r' || body[k+1] == 't'):
-				k += 2
-				continue
-			case c == '"':
-				return true
-			}
-			break
-		}
-	}
-	return false
-}
+// blankMember is hasBlankString's definition as a regular expression: a
+// "text", "content", "system" or "signature" key (wherever a quote
+// starts it) whose value is a string of JSON whitespace, raw or escaped.
+var blankMember = regexp.MustCompile(`"(?:text|content|system|signature)"[ \t\r\n]*:[ \t\r\n]*"(?:[ \t\r\n]|\\[nrt])*"`)
+
+// hasBlankStringRef is the regular expression's answer.
+func hasBlankStringRef(body []byte) bool { return blankMember.Match(body) }
 
 // TestHasBlankStringSameAsByteScan: the quote-jumping scan finds what
-// the byte-at-a-time scan found, on every test body and the edge cases of
-// a key at the very end.
+// its definition (blankMember) finds, on every test body and the edge
+// cases of a key at the very end.
 func TestHasBlankStringSameAsByteScan(t *testing.T) {
 	bodies := testBodies(t)
 	for _, s := range []string{`"text":""`, `"text":" "`, `x"text":"`, `"text":`, `""""""""text":""`, `{"content": "\n\t"}`, `"system"  :  "\r"`, `"signature":"\\n"`} {
