@@ -224,21 +224,21 @@ const (
 
 // call is what one client request asks of the upstreams.
 type call struct {
-	kind          callKind
 	pass          *passthrough       // the endpoint, for kindPassthrough
 	req           *translate.Request // the parsed request (completions), nil for the others
-	dialect       translate.Dialect  // the client's
 	raw           []byte             // the client's body
-	stream        bool
 	clientModel   string
 	upstreamModel string
-	bodies        [4]*[]byte // translated bodies by upstream dialect, built on first use
-	hideUsage     bool       // the usage chunk was added for accounting only
+	bodies        [4]*[]byte // upstream bodies by upstream dialect, built on first use
 	session       string     // affinity session id
 	tokens        int64      // rough token estimate of the request, for tpm gates
-	model404      int        // upstream "model not found" answers so far
-	forbidden     int        // upstream key-level 403 answers so far
-	mixed         bool       // a failure other than a 403 or a model 404 happened
+	model404      int32      // upstream "model not found" answers so far
+	forbidden     int32      // upstream key-level 403 answers so far
+	kind          callKind
+	dialect       translate.Dialect // the client's
+	stream        bool
+	hideUsage     bool // the usage chunk was added for accounting only
+	mixed         bool // a failure other than a 403 or a model 404 happened
 }
 
 // body returns the request body for an upstream dialect, built once per
@@ -450,12 +450,11 @@ func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, last *attemptRes
 // build, send, check (classify), relay (relayJSON or relayStream,
 // streaming.go). It always releases the lease.
 func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *upstreamKey, lease *keypool.Lease, c *call, rl *requestLog, deadline time.Time) attemptResult {
-	x := &exchange{h: h, w: w, r: r, ctx: r.Context(), p: p, uk: uk, lease: lease, c: c, rl: rl,
-		t0: time.Now(), al: attemptLog{key: uk.id}}
-	actx := x.start(deadline)
+	x := &exchange{h: h, w: w, r: r, p: p, uk: uk, lease: lease, c: c, rl: rl, t0: time.Now()}
+	actx, url := x.start(deadline)
 	defer x.cancel()
 	defer x.timer.Stop()
-	req, res, ok := x.build(actx)
+	req, res, ok := x.build(actx, url)
 	if !ok {
 		return res
 	}
@@ -475,25 +474,24 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 }
 
 // exchange is one attempt in progress: one request of a call to one key,
-// with its timer and the bookkeeping of its outcome.
+// with its timer and the bookkeeping of its outcome. It is the attempt's
+// one allocation of its own, kept small (the hot path).
 type exchange struct {
 	h        *Handler
 	w        http.ResponseWriter
-	r        *http.Request
-	ctx      context.Context // the client's
+	r        *http.Request // the client's; its context is the client's
 	p        *pool
 	uk       *upstreamKey
 	lease    *keypool.Lease
 	c        *call
 	rl       *requestLog
-	up       upstream
-	url      string
 	cancel   context.CancelFunc
 	timer    *time.Timer
-	timedOut atomic.Bool
 	t0       time.Time
 	upTTFB   time.Duration // the upstream's time to first byte in this attempt
-	al       attemptLog
+	connect  time.Duration // a new connection's set-up, for the log (0: reused)
+	timedOut atomic.Bool
+	d        translate.Dialect // the upstream's (upstreamFor)
 }
 
 // start picks the key's upstream and arms the attempt's timer: until the
@@ -501,9 +499,9 @@ type exchange struct {
 // attempt_timeout, streamed or not, so a hung key costs at most that
 // before the next key is tried; never past the search deadline; then
 // request_timeout between reads (idleReader). It returns the attempt's
-// context.
-func (x *exchange) start(deadline time.Time) context.Context {
-	actx, cancel := context.WithCancel(context.WithValue(x.ctx, connectTimeoutKey{}, x.p.connectTimeout))
+// context and the upstream URL.
+func (x *exchange) start(deadline time.Time) (actx context.Context, url string) {
+	actx, cancel := context.WithCancel(context.WithValue(x.r.Context(), connectTimeoutKey{}, x.p.connectTimeout))
 	x.cancel = cancel
 	firstWait := x.uk.attemptTimeout
 	if firstWait <= 0 {
@@ -521,19 +519,19 @@ func (x *exchange) start(deadline time.Time) context.Context {
 	switch x.c.kind {
 	case kindCountTokens:
 		d = translate.AnthropicMessages
-		x.url = upstreamFor(d).countTokensURL(x.uk)
+		url = upstreamFor(d).countTokensURL(x.uk)
 	case kindPassthrough:
 		d = translate.OpenAIChat
 		if x.uk.chatURL == "" {
 			d = translate.OpenAIResponses // Bearer auth alike
 		}
-		x.url = x.uk.openAIBase() + x.c.pass.suffix
+		url = x.uk.openAIBase() + x.c.pass.suffix
 	default:
-		d, x.url = x.uk.target(x.c.dialect)
+		d, url = x.uk.target(x.c.dialect)
 	}
-	x.up = upstreamFor(d)
+	x.d = d
 	x.rl.upstreamDialect = d
-	return actx
+	return actx, url
 }
 
 // expire ends an attempt that ran out of time.
@@ -549,8 +547,8 @@ func (x *exchange) finish(o keypool.Outcome) {
 		o.Tokens, o.TTFB = usageTokens(x.rl.usage), x.upTTFB
 	}
 	x.lease.Release(o)
-	x.al.outcome, x.al.status, x.al.dur = o.Kind.String(), o.Status, time.Since(x.t0)
-	x.rl.attempts = append(x.rl.attempts, x.al)
+	x.rl.attempts = append(x.rl.attempts, attemptLog{key: x.uk.id, outcome: o.Kind.String(), status: o.Status,
+		connect: x.connect, dur: time.Since(x.t0)})
 }
 
 // fail books an outcome with no upstream error body (a network error, a
@@ -568,7 +566,7 @@ func (x *exchange) fail(o keypool.Outcome) attemptResult {
 // classifyErr classifies a transport or read error of the attempt: the
 // client's going away, the attempt's timeout, else the error itself.
 func (x *exchange) classifyErr(err error, status int) keypool.Outcome {
-	if x.ctx.Err() != nil {
+	if x.r.Context().Err() != nil {
 		return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
 	}
 	if x.timedOut.Load() {
@@ -583,11 +581,11 @@ func (x *exchange) classifyErr(err error, status int) keypool.Outcome {
 // dialect, the upstream's auth and version headers. A body that cannot be
 // expressed for this upstream is the client's problem (400), not the
 // key's; ok false ends the attempt with res.
-func (x *exchange) build(actx context.Context) (req *http.Request, res attemptResult, ok bool) {
+func (x *exchange) build(actx context.Context, url string) (req *http.Request, res attemptResult, ok bool) {
 	c, rl := x.c, x.rl
-	reqBody, err := c.body(x.ctx, x.up.dialect())
+	reqBody, err := c.body(x.r.Context(), x.d)
 	if err != nil {
-		if x.ctx.Err() != nil {
+		if x.r.Context().Err() != nil {
 			x.finish(keypool.Outcome{Kind: keypool.Canceled})
 			rl.status = 499
 			return nil, attemptResult{done: true}, false
@@ -601,14 +599,14 @@ func (x *exchange) build(actx context.Context) (req *http.Request, res attemptRe
 		}
 		return nil, attemptResult{done: true}, false
 	}
-	req, err = http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(reqBody))
+	req, err = http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(reqBody))
 	if err != nil {
 		x.finish(keypool.Outcome{Kind: keypool.NetworkError, Message: "building upstream request"})
 		return nil, attemptResult{outcome: keypool.Outcome{Kind: keypool.NetworkError}}, false
 	}
 	hdr := req.Header
 	hdr.Set("Content-Type", "application/json")
-	x.up.authorize(hdr, x.uk, c.dialect, x.r.Header)
+	upstreamFor(x.d).authorize(hdr, x.uk, c.dialect, x.r.Header)
 	if c.stream {
 		hdr.Set("Accept", "text/event-stream")
 	} else {
@@ -634,7 +632,7 @@ func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool)
 		},
 	}))
 	resp, err := upstreamClient.Do(req)
-	x.al.connect = time.Duration(connDur.Load())
+	x.connect = time.Duration(connDur.Load())
 	if err != nil {
 		return nil, x.fail(x.classifyErr(err, 0)), false
 	}
@@ -693,7 +691,7 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 		}
 	}
 	x.finish(o)
-	up := x.up.dialect()
+	up := x.d
 	if c.kind == kindPassthrough {
 		up = c.dialect // an OpenAI error body, whatever the key's dialect
 	}

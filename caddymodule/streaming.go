@@ -44,8 +44,8 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	case kindPassthrough:
 		data, rl.usage, err = c.pass.readJSON(c, data)
 	default:
-		data, rl.usage, err = x.up.readJSON(c, data, x.p.respOpts)
-		if x.up.dialect() != c.dialect {
+		data, rl.usage, err = upstreamFor(x.d).readJSON(c, data, x.p.respOpts)
+		if x.d != c.dialect {
 			ct = ""
 		}
 	}
@@ -82,12 +82,12 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	c, rl := x.c, x.rl
 	fw := newFlushWriter(x.w, rl, x.h.clientWriteTimeout(), x.uk.forms)
 	cw := &commitWriter{fw: fw, x: x, status: resp.StatusCode}
-	st := x.up.newStream(c, cw)
+	st := upstreamFor(x.d).newStream(c, cw)
 	st.SetOptions(x.p.respOpts)
 	if holdPreamble {
 		st.HoldPreamble()
 	}
-	if c.hideUsage && x.up.dialect() == c.dialect {
+	if c.hideUsage && x.d == c.dialect {
 		st.HideUsageChunk()
 	}
 	body.armed = st.Committed // attempt_timeout runs until the first content
@@ -102,7 +102,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	case !st.Committed():
 		// nothing reached the client: the attempt failed before its first
 		// content event, and the request may move on
-		if se != nil && x.ctx.Err() == nil && !x.timedOut.Load() {
+		if se != nil && x.r.Context().Err() == nil && !x.timedOut.Load() {
 			o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
 			o.Message = "stream error event before content: " + o.Message
 			return x.settle(o, se.Status, nil, se.Body)
@@ -116,7 +116,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 			o.Message = "stream ended before its first content"
 		}
 		return x.fail(o)
-	case x.ctx.Err() != nil, fw.err != nil:
+	case x.r.Context().Err() != nil, fw.err != nil:
 		// the client went away, or stopped reading (its context may not
 		// show it yet)
 		x.finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
