@@ -173,8 +173,10 @@ func (f objFields) get(key string) gjson.Result {
 // view returns b as a string without copying it, so gjson reads request
 // bodies and stream events in place. It is only used on bytes that are
 // never modified afterwards: request and response bodies are read-only for
-// the duration of a call and nothing derived from them outlives it, and
-// every SSE event's bytes are a fresh allocation owned by the translator.
+// the duration of a call and nothing derived from them outlives it; an SSE
+// event's bytes are the reader's buffer, unchanged until the next event, so
+// a stream decoder copies (strings.Clone) what it keeps beyond the event
+// (TestStreamEventViewsNotKept).
 func view(b []byte) string {
 	if len(b) == 0 {
 		return ""

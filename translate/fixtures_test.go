@@ -64,6 +64,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestResponsesUpstreamStreams", TestResponsesUpstreamStreams},
 		{"TestResponsesUpstreamWhole", TestResponsesUpstreamWhole},
 		{"TestRequestFixturesToResponses", TestRequestFixturesToResponses},
+		{"TestStreamEventViewsNotKept", TestStreamEventViewsNotKept},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"sync"
 )
 
 // SSEEvent is one Server-Sent Events block (WHATWG HTML "Server-sent events",
@@ -20,8 +21,12 @@ import (
 // well-formed block that can be forwarded as is.
 //
 // Unlike a browser EventSource, the reader also returns blocks without data
-// (comments), so a passthrough can forward keep-alives verbatim. Data and Raw
-// are owned by the caller.
+// (comments), so a passthrough can forward keep-alives verbatim.
+//
+// Data and Raw returned by SSEReader.Next are slices of the reader's buffer
+// (or, for multi-line data, of its join buffer): they are valid until the
+// next call to Next or Release, and must not be modified. A caller that
+// keeps an event longer keeps Clone(). Event and ID are ordinary strings.
 type SSEEvent struct {
 	Event string
 	Data  []byte
@@ -30,6 +35,20 @@ type SSEEvent struct {
 	Raw   []byte
 
 	dataOff int // offset of Data in Raw, -1 when Data is not a slice of Raw
+}
+
+// Clone returns a copy of e whose Data and Raw are owned by the caller.
+func (e SSEEvent) Clone() SSEEvent {
+	c := e
+	c.Raw = bytes.Clone(e.Raw)
+	switch {
+	case e.Data == nil:
+	case e.dataOff >= 0:
+		c.Data = c.Raw[e.dataOff : e.dataOff+len(e.Data) : e.dataOff+len(e.Data)]
+	default:
+		c.Data = bytes.Clone(e.Data)
+	}
+	return c
 }
 
 // MaxSSEEventSize is the largest SSE block an SSEReader accepts (64 MiB);
@@ -46,13 +65,23 @@ var ErrSSETooLarge = errors.New("translate: SSE event too large")
 // terminators CRLF, LF and CR, comment lines (starting with ':'), multi-line
 // data (joined with "\n"), the event/id/retry fields, a UTF-8 BOM at the
 // start, and a final event without its trailing blank line at EOF.
+//
+// Events are found in place: Next copies no event bytes (see SSEEvent).
+// The read buffer comes from a pool shared by all readers and starts at
+// 4 KiB; it grows to 32 KiB when the upstream fills it in one read (a fast
+// upstream is then read in as few calls as reverse_proxy's 32 KiB copy
+// buffer reads it, while a paced stream keeps 4 KiB), and doubles when an
+// event does not fit, up to MaxSSEEventSize. Release gives it back.
 type SSEReader struct {
-	r    io.Reader
-	buf  []byte
-	s, e int   // unconsumed bytes are buf[s:e]
-	off  int   // offset, relative to s, of the first line not yet parsed
-	err  error // sticky read error
-	bom  bool  // BOM check done
+	r     io.Reader
+	buf   []byte
+	s, e  int   // unconsumed bytes are buf[s:e]
+	off   int   // offset, relative to s, of the first line not yet parsed
+	err   error // sticky read error
+	bom   bool  // BOM check done
+	burst bool  // the last read filled the buffer
+
+	lastEvent, lastID string // reused while the next block repeats them
 
 	// state of the block being parsed (offsets relative to s)
 	any      bool
@@ -70,9 +99,68 @@ func NewSSEReader(r io.Reader) *SSEReader {
 	return &SSEReader{r: r, retry: -1}
 }
 
+// reset makes r a new reader of in, keeping nothing of a previous stream.
+func (r *SSEReader) reset(in io.Reader) {
+	*r = SSEReader{r: in, retry: -1}
+}
+
+// Sizes of the SSE read buffer: a reader starts with sseInitialBuffer and
+// grows to sseBurstBuffer when the upstream fills it in one read; buffers
+// of these two sizes are pooled.
+const (
+	sseInitialBuffer = 4 << 10
+	sseBurstBuffer   = 32 << 10
+)
+
+// sseBufPool and sseBurstPool hold read buffers (as *[]byte) of
+// sseInitialBuffer and sseBurstBuffer bytes.
+var (
+	sseBufPool   = sync.Pool{New: func() any { b := make([]byte, sseInitialBuffer); return &b }}
+	sseBurstPool = sync.Pool{New: func() any { b := make([]byte, sseBurstBuffer); return &b }}
+)
+
+// ssePoison makes Next overwrite the bytes of the events it returned
+// before (tests: whatever kept a view of an old event sees garbage).
+var ssePoison = false
+
+func poison(b []byte) {
+	for i := range b {
+		b[i] = 0x7f
+	}
+}
+
+// errSSEReleased is what Next returns after Release.
+var errSSEReleased = errors.New("translate: SSE reader released")
+
+// Release returns the reader's buffer to the pool. The events returned so
+// far become invalid, and Next returns an error afterwards.
+func (r *SSEReader) Release() {
+	r.putBuf()
+	r.s, r.e, r.off = 0, 0, 0
+	r.any, r.dataN = false, 0
+	r.err = errSSEReleased
+}
+
+// putBuf gives the buffer back to its pool (when it has a pooled size).
+func (r *SSEReader) putBuf() {
+	b := r.buf[:cap(r.buf)]
+	switch len(b) {
+	case sseInitialBuffer:
+		sseBufPool.Put(&b)
+	case sseBurstBuffer:
+		sseBurstPool.Put(&b)
+	}
+	r.buf = nil
+}
+
 // Next returns the next block. It returns io.EOF at a clean end of input
-// (after the last block was returned), or the underlying read error.
+// (after the last block was returned), or the underlying read error. The
+// event's Data and Raw are valid until the next call (see SSEEvent).
 func (r *SSEReader) Next() (SSEEvent, error) {
+	if ssePoison && r.buf != nil {
+		poison(r.buf[:r.s])
+		poison(r.dataJoin)
+	}
 	for {
 		for {
 			i := r.s + r.off
@@ -174,8 +262,10 @@ func (r *SSEReader) line(from, to int) {
 }
 
 // dispatch builds the event for the block buf[s:end] and resets the state.
+// Raw and Data are slices of the buffer (Data of dataJoin for multi-line
+// data); a block cut off at EOF gets its missing terminators written after
+// it in the buffer, which no read will overwrite any more.
 func (r *SSEReader) dispatch(end int, atEOF bool) SSEEvent {
-	n := end - r.s
 	extra := 0
 	if atEOF {
 		// make Raw a complete block: the last line gets a terminator and a
@@ -188,25 +278,36 @@ func (r *SSEReader) dispatch(end int, atEOF bool) SSEEvent {
 		default:
 			extra = 2
 		}
+		if extra > 0 {
+			if end+extra > len(r.buf) {
+				r.grow(end + extra)
+			}
+			for k := 0; k < extra; k++ {
+				r.buf[end+k] = '\n'
+			}
+		}
 	}
-	raw := make([]byte, n, n+extra)
-	copy(raw, r.buf[r.s:end])
-	for k := 0; k < extra; k++ {
-		raw = append(raw, '\n')
-	}
+	full := end + extra
+	raw := r.buf[r.s:full:full]
 	ev := SSEEvent{Raw: raw, Retry: r.retry, dataOff: -1}
 	if len(r.event) > 0 {
-		ev.Event = internEvent(r.event)
+		if string(r.event) != r.lastEvent {
+			r.lastEvent = internEvent(r.event)
+		}
+		ev.Event = r.lastEvent
 	}
 	if len(r.id) > 0 {
-		ev.ID = string(r.id)
+		if string(r.id) != r.lastID {
+			r.lastID = string(r.id)
+		}
+		ev.ID = r.lastID
 	}
 	switch {
 	case r.dataN == 1:
 		ev.Data = raw[r.dataOff : r.dataOff+r.dataLen : r.dataOff+r.dataLen]
 		ev.dataOff = r.dataOff
 	case r.dataN > 1:
-		ev.Data = bytes.Clone(r.dataJoin)
+		ev.Data = r.dataJoin[:len(r.dataJoin):len(r.dataJoin)]
 	}
 	r.s = end
 	if r.s > r.e {
@@ -221,25 +322,49 @@ func (r *SSEReader) dispatch(end int, atEOF bool) SSEEvent {
 	return ev
 }
 
+// grow replaces the buffer by one of at least n bytes (at least twice the
+// current size; sseBurstBuffer after a read that filled the buffer),
+// keeping buf[:e] at the same offsets.
+func (r *SSEReader) grow(n int) {
+	size := max(2*len(r.buf), sseInitialBuffer)
+	if r.burst && size < sseBurstBuffer {
+		size = sseBurstBuffer
+	}
+	for size < n {
+		size *= 2
+	}
+	var nb []byte
+	if size == sseBurstBuffer {
+		nb = *sseBurstPool.Get().(*[]byte)
+	} else {
+		nb = make([]byte, size)
+	}
+	copy(nb, r.buf[:r.e])
+	r.putBuf()
+	r.buf = nb
+}
+
 // fill reads more input, compacting or growing the buffer as needed.
 func (r *SSEReader) fill() error {
 	if r.buf == nil {
-		r.buf = make([]byte, 16<<10)
+		if r.err != nil {
+			return r.err // released
+		}
+		r.buf = *sseBufPool.Get().(*[]byte)
 	}
 	if r.s > 0 && (r.e == len(r.buf) || r.s >= len(r.buf)/2) {
 		copy(r.buf, r.buf[r.s:r.e])
 		r.e -= r.s
 		r.s = 0
 	}
-	if r.e == len(r.buf) {
+	if r.e == len(r.buf) || (r.burst && len(r.buf) < sseBurstBuffer) {
 		if len(r.buf) >= MaxSSEEventSize {
 			return ErrSSETooLarge
 		}
-		nb := make([]byte, 2*len(r.buf))
-		copy(nb, r.buf[r.s:r.e])
+		copy(r.buf, r.buf[r.s:r.e])
 		r.e -= r.s
 		r.s = 0
-		r.buf = nb
+		r.grow(2 * len(r.buf))
 	}
 	for tries := 0; tries < 100; tries++ {
 		n, err := r.r.Read(r.buf[r.e:])
@@ -247,6 +372,7 @@ func (r *SSEReader) fill() error {
 			r.err = io.ErrNoProgress
 			return nil
 		}
+		r.burst = n > 0 && n == len(r.buf)-r.e
 		if !r.bom && (r.e+n >= 3 || err != nil) {
 			r.bom = true
 			if bytes.HasPrefix(r.buf[r.s:r.e+n], []byte("\xEF\xBB\xBF")) {

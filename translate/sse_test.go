@@ -24,6 +24,8 @@ func (s *splitReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readAllEvents returns r's events, each cloned (Next's are views of the
+// reader's buffer, valid until the next call).
 func readAllEvents(t testing.TB, r io.Reader) []SSEEvent {
 	t.Helper()
 	sr := NewSSEReader(r)
@@ -36,7 +38,7 @@ func readAllEvents(t testing.TB, r io.Reader) []SSEEvent {
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
-		evs = append(evs, ev)
+		evs = append(evs, ev.Clone())
 	}
 }
 

@@ -95,6 +95,15 @@ type StreamTranslator struct {
 	// translation state
 	cs  *canonStream
 	dec upstreamDecoder
+
+	// per-event state: the upstream reader and the event being handled
+	// (fields, so that neither escapes to the heap per stream or event),
+	// the output scratch of the passthrough's in-place edits, and whether
+	// the event being written is an error event (WritingErrorEvent).
+	rd       SSEReader
+	ev       SSEEvent
+	out      []byte
+	errEvent bool
 }
 
 // ErrUnsupportedStream is returned by Run for a translation direction that
@@ -211,10 +220,13 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 	if t.from != t.to && t.dec == nil {
 		return ErrUnsupportedStream
 	}
-	r := NewSSEReader(upstream)
+	r := &t.rd
+	r.reset(upstream)
+	defer r.Release()
 	var readErr error
 	for {
-		ev, err := r.Next()
+		var err error
+		t.ev, err = r.Next()
 		if err != nil {
 			if err != io.EOF {
 				readErr = err
@@ -222,9 +234,9 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 			break
 		}
 		if t.from == t.to {
-			t.passEvent(&ev)
+			t.passEvent(&t.ev)
 		} else {
-			t.dec.event(&ev)
+			t.dec.event(&t.ev)
 		}
 		if t.werr != nil {
 			return t.werr
@@ -233,6 +245,7 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 			break
 		}
 	}
+	t.ev = SSEEvent{}
 	if t.from == t.to {
 		t.passEnd(readErr)
 	} else {

@@ -1,6 +1,9 @@
 package translate
 
-import "io"
+import (
+	"io"
+	"strings"
+)
 
 // Canonical stream events (DESIGN.md): message start, block start (text /
 // thinking / redacted thinking / tool call), delta (text / thinking /
@@ -102,11 +105,13 @@ func (cs *canonStream) begin(id, model string, created int64) {
 		return
 	}
 	cs.started = true
-	cs.id = id
+	// decoders pass views of the upstream event, valid only until the
+	// next one (SSEEvent): what is kept is copied
+	cs.id = strings.Clone(id)
 	if cs.id == "" {
 		cs.id = "gateway"
 	}
-	cs.upModel = model
+	cs.upModel = strings.Clone(model)
 	cs.created = created
 	if cs.created == 0 {
 		cs.created = nowUnix()
@@ -130,7 +135,7 @@ func (cs *canonStream) openBlock(kind partKind, id, name, data string) *streamBl
 	}
 	cs.ensureStart()
 	cs.closeBlock()
-	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: id, name: name, data: data}
+	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: strings.Clone(id), name: strings.Clone(name), data: strings.Clone(data)}
 	if kind == partToolCall {
 		cs.sawTool = true
 	}
@@ -150,7 +155,11 @@ func (cs *canonStream) delta(k deltaKind, s string) {
 		b.argsSent = true
 	}
 	if k == deltaSignature {
-		b.signature += s
+		if b.signature == "" {
+			b.signature = strings.Clone(s) // s is a view of the event
+		} else {
+			b.signature += s
+		}
 	} else if cs.accumulate || (cs.keepThinking && b.kind == partThinking) {
 		b.text = append(b.text, s...)
 	}
@@ -174,8 +183,8 @@ func (cs *canonStream) finish(stop, stopSeq string) {
 	cs.ensureStart()
 	cs.closeBlock()
 	cs.finished = true
-	cs.stop = stop
-	cs.stopSeq = stopSeq
+	cs.stop = strings.Clone(stop) // views of the event (see begin)
+	cs.stopSeq = strings.Clone(stopSeq)
 	cs.enc.finish(cs)
 }
 

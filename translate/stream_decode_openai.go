@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -156,7 +157,7 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 	// A new call starts when the index is new, or when a provider reuses an
 	// index for a call with a different id.
 	if t == nil || (id != "" && t.realID && id != t.id) {
-		t = &chatTool{index: idx, id: id, realID: id != "", name: tc.Get("function.name").String()}
+		t = &chatTool{index: idx, id: strings.Clone(id), realID: id != "", name: strings.Clone(tc.Get("function.name").String())}
 		if t.id == "" {
 			t.id = "call_" + trimIDPrefix(cs.id) + "_" + strconv.Itoa(len(d.tools))
 		}
@@ -173,7 +174,7 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 	} else if t.done {
 		return // more arguments for a call already closed: cannot be sent
 	} else if t.name == "" {
-		t.name = tc.Get("function.name").String()
+		t.name = strings.Clone(tc.Get("function.name").String())
 	}
 	if frag == "" {
 		return

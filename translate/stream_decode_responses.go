@@ -86,7 +86,7 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		it := f.get("item")
 		res := gjson.GetMany(it.Raw, "type", "call_id", "name", "arguments")
 		idx := f.get("output_index").Int()
-		x := &rsStreamItem{outIdx: idx, typ: res[0].Str, callID: res[1].Str, name: res[2].Str, summary: -1}
+		x := &rsStreamItem{outIdx: idx, typ: strings.Clone(res[0].Str), callID: strings.Clone(res[1].Str), name: strings.Clone(res[2].Str), summary: -1}
 		d.items = append(d.items, x)
 		if x.typ == "function_call" {
 			d.called = true
@@ -212,7 +212,7 @@ func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
 	res := gjson.GetMany(it.Raw, "type", "call_id", "name", "arguments", "encrypted_content")
 	x := d.item(idx)
 	if x == nil {
-		x = &rsStreamItem{outIdx: idx, typ: res[0].Str, callID: res[1].Str, name: res[2].Str, summary: -1}
+		x = &rsStreamItem{outIdx: idx, typ: strings.Clone(res[0].Str), callID: strings.Clone(res[1].Str), name: strings.Clone(res[2].Str), summary: -1}
 		d.items = append(d.items, x)
 	}
 	switch res[0].Str {
@@ -237,7 +237,7 @@ func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
 	case "function_call":
 		d.called = true
 		if x.blk == nil {
-			x.callID, x.name = firstNonEmpty(x.callID, res[1].Str), firstNonEmpty(x.name, res[2].Str)
+			x.callID, x.name = strings.Clone(firstNonEmpty(x.callID, res[1].Str)), strings.Clone(firstNonEmpty(x.name, res[2].Str))
 			d.openItem(x, partToolCall)
 		}
 		// arguments no delta carried (a provider that sends only .done)

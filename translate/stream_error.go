@@ -130,6 +130,9 @@ func errorNameStatus(s string) int {
 func newStreamError(up Dialect, typ, code, msg, param string) *StreamError {
 	typ, code, param = sanitizeErrorName(typ), sanitizeErrorName(code), boundString(param, 256)
 	msg = boundString(ScrubSecrets(msg), MaxStreamErrorMessage)
+	// the strings may be views of an upstream event (valid only until the
+	// next one): the error outlives it
+	typ, code, msg = strings.Clone(typ), strings.Clone(code), strings.Clone(msg)
 	e := &StreamError{Status: StreamErrorStatus(typ, code), Message: msg}
 	if up == AnthropicMessages {
 		e.Type = firstNonEmpty(typ, code, "api_error")
