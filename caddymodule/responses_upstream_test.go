@@ -2,8 +2,6 @@ package caddymodule
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -19,15 +17,7 @@ func TestResponsesPassthroughByteIdentical(t *testing.T) {
 	// what the upstream answers when called directly
 	_, recBase := mock(t, mockupstream.Config{})
 	direct := func(body string) []byte {
-		req, _ := http.NewRequest(http.MethodPost, recBase+"/responses", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer rs-direct")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := post(t, recBase+"/responses", []byte(body), "Authorization", "Bearer rs-direct")
 		if resp.StatusCode != 200 {
 			t.Fatalf("direct call: %d %s", resp.StatusCode, b)
 		}
