@@ -75,13 +75,15 @@ var ErrSSETooLarge = errors.New("translate: SSE event too large")
 type SSEReader struct {
 	r     io.Reader
 	buf   []byte
-	s, e  int   // unconsumed bytes are buf[s:e]
-	off   int   // offset, relative to s, of the first line not yet parsed
-	err   error // sticky read error
-	bom   bool  // BOM check done
-	burst bool  // the last read filled the buffer
+	s, e  int     // unconsumed bytes are buf[s:e]
+	off   int     // offset, relative to s, of the first line not yet parsed
+	err   error   // sticky read error
+	bom   bool    // BOM check done
+	burst bool    // the last read filled the buffer
+	bufp  *[]byte // the pool's handle of buf, nil when buf is not pooled
 
 	lastEvent, lastID string // reused while the next block repeats them
+	eventBuf          [48]byte
 
 	// state of the block being parsed (offsets relative to s)
 	any      bool
@@ -102,6 +104,7 @@ func NewSSEReader(r io.Reader) *SSEReader {
 // reset makes r a new reader of in, keeping nothing of a previous stream.
 func (r *SSEReader) reset(in io.Reader) {
 	*r = SSEReader{r: in, retry: -1}
+	r.event = r.eventBuf[:0]
 }
 
 // Sizes of the SSE read buffer: a reader starts with sseInitialBuffer and
@@ -143,14 +146,15 @@ func (r *SSEReader) Release() {
 
 // putBuf gives the buffer back to its pool (when it has a pooled size).
 func (r *SSEReader) putBuf() {
-	b := r.buf[:cap(r.buf)]
-	switch len(b) {
-	case sseInitialBuffer:
-		sseBufPool.Put(&b)
-	case sseBurstBuffer:
-		sseBurstPool.Put(&b)
+	if p := r.bufp; p != nil {
+		*p = r.buf[:cap(r.buf)]
+		if len(*p) == sseBurstBuffer {
+			sseBurstPool.Put(p)
+		} else {
+			sseBufPool.Put(p)
+		}
 	}
-	r.buf = nil
+	r.buf, r.bufp = nil, nil
 }
 
 // Next returns the next block. It returns io.EOF at a clean end of input
@@ -334,14 +338,16 @@ func (r *SSEReader) grow(n int) {
 		size *= 2
 	}
 	var nb []byte
+	var np *[]byte
 	if size == sseBurstBuffer {
-		nb = *sseBurstPool.Get().(*[]byte)
+		np = sseBurstPool.Get().(*[]byte)
+		nb = *np
 	} else {
 		nb = make([]byte, size)
 	}
 	copy(nb, r.buf[:r.e])
 	r.putBuf()
-	r.buf = nb
+	r.buf, r.bufp = nb, np
 }
 
 // fill reads more input, compacting or growing the buffer as needed.
@@ -350,7 +356,8 @@ func (r *SSEReader) fill() error {
 		if r.err != nil {
 			return r.err // released
 		}
-		r.buf = *sseBufPool.Get().(*[]byte)
+		r.bufp = sseBufPool.Get().(*[]byte)
+		r.buf = *r.bufp
 	}
 	if r.s > 0 && (r.e == len(r.buf) || r.s >= len(r.buf)/2) {
 		copy(r.buf, r.buf[r.s:r.e])

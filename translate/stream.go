@@ -77,14 +77,15 @@ type StreamTranslator struct {
 	au    anthropicUsage
 
 	// commit point
-	hold      bool   // HoldPreamble was called
-	committed bool   // an event was handed to the EventWriter
-	pre       bool   // the event being written is preamble
-	held      []byte // preamble held back (hold && !committed)
-	heldEnds  []int  // end offset in held of each held event
-	failed    error  // cause of a failure before the commit point (hold only)
-	stopped   bool   // nothing more is relayed
-	upErr     *StreamError
+	hold        bool   // HoldPreamble was called
+	committed   bool   // an event was handed to the EventWriter
+	pre         bool   // the event being written is preamble
+	held        []byte // preamble held back (hold && !committed)
+	heldEnds    []int  // end offset in held of each held event
+	heldEndsBuf [4]int
+	failed      error // cause of a failure before the commit point (hold only)
+	stopped     bool  // nothing more is relayed
+	upErr       *StreamError
 
 	// passthrough state
 	pt            passState
@@ -199,6 +200,17 @@ func (t *StreamTranslator) UpstreamError() *StreamError { return t.upErr }
 // upstream failure of the key.
 func (t *StreamTranslator) Truncated() bool { return t.truncated }
 
+// WritingErrorEvent reports, while the EventWriter's WriteEvent runs,
+// whether the event it was given is an error event: an upstream's in-band
+// error relayed (a Chat chunk with a top-level "error", Anthropic event:
+// error, Responses error and response.failed; in a passthrough, verbatim
+// but for ScrubSecrets) or the client dialect's error form of a failure
+// (truncation, interruption, an upstream error translated). Those are the
+// only events that can carry an upstream's error message, and so the only
+// ones a writer needs to redact; content events never are. It is false
+// outside WriteEvent.
+func (t *StreamTranslator) WritingErrorEvent() bool { return t.errEvent }
+
 // EventsWritten returns how many times WriteEvent was called successfully.
 // Zero after Run means nothing reached the client, so the handler may still
 // retry the request elsewhere or send an HTTP error.
@@ -272,6 +284,10 @@ func (t *StreamTranslator) write(p []byte) {
 	}
 	if !t.committed {
 		if t.hold && t.pre {
+			if t.held == nil {
+				t.held = make([]byte, 0, max(len(p), 1<<10))
+				t.heldEnds = t.heldEndsBuf[:0]
+			}
 			t.held = append(t.held, p...)
 			t.heldEnds = append(t.heldEnds, len(t.held))
 			return
@@ -287,6 +303,9 @@ func (t *StreamTranslator) write(p []byte) {
 // commit writes the held preamble.
 func (t *StreamTranslator) commit() {
 	t.committed = true
+	errEvent := t.errEvent
+	t.errEvent = false // the held events are preamble, never errors
+	defer func() { t.errEvent = errEvent }()
 	start := 0
 	for _, end := range t.heldEnds {
 		t.emit(t.held[start:end])

@@ -215,7 +215,9 @@ func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 	if cs.t.failBeforeCommit(cause) {
 		return
 	}
+	cs.t.errEvent = true
 	cs.enc.fail(cs, class, ScrubSecrets(msg))
+	cs.t.errEvent = false
 }
 
 // endOrFail is the decoders' common end-of-input handling.

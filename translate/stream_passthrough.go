@@ -40,6 +40,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 	// classify only while it matters: before the commit point
 	classify := t.hold && !t.committed
 	pre := false
+	isErr := false
 	sd := view(data)
 	switch t.from {
 	case OpenAIChat:
@@ -51,39 +52,55 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			st.done = true
 			break
 		}
-		t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
-		f := t.scratch
-		if e := f.get("error"); e.IsObject() || (e.Type == gjson.String && e.Str != "") {
-			st.errored = true
-			t.stopped = true
-			typ, code, msg, param := openAIErrorFields(e)
-			if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))) {
-				return
+		// A chunk is parsed only when a byte test says it may carry what
+		// matters (an error, a usage object, a finish_reason) or while the
+		// preamble is classified; content chunks are not.
+		if classify || hasMember(data, keyError, 0) || hasMember(data, keyUsage, '{') || hasMember(data, keyFinishReason, '"') {
+			t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
+			f := t.scratch
+			if e := f.get("error"); e.IsObject() || (e.Type == gjson.String && e.Str != "") {
+				st.errored = true
+				t.stopped = true
+				typ, code, msg, param := openAIErrorFields(e)
+				if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))) {
+					return
+				}
+				raw = t.scrub(ev, "error.message")
+				isErr = true
+				break
 			}
-			raw = t.scrub(ev, "error.message")
-			break
-		}
-		u := f.get("usage")
-		if u.IsObject() {
-			t.usage.merge(chatUsage(u))
-			if t.hideUsage && !hasElements(f.get("choices")) {
-				return // the client did not ask for the usage chunk
+			u := f.get("usage")
+			if u.IsObject() {
+				t.usage.merge(chatUsage(u))
+				if t.hideUsage && !hasElements(f.get("choices")) {
+					return // the client did not ask for the usage chunk
+				}
 			}
+			pre = classify && !u.IsObject()
+			f.get("choices").ForEach(func(_, c gjson.Result) bool {
+				if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
+					st.finished = true
+					pre = false
+				} else if pre && !chatDeltaIsPreamble(c.Get("delta")) {
+					pre = false
+				}
+				return true
+			})
 		}
 		st.started = true
-		pre = classify && !u.IsObject()
-		f.get("choices").ForEach(func(_, c gjson.Result) bool {
-			if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
-				st.finished = true
-				pre = false
-			} else if pre && !chatDeltaIsPreamble(c.Get("delta")) {
-				pre = false
-			}
-			return true
-		})
-		if m := f.get("model"); t.model != "" && m.Type == gjson.String && m.Str != t.model {
-			raw = t.splice(ev, m, t.model)
+		var eds [2]dataEdit
+		n := 0
+		if m := gjson.Get(sd, "model"); t.model != "" && m.Type == gjson.String && m.Str != t.model {
+			eds[n] = modelEdit(data, m)
+			n++
 		}
+		if t.hideUsage {
+			if from, to, ok := usageNullMember(data); ok {
+				eds[n] = dataEdit{from, to, false}
+				n++
+			}
+		}
+		raw = t.edit(ev, eds[:n], "model")
 	case AnthropicMessages:
 		typ := gjson.Get(sd, "type").Str
 		if typ == "" {
@@ -96,7 +113,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			m := gjson.Get(sd, "message")
 			t.au.add(m.Get("usage"))
 			if mm := m.Get("model"); t.model != "" && mm.Exists() && mm.Str != t.model {
-				raw = t.rewrite(ev, "message.model")
+				raw = t.edit(ev, []dataEdit{modelEdit(data, mm)}, "message.model")
 			}
 		case "ping":
 			pre = true
@@ -118,24 +135,31 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				return
 			}
 			raw = t.scrub(ev, "error.message")
+			isErr = true
 		}
 	case OpenAIResponses:
-		res := gjson.GetMany(sd, "type", "sequence_number", "response.model", "response.usage", "response.id")
-		typ := res[0].Str
+		typ := gjson.Get(sd, "type").Str
 		if typ == "" {
 			typ = ev.Event
 		}
 		if st.errored && typ != "response.failed" {
 			return // after the upstream's error event only its response.failed is relayed
 		}
-		if res[1].Type == gjson.Number {
-			st.lastSeq = res[1].Int()
+		if seq := gjson.Get(sd, "sequence_number"); seq.Type == gjson.Number {
+			st.lastSeq = seq.Int()
 		}
-		if res[4].Str != "" && res[4].Str != st.respID {
-			st.respID = strings.Clone(res[4].Str)
-		}
-		if res[2].Str != "" && res[2].Str != st.upModel {
-			st.upModel = strings.Clone(res[2].Str)
+		// only the lifecycle events (response.created … response.failed)
+		// carry a "response" object: its id, model and usage
+		var resp, model, usage gjson.Result
+		if hasMember(data, keyResponse, '{') {
+			resp = gjson.Get(sd, "response")
+			model, usage = resp.Get("model"), resp.Get("usage")
+			if id := resp.Get("id"); id.Str != "" && id.Str != st.respID {
+				st.respID = strings.Clone(id.Str)
+			}
+			if model.Str != "" && model.Str != st.upModel {
+				st.upModel = strings.Clone(model.Str)
+			}
 		}
 		switch typ {
 		case "response.created", "response.in_progress", "response.queued":
@@ -144,12 +168,12 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		case "response.completed", "response.incomplete":
 			st.finished = true
 			st.done = true
-			if res[3].IsObject() {
-				t.usage.merge(responsesUsage(res[3]))
+			if usage.IsObject() {
+				t.usage.merge(responsesUsage(usage))
 			}
 		case "response.failed":
-			if res[3].IsObject() {
-				t.usage.merge(responsesUsage(res[3]))
+			if usage.IsObject() {
+				t.usage.merge(responsesUsage(usage))
 			}
 			t.stopped = true
 			if !st.errored {
@@ -161,6 +185,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				}
 			}
 			raw = t.scrub(ev, "response.error.message")
+			isErr = true
 		case "error":
 			st.errored = true
 			typ, code, msg, param := errStr(gjson.Get(sd, "type")), errStr(gjson.Get(sd, "code")), gjson.Get(sd, "message").String(), errStr(gjson.Get(sd, "param"))
@@ -173,20 +198,269 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				return
 			}
 			raw = t.scrub(ev, "message", "error.message") // flat and nested, as OpenAI sends both
+			isErr = true
 		}
-		if t.model != "" && res[2].Type == gjson.String && res[2].Str != t.model {
-			cur := ev
+		if t.model != "" && model.Type == gjson.String && model.Str != t.model {
 			if &raw[0] != &ev.Raw[0] { // already scrubbed: rewrite that version
 				if e, err := NewSSEReader(bytes.NewReader(raw)).Next(); err == nil {
-					cur = &e
+					raw = t.rewrite(&e, "response.model")
 				}
+			} else {
+				raw = t.edit(ev, []dataEdit{modelEdit(data, model)}, "response.model")
 			}
-			raw = t.rewrite(cur, "response.model")
 		}
 	}
 	t.pre = pre
+	t.errEvent = isErr
 	t.write(raw)
 	t.pre = false
+	t.errEvent = false
+}
+
+// Member names the passthrough looks for with hasMember.
+var (
+	keyError        = []byte(`"error"`)
+	keyUsage        = []byte(`"usage"`)
+	keyFinishReason = []byte(`"finish_reason"`)
+	keyResponse     = []byte(`"response"`)
+)
+
+// hasMember is the byte test that decides whether an event is parsed: it
+// reports whether data holds the quoted name qkey followed, after optional
+// white space, by ':' and a value starting with first (any value when
+// first is 0). It never misses such a member (a name written with \u
+// escapes aside) and may find one that is not at the top level, or in a
+// string value that holds JSON text, which only costs a parse.
+func hasMember(data, qkey []byte, first byte) bool {
+	for off := 0; off < len(data); {
+		i := bytes.Index(data[off:], qkey)
+		if i < 0 {
+			return false
+		}
+		j := skipSpace(data, off+i+len(qkey))
+		if j < len(data) && data[j] == ':' {
+			j = skipSpace(data, j+1)
+			if j < len(data) && (first == 0 || data[j] == first) {
+				return true
+			}
+		}
+		off += i + 1
+	}
+	return false
+}
+
+// skipSpace returns the index of the first byte of data at or after i
+// that is not JSON white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && isJSONSpace(data[i]) {
+		i++
+	}
+	return i
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// usageNullMember finds the top-level member "usage": null of an OpenAI
+// Chat chunk, which stream_options.include_usage adds to every chunk but
+// the usage chunk (OpenAI API reference, "The chat completion chunk
+// object"), and returns the span of data to remove so that the chunk is
+// what it would have been without the option: the member and the comma
+// that separates it from its neighbour, with the white space between them
+// (", \"usage\": null" after another member; "\"usage\":null, " as the first
+// member; the member alone when it is the only one).
+func usageNullMember(data []byte) (from, to int, ok bool) {
+	if !bytes.Contains(data, keyUsage) {
+		return 0, 0, false
+	}
+	u := gjson.Get(view(data), "usage")
+	if u.Type != gjson.Null || u.Raw != "null" || u.Index <= 0 {
+		return 0, 0, false
+	}
+	i := u.Index - 1
+	for i >= 0 && isJSONSpace(data[i]) {
+		i--
+	}
+	if i < 0 || data[i] != ':' {
+		return 0, 0, false
+	}
+	i--
+	for i >= 0 && isJSONSpace(data[i]) {
+		i--
+	}
+	ks := i + 1 - len(keyUsage)
+	if ks < 0 || !bytes.Equal(data[ks:i+1], keyUsage) {
+		return 0, 0, false // an escaped name: left alone
+	}
+	ve := u.Index + len(u.Raw)
+	j := ks - 1
+	for j >= 0 && isJSONSpace(data[j]) {
+		j--
+	}
+	switch {
+	case j >= 0 && data[j] == ',':
+		return j, ve, true
+	case j >= 0 && data[j] == '{':
+		if k := skipSpace(data, ve); k < len(data) && data[k] == ',' {
+			return ks, skipSpace(data, k+1), true
+		}
+		return ks, ve, true
+	}
+	return 0, 0, false
+}
+
+// dataEdit is one change to an event's data: the bytes data[from:to]
+// are replaced by the client's model as a JSON string (model) or removed.
+type dataEdit struct {
+	from, to int
+	model    bool
+}
+
+// modelEdit is the edit that replaces the model value m, a result of a
+// gjson lookup in data (whose Index is its offset in data, nested paths
+// included); its from is -1 when m is not found there as is.
+func modelEdit(data []byte, m gjson.Result) dataEdit {
+	if m.Index <= 0 || m.Index+len(m.Raw) > len(data) || string(data[m.Index:m.Index+len(m.Raw)]) != m.Raw {
+		return dataEdit{-1, -1, true}
+	}
+	return dataEdit{m.Index, m.Index + len(m.Raw), true}
+}
+
+// edit returns ev.Raw with the edits (in increasing order, not
+// overlapping) made, every other byte kept, in the translator's scratch
+// buffer (valid until the next event). With a model edit whose place is
+// unknown (no Index) it falls back to sjson at modelPath.
+func (t *StreamTranslator) edit(ev *SSEEvent, eds []dataEdit, modelPath string) []byte {
+	if len(eds) == 0 {
+		return ev.Raw
+	}
+	if len(eds) == 2 && eds[1].from < eds[0].from {
+		eds[0], eds[1] = eds[1], eds[0]
+	}
+	out := t.out[:0]
+	prev := 0
+	for _, e := range eds {
+		if e.model && e.from < 0 {
+			return t.replaceAt(ev, modelPath, t.model)
+		}
+		rf, rt, ok := rawSpan(ev, e.from, e.to)
+		if !ok || rf < prev {
+			return t.editData(ev, eds)
+		}
+		out = append(out, ev.Raw[prev:rf]...)
+		if e.model {
+			out = appendString(out, t.model)
+		}
+		prev = rt
+	}
+	out = append(out, ev.Raw[prev:]...)
+	t.out = out
+	return out
+}
+
+// editData makes the edits on a copy of the data and frames it anew (one
+// data: line per line, the event: line kept): for multi-line data whose
+// edit spans lines other than data lines.
+func (t *StreamTranslator) editData(ev *SSEEvent, eds []dataEdit) []byte {
+	var nd []byte
+	prev := 0
+	for _, e := range eds {
+		nd = append(nd, ev.Data[prev:e.from]...)
+		if e.model {
+			nd = appendString(nd, t.model)
+		}
+		prev = e.to
+	}
+	nd = append(nd, ev.Data[prev:]...)
+	return appendEvent(nil, ev.Event, nd)
+}
+
+// rawSpan maps data[from:to] of ev to the bytes of ev.Raw that hold it.
+// For data of several data: lines (joined with "\n" in Data), a span that
+// covers a line break covers the line terminator and the next line's
+// "data:" prefix; ok is false when other lines (comments, event:, id:)
+// sit between.
+func rawSpan(ev *SSEEvent, from, to int) (rf, rt int, ok bool) {
+	if ev.dataOff >= 0 {
+		return ev.dataOff + from, ev.dataOff + to, true
+	}
+	rf, lf := dataToRaw(ev.Raw, from)
+	rt, lt := dataToRaw(ev.Raw, to)
+	if rf < 0 || rt < 0 {
+		return 0, 0, false
+	}
+	return rf, rt, lt-lf == dataLinesBetween(ev.Raw, rf, rt)
+}
+
+// dataToRaw returns the offset in raw of the byte at offset d of the
+// joined data, and the number of the raw line holding it; -1 when d is
+// beyond the data.
+func dataToRaw(raw []byte, d int) (int, int) {
+	c := 0 // offset in the joined data of the current data line
+	for line, at := 0, 0; at < len(raw); line++ {
+		l := raw[at:]
+		end := lineEnd(l)
+		if end < 0 {
+			end = len(l)
+		}
+		if v, ok := dataLineValue(l[:end]); ok {
+			if d <= c+len(v) {
+				return at + (end - len(v)) + (d - c), line
+			}
+			c += len(v) + 1
+		}
+		at += end + termLen(l[end:])
+	}
+	return -1, 0
+}
+
+// dataLinesBetween counts the line breaks in raw[from:to], or returns -1
+// when a line that starts in it is not a data line.
+func dataLinesBetween(raw []byte, from, to int) int {
+	n := 0
+	for at := from; at < to; {
+		end := lineEnd(raw[at:to])
+		if end < 0 {
+			break
+		}
+		at += end + termLen(raw[at+end:])
+		n++
+		rest := raw[at:]
+		if e := lineEnd(rest); e >= 0 {
+			rest = rest[:e]
+		}
+		if _, ok := dataLineValue(rest); !ok {
+			return -1
+		}
+	}
+	return n
+}
+
+// dataLineValue returns the value of a data: line (after "data:" and one
+// optional space).
+func dataLineValue(l []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(l, []byte("data")) {
+		return nil, false
+	}
+	switch {
+	case len(l) == 4:
+		return l[4:], true
+	case l[4] != ':':
+		return nil, false
+	case len(l) > 5 && l[5] == ' ':
+		return l[6:], true
+	}
+	return l[5:], true
+}
+
+// termLen is the length of the line terminator at the start of b.
+func termLen(b []byte) int {
+	switch {
+	case len(b) >= 2 && b[0] == '\r' && b[1] == '\n':
+		return 2
+	case len(b) >= 1:
+		return 1
+	}
+	return 0
 }
 
 // chatDeltaIsPreamble reports whether a Chat delta carries nothing but the
@@ -203,20 +477,6 @@ func chatDeltaIsPreamble(d gjson.Result) bool {
 		return pre
 	})
 	return pre
-}
-
-// splice returns ev.Raw with the JSON string v (a value found in ev.Data,
-// with its Index) replaced by value, copying the event once. It falls back
-// to sjson when Data is not a contiguous part of Raw.
-func (t *StreamTranslator) splice(ev *SSEEvent, v gjson.Result, value string) []byte {
-	if ev.dataOff < 0 || v.Index <= 0 || v.Index+len(v.Raw) > len(ev.Data) {
-		return t.replaceAt(ev, "model", value)
-	}
-	at := ev.dataOff + v.Index
-	out := make([]byte, 0, len(ev.Raw)+len(value)+2-len(v.Raw))
-	out = append(out, ev.Raw[:at]...)
-	out = appendString(out, value)
-	return append(out, ev.Raw[at+len(v.Raw):]...)
 }
 
 // scrub returns ev.Raw with secrets removed from the messages at paths
@@ -320,6 +580,8 @@ func (t *StreamTranslator) passFail(msg string, cause error) {
 	if t.failBeforeCommit(cause) {
 		return
 	}
+	t.errEvent = true
+	defer func() { t.errEvent = false }()
 	st := &t.pt
 	switch t.from {
 	case OpenAIChat:
