@@ -65,6 +65,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestResponsesUpstreamWhole", TestResponsesUpstreamWhole},
 		{"TestRequestFixturesToResponses", TestRequestFixturesToResponses},
 		{"TestStreamEventViewsNotKept", TestStreamEventViewsNotKept},
+		{"TestHideUsageChunkByteIdentical", TestHideUsageChunkByteIdentical},
 	}
 }
 

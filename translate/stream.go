@@ -144,9 +144,14 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 	}
 }
 
-// HideUsageChunk makes an OpenAI Chat passthrough drop the upstream's
-// usage-only chunk (choices: []) after observing it; see AddStreamUsage.
-// It has no effect on other directions.
+// HideUsageChunk makes an OpenAI Chat passthrough relay the stream the
+// upstream would have sent without the stream_options.include_usage the
+// gateway added for its own accounting (see AddStreamUsage): the
+// usage-only chunk (choices: []) is observed (Usage) and dropped, and the
+// top-level "usage":null member the option adds to every other chunk (OpenAI
+// API reference, "The chat completion chunk object") is removed with its
+// separating comma, wherever it sits, every other byte kept. It has no
+// effect on other directions.
 func (t *StreamTranslator) HideUsageChunk() { t.hideUsage = true }
 
 // Usage returns the usage observed so far (complete after Run returns).

@@ -1,0 +1,182 @@
+package translate
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// directChatStream is what an OpenAI Chat stream recorded with
+// stream_options.include_usage would have been without it, built without
+// the translator: the usage-only chunk (choices: [] and a usage object)
+// dropped, and the top-level "usage":null member removed from every other
+// chunk by text replacement of its known forms (compact, after another
+// member; the one-member-per-data-line form of multi-line data). Each
+// rebuilt chunk is checked against sjson's deletion of "usage" from the
+// original data. It also returns the usage chunk's data ("" when none).
+func directChatStream(t *testing.T, body []byte) (direct []byte, usageChunk string) {
+	t.Helper()
+	for _, ev := range readAllEvents(t, bytes.NewReader(body)) {
+		u := gjson.GetBytes(ev.Data, "usage")
+		if u.IsObject() && gjson.GetBytes(ev.Data, "choices").Raw == "[]" {
+			usageChunk = string(ev.Data)
+			continue
+		}
+		raw := ev.Raw
+		if u.Type == gjson.Null && u.Exists() {
+			for _, form := range []string{`,"usage":null`, ",\ndata: \"usage\":null", ",\r\ndata: \"usage\":null", ",\ndata:\"usage\":null"} {
+				raw = bytes.ReplaceAll(raw, []byte(form), nil)
+			}
+			got := readAllEvents(t, bytes.NewReader(raw))
+			want, err := sjson.DeleteBytes(bytes.Clone(ev.Data), "usage")
+			if err != nil || len(got) != 1 || gjson.GetBytes(got[0].Data, "@ugly").Raw != gjson.GetBytes(want, "@ugly").Raw {
+				t.Fatalf("rebuilding %q: %q is not sjson's %q (%v)", ev.Raw, raw, want, err)
+			}
+		}
+		direct = append(direct, raw...)
+	}
+	return direct, usageChunk
+}
+
+// TestHideUsageChunkByteIdentical: with HideUsageChunk (the gateway added
+// include_usage, the client did not ask for usage), every recorded OpenAI
+// Chat stream that carries "usage":null members reaches the client as the
+// upstream would have sent it without include_usage: no "usage":null
+// member, no usage chunk, every other byte the same; the usage is still
+// counted. With a client model, the model is the only other change.
+func TestHideUsageChunkByteIdentical(t *testing.T) {
+	n := 0
+	for _, fx := range streamFixtures(t, OpenAIChat) {
+		if !bytes.Contains(fx.body, []byte(`"usage":null`)) {
+			continue
+		}
+		n++
+		direct, usageChunk := directChatStream(t, fx.body)
+		if bytes.Contains(direct, []byte(`"usage":null`)) {
+			t.Fatalf("%s: the direct form still has a usage member", fx.name)
+		}
+		for _, hold := range []bool{false, true} {
+			var out []byte
+			tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "", EventWriterFunc(func(p []byte) error {
+				out = append(out, p...)
+				return nil
+			}))
+			tr.HideUsageChunk()
+			if hold {
+				tr.HoldPreamble()
+			}
+			if err := tr.Run(newEventReader(fx.body)); err != nil {
+				t.Fatalf("%s: %v", fx.name, err)
+			}
+			if !bytes.Equal(out, direct) {
+				t.Fatalf("%s (hold %v): passthrough with HideUsageChunk is not the direct stream:\n%s\nwant\n%s", fx.name, hold, out, direct)
+			}
+			if usageChunk != "" {
+				u := tr.Usage()
+				in, outTok := gjson.Get(usageChunk, "usage.prompt_tokens"), gjson.Get(usageChunk, "usage.completion_tokens")
+				if u.InputTokens == nil || *u.InputTokens != in.Int() || u.OutputTokens == nil || *u.OutputTokens != outTok.Int() {
+					t.Errorf("%s: usage %s, the upstream reported %s / %s", fx.name, usageString(u), in.Raw, outTok.Raw)
+				}
+			}
+		}
+		// with the client's model name: the direct stream with that model
+		upModel := gjson.GetBytes(firstData(t, fx.body), "model").Str
+		var out []byte
+		tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "client-model", EventWriterFunc(func(p []byte) error {
+			out = append(out, p...)
+			return nil
+		}))
+		tr.HideUsageChunk()
+		if err := tr.Run(bytes.NewReader(fx.body)); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.ReplaceAll(direct, []byte(`"model":"`+upModel+`"`), []byte(`"model":"client-model"`))
+		if !bytes.Equal(out, want) {
+			t.Fatalf("%s: with a client model:\n%s\nwant\n%s", fx.name, out, want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no OpenAI Chat stream with \"usage\":null members")
+	}
+}
+
+// firstData returns the data of body's first event that has data.
+func firstData(t *testing.T, body []byte) []byte {
+	for _, ev := range readAllEvents(t, bytes.NewReader(body)) {
+		if len(ev.Data) > 0 {
+			return ev.Data
+		}
+	}
+	return nil
+}
+
+// TestHideUsageNullMemberForms: the member is removed wherever it sits in
+// the chunk (first, middle, last, alone; with and without white space);
+// a "usage" member below the top level, or a usage object, is kept; and
+// nothing changes without HideUsageChunk.
+func TestHideUsageNullMemberForms(t *testing.T) {
+	const ch = `"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]`
+	cases := []struct{ in, want string }{
+		{`{"id":"a",` + ch + `,"usage":null}`, `{"id":"a",` + ch + `}`},
+		{`{"usage":null,"id":"a",` + ch + `}`, `{"id":"a",` + ch + `}`},
+		{`{"id":"a","usage":null,` + ch + `}`, `{"id":"a",` + ch + `}`},
+		{`{"id": "a", "usage": null, ` + ch + `}`, `{"id": "a", ` + ch + `}`},
+		{`{ "usage" : null , "id": "a", ` + ch + `}`, `{ "id": "a", ` + ch + `}`},
+		{`{"id": "a", ` + ch + `, "usage": null}`, `{"id": "a", ` + ch + `}`},
+		{"{\"id\":\"a\",\t\"usage\":\tnull,\t" + ch + "}", "{\"id\":\"a\",\t" + ch + "}"},
+		{`{"usage":null}`, `{}`},
+		// below the top level: kept; the top-level one removed
+		{`{"id":"a","choices":[{"index":0,"delta":{"content":"x","usage":null},"finish_reason":null}],"usage":null}`,
+			`{"id":"a","choices":[{"index":0,"delta":{"content":"x","usage":null},"finish_reason":null}]}`},
+		{`{"id":"a","choices":[{"index":0,"delta":{"content":"x","usage":null},"finish_reason":null}]}`,
+			`{"id":"a","choices":[{"index":0,"delta":{"content":"x","usage":null},"finish_reason":null}]}`},
+		// a string that looks like the member: kept
+		{`{"id":"a","choices":[{"index":0,"delta":{"content":"\"usage\":null"},"finish_reason":null}]}`,
+			`{"id":"a","choices":[{"index":0,"delta":{"content":"\"usage\":null"},"finish_reason":null}]}`},
+		// usage reported next to a choice: kept as it came
+		{`{"id":"a",` + ch + `,"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+			`{"id":"a",` + ch + `,"usage":{"prompt_tokens":1,"completion_tokens":2}}`},
+	}
+	for _, c := range cases {
+		for _, hide := range []bool{true, false} {
+			body := "data: " + c.in + "\n\ndata: [DONE]\n\n"
+			var out []byte
+			tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "", EventWriterFunc(func(p []byte) error {
+				out = append(out, p...)
+				return nil
+			}))
+			if hide {
+				tr.HideUsageChunk()
+			}
+			_ = tr.Run(strings.NewReader(body))
+			want := "data: " + c.in + "\n\n"
+			if hide {
+				want = "data: " + c.want + "\n\n"
+			}
+			if got, _, _ := strings.Cut(string(out), "data: [DONE]"); !strings.HasPrefix(string(out), want) {
+				t.Errorf("hide %v: %s\n got %s\nwant %s", hide, c.in, got, want)
+			}
+		}
+	}
+	// multi-line data: the member on a line of its own, or after a comma
+	// that ends the previous line
+	for _, c := range []struct{ in, want string }{
+		{"data: {\"id\":\"a\",\ndata: " + ch + ",\ndata: \"usage\":null}\n\n", "data: {\"id\":\"a\",\ndata: " + ch + "}\n\n"},
+		{"data: {\"id\":\"a\"," + ch + ",\r\ndata:\"usage\":null}\r\n\r\n", "data: {\"id\":\"a\"," + ch + "}\r\n\r\n"},
+		{"data: {\"id\":\"a\"," + ch + ",\nid: 7\ndata: \"usage\":null}\n\n", "data: {\"id\":\"a\"," + ch + "}\n\n"},
+	} {
+		var out []byte
+		tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "", EventWriterFunc(func(p []byte) error {
+			out = append(out, p...)
+			return nil
+		}))
+		tr.HideUsageChunk()
+		_ = tr.Run(strings.NewReader(c.in + "data: [DONE]\n\n"))
+		if !strings.HasPrefix(string(out), c.want) {
+			t.Errorf("%q\n got %q\nwant %q", c.in, out, c.want)
+		}
+	}
+}
