@@ -37,8 +37,7 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 		cs.t.au.add(m.Get("usage"))
 		cs.begin(m.Get("id").Str, m.Get("model").Str, 0)
 	case "content_block_start":
-		res := gjson.GetMany(data, "index", "content_block")
-		idx, blk := res[0].Int(), res[1]
+		idx, blk := gjson.Get(data, "index").Int(), gjson.Get(data, "content_block")
 		d.cur, d.skip = -1, -1
 		switch blk.Get("type").Str {
 		case "text":
@@ -68,12 +67,12 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 		}
 		d.cur = idx
 	case "content_block_delta":
-		res := gjson.GetMany(data, "index", "delta.type", "delta")
-		if res[0].Int() != d.cur || d.cur < 0 {
+		// one lookup per member (GetMany would allocate its result)
+		if gjson.Get(data, "index").Int() != d.cur || d.cur < 0 {
 			return
 		}
-		delta := res[2]
-		switch res[1].Str {
+		delta := gjson.Get(data, "delta")
+		switch delta.Get("type").Str {
 		case "text_delta":
 			cs.delta(deltaText, delta.Get("text").Str)
 		case "thinking_delta":
@@ -91,14 +90,14 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 			d.cur = -1
 		}
 	case "message_delta":
-		res := gjson.GetMany(data, "delta.stop_reason", "delta.stop_sequence", "usage")
-		cs.t.au.add(res[2])
+		delta := gjson.Get(data, "delta")
+		cs.t.au.add(gjson.Get(data, "usage"))
 		d.cur = -1
-		stop := res[0].Str
+		stop := delta.Get("stop_reason").Str
 		if stop == "" {
 			stop = stopEndTurn
 		}
-		cs.finish(stop, res[1].Str)
+		cs.finish(stop, delta.Get("stop_sequence").Str)
 	case "message_stop":
 		cs.end()
 	case "error":
