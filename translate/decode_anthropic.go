@@ -1,6 +1,10 @@
 package translate
 
-import "github.com/tidwall/gjson"
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
 
 // decodeAnthropicRequest decodes an Anthropic Messages request (Anthropic API
 // reference, "Create a Message") into the canonical form, with the field
@@ -64,6 +68,9 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 	switch {
 	case sys.Type == gjson.String:
+		if isBlank(sys.Str) {
+			c.dirty = true // SanitizeAnthropicRequest removes it
+		}
 		if sys.Str != "" {
 			r.system = []canonPart{{kind: partText, text: sys.Str}}
 		}
@@ -87,6 +94,9 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 			}
 			if e != nil {
 				return e
+			}
+			if isBlank(text) {
+				c.dirty = true
 			}
 			r.system = append(r.system, canonPart{kind: partText, text: text, cache: rawOrEmpty(bsc.get("cache_control"))})
 			return nil
@@ -311,6 +321,9 @@ func effortForBudget(b int64) string {
 // array of blocks.
 func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	if v.Type == gjson.String {
+		if isBlank(v.Str) {
+			c.dirty = true // a blank message or tool_result content: removed
+		}
 		return []canonPart{{kind: partText, text: v.Str}}, nil
 	}
 	if !present(v) {
@@ -366,6 +379,9 @@ func anthropicBlock(b gjson.Result, bf objFields, p fpath, c *checker) (part can
 	switch typ {
 	case "text":
 		t, e := c.reqStr(bf.get("text"), p.dot("text"))
+		if isBlank(t) {
+			c.dirty = true
+		}
 		return canonPart{kind: partText, text: t, cache: cache}, true, e
 	case "image", "document":
 		part, e := anthropicSource(bf, p, typ, c)
@@ -410,9 +426,15 @@ func anthropicBlock(b gjson.Result, bf objFields, p fpath, c *checker) (part can
 		return part, true, nil
 	case "thinking":
 		text, sig := required("thinking"), required("signature")
+		if isBlank(sig) || strings.HasPrefix(sig, sigPrefixOpenAI) {
+			c.dirty = true // unsigned, or OpenAI reasoning: removed
+		}
 		return canonPart{kind: partThinking, text: text, signature: sig, raw: b.Raw}, true, err
 	case "redacted_thinking":
 		data := required("data")
+		if strings.HasPrefix(data, sigPrefixOpenAI) {
+			c.dirty = true
+		}
 		return canonPart{kind: partRedactedThinking, data: data, raw: b.Raw}, true, err
 	case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
 		"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",

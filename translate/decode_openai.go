@@ -130,6 +130,14 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 // chatAssistant reads an assistant message: reasoning (in the fields
 // OpenAI-compatible upstreams use), content, refusal and tool_calls.
 func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) {
+	if !mf.get("reasoning_content").Exists() {
+		for i := range mf {
+			if mf[i].key == "reasoning" && mf[i].val.Type == gjson.String {
+				c.dirty = true // ChatReasoningToContent renames it
+				break
+			}
+		}
+	}
 	parts, e := chatThinkingBlocks(mf.get("thinking_blocks"), param.dot("thinking_blocks"), c)
 	if e != nil {
 		return nil, e

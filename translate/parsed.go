@@ -43,6 +43,10 @@ type Request struct {
 
 	hyg     []byte // body after the same-dialect hygiene; nil until first needed
 	hygDone bool
+	// clean is true when the validation pass found nothing the
+	// same-dialect hygiene (SanitizeAnthropicRequest,
+	// ChatReasoningToContent) would change, so Encode skips its scans
+	clean bool
 
 	seedDone       bool
 	seedSys, seed1 string
@@ -126,12 +130,14 @@ func parseRequest(d Dialect, body []byte) (*Request, *Error) {
 	// one decoding pass, in translate mode: it checks everything
 	// ValidateRequest checks and the vendor's ranges and enums too, and
 	// leaves the canonical form a translation encodes
-	canon, e := decodeWith(&checker{d: d, translate: true, root: root, rootSet: true}, body)
+	c := &checker{d: d, translate: true, root: root, rootSet: true}
+	canon, e := decodeWith(c, body)
 	if e == nil {
 		e = canon.validate()
 	}
 	if e == nil {
 		r.canon = canon
+		r.clean = !c.dirty
 		return r, nil
 	}
 	// refused in translate mode: whether its own dialect accepts it is
@@ -199,7 +205,10 @@ func (r *Request) SessionSeed() (system, firstUser string) {
 // "model" field rewritten (SetModel; the very slice Body returns when
 // there is nothing to change) after the dialect's hygiene:
 // SanitizeAnthropicRequest for Anthropic Messages, ChatReasoningToContent
-// for OpenAI Chat (both return their input when they find nothing to do).
+// for OpenAI Chat (both return their input when they find nothing to do),
+// run only when the validation pass met something they change (a blank
+// text block, an unsigned or OpenAI-signed thinking block, an assistant's
+// "reasoning"; TestHygieneFlaggedByParse), so a clean body costs no scan.
 // For another dialect it is the translation TranslateRequest gives,
 // encoded from the canonical form the validation pass built (the body is
 // not read again); its error, when the request cannot be translated (the
@@ -235,10 +244,14 @@ func (r *Request) encode(to Dialect, model string) ([]byte, error) {
 	if to == r.d {
 		if !r.hygDone {
 			r.hygDone = true
-			switch to {
-			case AnthropicMessages:
+			switch {
+			case r.clean:
+				// the validation pass saw every block and message the
+				// hygiene looks at, and none it would change
+				r.hyg = r.body
+			case to == AnthropicMessages:
 				r.hyg = SanitizeAnthropicRequest(r.body)
-			case OpenAIChat:
+			case to == OpenAIChat:
 				r.hyg = ChatReasoningToContent(r.body)
 			default:
 				r.hyg = r.body

@@ -495,3 +495,59 @@ func TestHasBlankStringSameAsByteScan(t *testing.T) {
 		t.Errorf("only %d bodies with a blank string: the comparison needs both answers", found)
 	}
 }
+
+// TestHygieneFlaggedByParse: the validation pass flags every body the
+// same-dialect hygiene would change (SanitizeAnthropicRequest for
+// Anthropic Messages, ChatReasoningToContent for OpenAI Chat), over every
+// body of the package's corpus, so Encode may skip the hygiene's scans
+// on the others. A body flagged but left unchanged only costs the scans.
+func TestHygieneFlaggedByParse(t *testing.T) {
+	hygiene := map[Dialect]func([]byte) []byte{AnthropicMessages: SanitizeAnthropicRequest, OpenAIChat: ChatReasoningToContent}
+	bodies := append(testBodies(t),
+		[]byte(`{"model":"m","max_tokens":5,"system":" \n","messages":[{"role":"user","content":"hi"}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"\t"}],"messages":[{"role":"user","content":"hi"}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"\n"},{"role":"user","content":"x"}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"text","text":"\r\n "}]}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":" "}]}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":""},{"type":"text","text":"ok"}]}]}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"text","text":"a"}]}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"openai.reasoning.v1:abc"},{"type":"text","text":"a"}]}]}`),
+		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"redacted_thinking","data":"openai.reasoning.v1:abc"},{"type":"text","text":"a"}]}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a","reasoning":"r"}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a","reasoning":1,"reasoning":"r"}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a","reas\u006fning":"r"}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a","reasoning":"r","reasoning_content":"c"}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","reasoning":"r","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"a","reasoning":""},{"role":"user","content":"more"},{"role":"assistant","content":"b","reasoning":"r2"}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi","reasoning":"not an assistant's"},{"role":"assistant","content":"a","reasoning":null}]}`),
+	)
+	changed, flagged, refused := map[Dialect]int{}, map[Dialect]int{}, map[Dialect]int{}
+	for _, b := range bodies {
+		for d, clean := range hygiene {
+			r, err := ParseRequest(d, b)
+			if err != nil {
+				continue
+			}
+			out := clean(b)
+			same := len(out) == len(b) && (len(b) == 0 || &out[0] == &b[0])
+			if !same {
+				changed[d]++
+				if r.clean {
+					t.Errorf("%s %.300s: the hygiene changes the body but the parse did not flag it", d, b)
+				}
+			}
+			switch {
+			case r.xerr != nil:
+				refused[d]++ // the hygiene runs with its own scans
+			case !r.clean && same:
+				flagged[d]++ // flagged, unchanged: only its scans are spent
+			}
+		}
+	}
+	t.Logf("%d bodies; changed by the hygiene %v; flagged but unchanged %v; refused by a translation (not flagged: the hygiene scans) %v", len(bodies), changed, flagged, refused)
+	for d := range hygiene {
+		if changed[d] < 5 {
+			t.Errorf("%s: only %d bodies the hygiene changes; the check needs them", d, changed[d])
+		}
+	}
+}

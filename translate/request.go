@@ -254,12 +254,11 @@ func SetModel(body []byte, model string) ([]byte, error) {
 }
 
 // splice returns a new buffer holding body with the n bytes at off
-// replaced by repl.
+// replaced by repl: one allocation of exactly the result's size, written
+// once (bytes.Join allocates without zeroing first, which for an 80 KB
+// body is a pass over it saved).
 func splice(body []byte, off, n int, repl []byte) []byte {
-	out := make([]byte, 0, len(body)-n+len(repl))
-	out = append(out, body[:off]...)
-	out = append(out, repl...)
-	return append(out, body[off+n:]...)
+	return bytes.Join([][]byte{body[:off], repl, body[off+n:]}, nil)
 }
 
 // TranslateRequest converts a request body from the client's dialect `from`

@@ -150,6 +150,17 @@ type checker struct {
 	// decoder does not walk it again; rootSet says it does.
 	root    objFields
 	rootSet bool
+
+	// dirty is set by a decoder that meets what the client dialect's
+	// same-dialect hygiene changes (Anthropic Messages: a blank text block,
+	// string content or system, a thinking block with a blank or OpenAI
+	// signature, a redacted_thinking block with OpenAI data, as
+	// SanitizeAnthropicRequest removes them; OpenAI Chat: a string
+	// "reasoning" member of an assistant message without
+	// reasoning_content, as ChatReasoningToContent renames it). It may be
+	// set when the hygiene then changes nothing, never left unset when it
+	// would; it means something only after a decode that succeeded.
+	dirty bool
 }
 
 // rootFields returns the top-level members of body: the ones the caller
