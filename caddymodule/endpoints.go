@@ -41,8 +41,12 @@ func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *r
 		return
 	}
 	defer rel.run()
+	if te := translate.CheckObject(body); te != nil {
+		rl.failRequest(w, d, te)
+		return
+	}
 	model := gjson.GetBytes(body, "model")
-	if !gjson.ValidBytes(body) || model.Type != gjson.String || model.Str == "" {
+	if model.Type != gjson.String || model.Str == "" {
 		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "body must be a JSON object with a string model")
 		return
 	}

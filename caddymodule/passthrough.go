@@ -58,8 +58,10 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request, rl *r
 		return
 	}
 	defer rel.run()
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
-		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "request body must be a JSON object")
+	if te := translate.CheckObject(body); te != nil {
+		// depth before any parse (a deep body would exhaust the stack),
+		// and no repeated "model" routed as one and run as another
+		rl.failRequest(w, d, te)
 		return
 	}
 	model := gjson.GetBytes(body, "model")

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
 )
 
 // relayJSON reads a non-streamed 2xx answer (bounded by maxUpstreamBody),
@@ -26,7 +27,7 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	if err == nil && len(data) > maxUpstreamBody {
 		err = errors.New("upstream response larger than the gateway's limit")
 	}
-	if err == nil && !gjson.ValidBytes(data) {
+	if err == nil && !translate.ValidJSON(data) {
 		// an HTML page, a proxy's banner or garbage with status 2xx:
 		// a misconfigured or broken upstream, not an answer
 		return x.fail(keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream answered " + strconv.Itoa(resp.StatusCode) + " with a body that is not JSON"})
