@@ -26,7 +26,7 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		return nil, c.typeErr(top("messages"), wantArr, msgs)
 	}
 	var err *Error
-	var msc objFields
+	msc := c.take()
 	msgsPath := top("messages")
 	err = eachObject(msgs, msgsPath, c, func(idx int, m gjson.Result) *Error {
 		param := msgsPath.at(idx)
@@ -49,6 +49,7 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		r.addMessage(role, parts...)
 		return nil
 	})
+	c.give(msc)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 		}
 	case sys.IsArray():
 		var err *Error
-		var bsc objFields
+		bsc := c.take()
 		sysPath := top("system")
 		err = eachObject(sys, sysPath, c, func(idx int, b gjson.Result) *Error {
 			p := sysPath.at(idx)
@@ -101,6 +102,7 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 			r.system = append(r.system, canonPart{kind: partText, text: text, cache: rawOrEmpty(bsc.get("cache_control"))})
 			return nil
 		})
+		c.give(bsc)
 		return err
 	case present(sys):
 		return c.typeErr(top("system"), wantStrOrArr, sys)
@@ -116,7 +118,7 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	}
 	var out []canonTool
 	var err *Error
-	var tsc objFields
+	tsc := c.take()
 	toolsPath := top("tools")
 	err = eachObject(tools, toolsPath, c, func(idx int, t gjson.Result) *Error {
 		p := toolsPath.at(idx)
@@ -155,6 +157,7 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 			schema: rawOrEmpty(schema), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
 		return nil
 	})
+	c.give(tsc)
 	return out, err
 }
 
@@ -334,7 +337,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 	}
 	var parts []canonPart
 	var err *Error
-	var bsc objFields
+	bsc := c.take()
 	err = eachObject(v, param, c, func(idx int, b gjson.Result) *Error {
 		p := param.at(idx)
 		bsc = fieldsInto(bsc, b)
@@ -347,6 +350,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 		}
 		return nil
 	})
+	c.give(bsc)
 	return parts, err
 }
 

@@ -27,7 +27,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	}
 	var err *Error
 	leading := true
-	var msc objFields
+	msc := c.take()
 	msgsPath := top("messages")
 	err = eachObject(msgs, msgsPath, c, func(idx int, m gjson.Result) *Error {
 		param := msgsPath.at(idx)
@@ -112,6 +112,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		leading = false
 		return nil
 	})
+	c.give(msc)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +322,7 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	}
 	var out []canonTool
 	var err *Error
-	var tsc objFields
+	tsc := c.take()
 	toolsPath := top("tools")
 	err = eachObject(tools, toolsPath, c, func(idx int, t gjson.Result) *Error {
 		param := toolsPath.at(idx)
@@ -355,6 +356,7 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		out = append(out, tool)
 		return nil
 	})
+	c.give(tsc)
 	return out, err
 }
 
@@ -631,7 +633,7 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 	case v.IsArray():
 		var parts []canonPart
 		var err *Error
-		var psc objFields
+		psc := c.take()
 		err = eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
 			pp := param.at(idx)
 			psc = fieldsInto(psc, p)
@@ -675,6 +677,7 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			}
 			return nil
 		})
+		c.give(psc)
 		return parts, err
 	case !present(v):
 		return nil, nil

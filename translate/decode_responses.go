@@ -74,7 +74,7 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 	leading := true
 	var err *Error
-	var isc objFields
+	isc := c.take()
 	inputPath := top("input")
 	err = eachObject(input, inputPath, c, func(idx int, it gjson.Result) *Error {
 		p := inputPath.at(idx)
@@ -166,6 +166,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 		leading = false
 		return nil
 	})
+	c.give(isc)
 	return err
 }
 
@@ -365,7 +366,7 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 	}
 	var parts []canonPart
 	var err *Error
-	var psc objFields
+	psc := c.take()
 	err = eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
 		pp := param.at(idx)
 		psc = fieldsInto(psc, p)
@@ -379,6 +380,7 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 		parts = append(parts, part)
 		return nil
 	})
+	c.give(psc)
 	return parts, err
 }
 

@@ -161,6 +161,35 @@ type checker struct {
 	// set when the hygiene then changes nothing, never left unset when it
 	// would; it means something only after a decode that succeeded.
 	dirty bool
+
+	// spare holds member buffers (objFields) a decoder gave back, for the
+	// next object walk to reuse: an 80 KB request has a few hundred
+	// objects, read with a handful of buffers instead of one growing
+	// buffer each
+	spare  [8]objFields
+	nspare int
+}
+
+// take returns an empty member buffer: one given back, else a new one.
+// Each take is paired with a give once its walk is done; a walk nested in
+// another takes its own.
+func (c *checker) take() objFields {
+	if c.nspare == 0 {
+		return make(objFields, 0, 16)
+	}
+	c.nspare--
+	f := c.spare[c.nspare]
+	c.spare[c.nspare] = nil
+	return f[:0]
+}
+
+// give hands a buffer from take back for reuse (what it holds is views of
+// the body: the checker lives no longer than the decoding).
+func (c *checker) give(f objFields) {
+	if c.nspare < len(c.spare) {
+		c.spare[c.nspare] = f
+		c.nspare++
+	}
 }
 
 // rootFields returns the top-level members of body: the ones the caller
