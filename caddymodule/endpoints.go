@@ -28,7 +28,10 @@ func statelessCheck(body []byte) string {
 // serveCountTokens answers POST /v1/messages/count_tokens (Anthropic).
 // The request passes the same gates as a completion (the gateway key's
 // rpm and concurrency, max_in_flight, max_request_body). When the routed
-// pool has an Anthropic-native key that is free now, that key counts,
+// pool has a key that can count and is free now (an Anthropic-native key,
+// through count_tokens, else a key with an OpenAI Responses endpoint,
+// through /responses/input_tokens with the request translated), that key
+// counts,
 // through the same request builder and under the pool's attempt_timeout;
 // otherwise, and whenever that attempt fails (a hung upstream times out),
 // the count is estimated locally (about four bytes of text per token) and
@@ -76,10 +79,13 @@ func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *r
 // (one attempt, never waiting for a key) and relays a 2xx answer. It
 // reports whether the client was answered (or went away).
 func (h *Handler) countTokensUpstream(w http.ResponseWriter, r *http.Request, p *pool, body []byte, rl *requestLog) bool {
-	counts := upstreamFor(translate.AnthropicMessages)
 	lease, err := p.kp.Acquire(r.Context(), keypool.AcquireOptions{Skip: func(k *keypool.Key) bool {
 		uk := p.keys[k.Fingerprint()]
-		return uk == nil || counts.countTokensURL(uk) == ""
+		if uk == nil {
+			return true
+		}
+		_, _, ok := uk.counter()
+		return !ok
 	}})
 	if err != nil {
 		return false

@@ -103,6 +103,27 @@ func (*anthropicUpstream) countTokensURL(uk *upstreamKey) string {
 	return uk.messageURL + "/count_tokens"
 }
 
+// countTokensURL is OpenAI's POST /v1/responses/input_tokens, per
+// OpenAI's API reference ("Get input token counts").
+func (*responsesUpstream) countTokensURL(uk *upstreamKey) string {
+	if uk.responsesURL == "" {
+		return ""
+	}
+	return uk.responsesURL + "/input_tokens"
+}
+
+// counter returns the upstream dialect that counts tokens for key uk
+// (Anthropic's count_tokens first, else OpenAI's input_tokens) and its
+// URL; ok is false when the key has neither.
+func (k *upstreamKey) counter() (d translate.Dialect, url string, ok bool) {
+	for _, d := range [...]translate.Dialect{translate.AnthropicMessages, translate.OpenAIResponses} {
+		if u := upstreamFor(d).countTokensURL(k); u != "" {
+			return d, u, true
+		}
+	}
+	return 0, "", false
+}
+
 // openAIBase returns the key's OpenAI API root (".../v1"), where OpenAI's
 // other endpoints (/embeddings) live: from its Chat Completions endpoint,
 // else from its Responses endpoint; "" when the key speaks only Anthropic.

@@ -215,7 +215,8 @@ const (
 	// kindCompletion: a chat completion, message or response, in the
 	// key's dialect (translated when it differs from the client's).
 	kindCompletion callKind = iota
-	// kindCountTokens: Anthropic's count_tokens, on a native key only.
+	// kindCountTokens: Anthropic's count_tokens, on a key that can count
+	// (upstreamKey.counter).
 	kindCountTokens
 	// kindPassthrough: an OpenAI endpoint passed through as it is (the
 	// model rewritten), e.g. embeddings; see passthrough.
@@ -278,6 +279,9 @@ func (c *call) encode(ctx context.Context, up translate.Dialect) ([]byte, error)
 	model := c.upstreamModel
 	if model == c.clientModel {
 		model = "" // the client's
+	}
+	if c.kind == kindCountTokens {
+		return translate.CountTokensBody(up, c.raw, model)
 	}
 	if c.req == nil {
 		if model == "" {
@@ -518,8 +522,7 @@ func (x *exchange) start(deadline time.Time) (actx context.Context, url string) 
 	var d translate.Dialect
 	switch x.c.kind {
 	case kindCountTokens:
-		d = translate.AnthropicMessages
-		url = upstreamFor(d).countTokensURL(x.uk)
+		d, url, _ = x.uk.counter()
 	case kindPassthrough:
 		d = translate.OpenAIChat
 		if x.uk.chatURL == "" {

@@ -399,3 +399,32 @@ func checkAnthropicError(t *testing.T, err error, status int, msg string) {
 		t.Fatalf("not Anthropic's error shape: %s", ae.RawJSON())
 	}
 }
+
+// TestCountTokensOnResponsesKey: count_tokens routed to a pool of
+// Responses keys is counted by the upstream's /responses/input_tokens (the
+// request translated and reduced to what that endpoint accepts), not
+// estimated; the recorded OpenAI answer reaches the client as Anthropic's
+// {"input_tokens":N} (the recorded answer's shape is checked in
+// translate's TestCountTokensAnswer).
+func TestCountTokensOnResponsesKey(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n"+
+		"\t\tpool rs {\n\t\t\tmodels *\n\t\t\tkey rs-key "+base+" {\n\t\t\t\tid rs\n\t\t\t\tdialect responses\n\t\t\t}\n\t\t}\n\t}\n")
+	ac := anthropic.NewClient(aopt.WithBaseURL(gw), aopt.WithAPIKey(gatewayKey), aopt.WithMaxRetries(0))
+	p := anthropic.MessageCountTokensParams{Model: "gpt-5",
+		System:   anthropic.MessageCountTokensParamsSystemUnion{OfString: anthropic.String("be brief")},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("count these words please"))}}
+	n, err := ac.Messages.CountTokens(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := m.Stats("rs-key")
+	sent := gjson.ParseBytes(st.LastBody)
+	if st.Endpoints["responses/input_tokens"] != 1 || sent.Get("instructions").Str != "be brief" || sent.Get("max_output_tokens").Exists() || sent.Get("store").Exists() {
+		t.Fatalf("upstream asked %v with %s", st.Endpoints, st.LastBody)
+	}
+	// the mock counts the words of the instructions and the input: 2 + 4
+	if n.RawJSON() != `{"input_tokens":6}` {
+		t.Fatalf("count %s", n.RawJSON())
+	}
+}

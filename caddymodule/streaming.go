@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/translate"
 )
@@ -38,9 +36,13 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	ct := resp.Header.Get("Content-Type")
 	switch c.kind {
 	case kindCountTokens:
-		if !gjson.GetBytes(data, "input_tokens").Exists() {
+		var ok bool
+		if data, ok = translate.CountTokensAnswer(x.d, data); !ok {
 			// not a count: the client gets the estimate instead
 			return x.fail(keypool.Outcome{Kind: keypool.ClientError, Status: resp.StatusCode, Message: "token count answer without input_tokens"})
+		}
+		if x.d != c.dialect {
+			ct = ""
 		}
 	case kindPassthrough:
 		data, rl.usage, err = c.pass.readJSON(c, data)
