@@ -180,3 +180,52 @@ func TestHideUsageNullMemberForms(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHideUsageMember: an OpenAI Chat chunk (one data line) through a
+// passthrough with HideUsageChunk. Whatever the bytes, nothing panics; a
+// chunk that is valid JSON with a top-level "usage": null (and no error
+// or usage object) comes out as valid JSON equal to sjson's deletion of
+// "usage".
+func FuzzHideUsageMember(f *testing.F) {
+	f.Add([]byte(`{"id":"a","choices":[],"usage":null}`))
+	f.Add([]byte(`{ "usage" : null , "id": "a"}`))
+	f.Add([]byte(`{"usage":null}`))
+	for _, fx := range streamsIn(f, []string{testdataDir(f)}, OpenAIChat) {
+		for _, ev := range readAllEvents(f, bytes.NewReader(fx.body)) {
+			if len(ev.Data) > 0 {
+				f.Add(bytes.Clone(ev.Data))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, chunk []byte) {
+		if bytes.ContainsAny(chunk, "\r\n") {
+			return // one data line
+		}
+		var out []byte
+		tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "", EventWriterFunc(func(p []byte) error {
+			if out == nil {
+				out = bytes.Clone(p)
+			}
+			return nil
+		}))
+		tr.HideUsageChunk()
+		_ = tr.Run(bytes.NewReader([]byte("data: " + string(chunk) + "\n\ndata: [DONE]\n\n")))
+		u := gjson.GetBytes(chunk, "usage")
+		if !gjson.ValidBytes(chunk) || u.Type != gjson.Null || !u.Exists() || gjson.GetBytes(chunk, "error").Exists() ||
+			!gjson.ParseBytes(chunk).IsObject() || !bytes.Contains(chunk, keyUsage) {
+			return // not a chunk with the member (a name with \u escapes is left alone)
+		}
+		evs := readAllEvents(t, bytes.NewReader(out))
+		if len(evs) == 0 {
+			t.Fatalf("%q: nothing relayed", chunk)
+		}
+		got := evs[0].Data
+		want, err := sjson.DeleteBytes(bytes.Clone(chunk), "usage")
+		if err != nil {
+			return
+		}
+		if !gjson.ValidBytes(got) || gjson.GetBytes(got, "@ugly").Raw != gjson.GetBytes(want, "@ugly").Raw {
+			t.Fatalf("%q\n got %q\nwant %q", chunk, got, want)
+		}
+	})
+}

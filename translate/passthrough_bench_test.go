@@ -5,7 +5,9 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Stream benchmarks per event (issue 15). Two kinds, each for passthrough
@@ -76,23 +78,41 @@ func sseEventCount(b testing.TB, body []byte) int {
 	return n
 }
 
-// allocMeter measures the process's allocations over a benchmark loop.
-type allocMeter struct{ mallocs, bytes uint64 }
+// allocMeter measures the process's allocations and CPU time over a
+// benchmark loop.
+type allocMeter struct {
+	mallocs, bytes uint64
+	cpu            time.Duration
+}
 
 func startAllocs() allocMeter {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return allocMeter{ms.Mallocs, ms.TotalAlloc}
+	return allocMeter{ms.Mallocs, ms.TotalAlloc, streamProcessCPU()}
 }
 
-// report adds allocs/event, B/event and ns/event for events per op.
+// report adds allocs/event, B/event, ns/event and cpu-ns/event for events
+// per op.
 func (m allocMeter) report(b *testing.B, events int) {
+	cpu := streamProcessCPU() - m.cpu
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	n := float64(events) * float64(b.N)
 	b.ReportMetric(float64(ms.Mallocs-m.mallocs)/n, "allocs/event")
 	b.ReportMetric(float64(ms.TotalAlloc-m.bytes)/n, "B/event")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/event")
+}
+
+// streamProcessCPU is the process's user+system CPU time (getrusage): on
+// a busy machine the CPU time of an event is a steadier figure than its
+// wall time, which includes waiting for a core.
+func streamProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchFixtureStreams runs every body of c.from through c once per op.
@@ -191,10 +211,12 @@ func benchSteady(b *testing.B, c streamBench, body []byte) {
 	b.SetBytes(int64(len(mid)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := streamProcessCPU()
 	if err := tr.Run(&repeatingStream{head: head, mid: mid, tail: tail, n: b.N}); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((streamProcessCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	if tr.Truncated() || tr.UpstreamError() != nil || w.n < b.N*len(mid)/4 {
 		b.Fatalf("stream not relayed: truncated %v, error %v, %d bytes", tr.Truncated(), tr.UpstreamError(), w.n)
 	}

@@ -12,16 +12,20 @@ import "strconv"
 // a failure, event: error and nothing after it.
 type anthropicStreamEncoder struct {
 	buf []byte
+	tmp []byte // scratch for the data of the event being built
 }
 
 func (e *anthropicStreamEncoder) emit(cs *canonStream, name string, data []byte) {
 	b := appendEvent(e.buf[:0], name, data)
 	e.buf = b
+	if cap(data) > cap(e.tmp) {
+		e.tmp = data[:0] // the scratch grew: keep it
+	}
 	cs.t.write(b)
 }
 
 func (e *anthropicStreamEncoder) start(cs *canonStream) {
-	d := append([]byte(nil), `{"type":"message_start","message":{"id":`...)
+	d := append(e.tmp[:0], `{"type":"message_start","message":{"id":`...)
 	d = appendString(d, withPrefix("msg_", cs.id))
 	d = append(d, `,"type":"message","role":"assistant","model":`...)
 	d = appendString(d, cs.clientModel())
@@ -33,7 +37,7 @@ func (e *anthropicStreamEncoder) start(cs *canonStream) {
 }
 
 func (e *anthropicStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
-	d := append([]byte(nil), `{"type":"content_block_start","index":`...)
+	d := append(e.tmp[:0], `{"type":"content_block_start","index":`...)
 	d = strconv.AppendInt(d, int64(blk.idx), 10)
 	switch blk.kind {
 	case partText:
@@ -74,7 +78,7 @@ func (e *anthropicStreamEncoder) delta(cs *canonStream, blk *streamBlock, k delt
 }
 
 func (e *anthropicStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
-	d := append([]byte(nil), `{"type":"content_block_stop","index":`...)
+	d := append(e.tmp[:0], `{"type":"content_block_stop","index":`...)
 	d = strconv.AppendInt(d, int64(blk.idx), 10)
 	e.emit(cs, "content_block_stop", append(d, '}'))
 }
@@ -82,7 +86,7 @@ func (e *anthropicStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 func (e *anthropicStreamEncoder) finish(cs *canonStream) {}
 
 func (e *anthropicStreamEncoder) end(cs *canonStream) {
-	d := append([]byte(nil), `{"type":"message_delta","delta":{"stop_reason":`...)
+	d := append(e.tmp[:0], `{"type":"message_delta","delta":{"stop_reason":`...)
 	d = appendString(d, cs.stop)
 	d = append(d, `,"stop_sequence":`...)
 	if cs.stopSeq != "" {

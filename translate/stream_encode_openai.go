@@ -14,6 +14,7 @@ import "strconv"
 type chatStreamEncoder struct {
 	prefix []byte // {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[
 	buf    []byte
+	tmp    []byte // scratch for a delta being built
 	tools  int
 }
 
@@ -26,6 +27,12 @@ func (e *chatStreamEncoder) start(cs *canonStream) {
 	p = appendString(p, cs.clientModel())
 	e.prefix = append(p, `,"choices":[`...)
 	e.choice(cs, `{"role":"assistant","content":""}`, "")
+}
+
+// choiceBytes is choice for a delta built in e.tmp.
+func (e *chatStreamEncoder) choiceBytes(cs *canonStream, delta []byte) {
+	e.tmp = delta[:0]
+	e.choice(cs, view(delta), "")
 }
 
 // choice writes a chunk with one choice whose delta is the raw JSON delta.
@@ -47,9 +54,9 @@ func (e *chatStreamEncoder) choice(cs *canonStream, delta string, finish string)
 
 func (e *chatStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 	if blk.kind == partRedactedThinking && !cs.t.omitReasoning {
-		d := append([]byte(nil), `{"thinking_blocks":[{"type":"redacted_thinking","data":`...)
+		d := append(e.tmp[:0], `{"thinking_blocks":[{"type":"redacted_thinking","data":`...)
 		d = appendString(d, blk.data)
-		e.choice(cs, string(append(d, "}]}"...)), "")
+		e.choiceBytes(cs, append(d, "}]}"...))
 		return
 	}
 	if blk.kind != partToolCall {
@@ -57,14 +64,14 @@ func (e *chatStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 	}
 	blk.outIdx = e.tools
 	e.tools++
-	d := append([]byte(nil), `{"tool_calls":[{"index":`...)
+	d := append(e.tmp[:0], `{"tool_calls":[{"index":`...)
 	d = strconv.AppendInt(d, int64(blk.outIdx), 10)
 	d = append(d, `,"id":`...)
 	d = appendString(d, blk.id)
 	d = append(d, `,"type":"function","function":{"name":`...)
 	d = appendString(d, blk.name)
 	d = append(d, `,"arguments":""}}]}`...)
-	e.choice(cs, string(d), "")
+	e.choiceBytes(cs, d)
 }
 
 func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind, s string) {
@@ -108,10 +115,10 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 // client that echoes the message can replay it to Anthropic.
 func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 	if blk.kind == partThinking && blk.signature != "" && !cs.t.omitReasoning {
-		d := append([]byte(nil), `{"thinking_blocks":[{"type":"thinking","thinking":`...)
-		d = appendString(d, string(blk.text))
+		d := append(e.tmp[:0], `{"thinking_blocks":[{"type":"thinking","thinking":`...)
+		d = appendString(d, view(blk.text))
 		d = appendStrField(d, "signature", blk.signature)
-		e.choice(cs, string(append(d, "}]}"...)), "")
+		e.choiceBytes(cs, append(d, "}]}"...))
 	}
 	if blk.kind == partToolCall && !blk.argsSent {
 		e.delta(cs, blk, deltaArgs, "{}")

@@ -143,7 +143,7 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 		e.emit(cs, "response.output_text.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"content_index":0,"text":`...)
-			b = appendString(b, string(blk.text))
+			b = appendString(b, view(blk.text))
 			return append(b, `,"logprobs":[]`...)
 		})
 		e.emit(cs, "response.content_part.done", func(b []byte) []byte {
@@ -156,7 +156,7 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 		e.emit(cs, "response.reasoning_summary_text.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"summary_index":0,"text":`...)
-			return appendString(b, string(blk.text))
+			return appendString(b, view(blk.text))
 		})
 		e.emit(cs, "response.reasoning_summary_part.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
@@ -173,7 +173,7 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 		e.emit(cs, "response.function_call_arguments.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"arguments":`...)
-			return appendString(b, string(blk.text))
+			return appendString(b, view(blk.text))
 		})
 		item = appendRSFunctionCallItem(nil, blk.itemID, "completed", blk.id, blk.name, blk.text)
 	}

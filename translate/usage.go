@@ -118,37 +118,46 @@ func responsesUsage(u gjson.Result) Usage {
 // anthropicUsage accumulates Anthropic usage objects field by field
 // (message_start, then the cumulative message_delta values overwrite), and
 // normalises at the end, because input_tokens excludes the cache counts.
+// The figures are kept by value (adding allocates nothing; usage builds
+// the pointers).
 type anthropicUsage struct {
-	input, output, cacheRead, cacheWrite, thinking *int64
+	v   [5]int64 // in the order of anthropicUsagePaths
+	set [5]bool
 }
 
+// anthropicUsagePaths are the members anthropicUsage reads: input_tokens,
+// output_tokens, cache_read_input_tokens, cache_creation_input_tokens,
+// output_tokens_details.thinking_tokens.
+var anthropicUsagePaths = [5]string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens_details.thinking_tokens"}
+
 func (a *anthropicUsage) add(u gjson.Result) {
-	if v := intAt(u.Get("input_tokens")); v != nil {
-		a.input = v
+	if !u.IsObject() {
+		return
 	}
-	if v := intAt(u.Get("output_tokens")); v != nil {
-		a.output = v
+	for i, p := range anthropicUsagePaths {
+		if r := u.Get(p); r.Type == gjson.Number {
+			a.v[i], a.set[i] = r.Int(), true
+		}
 	}
-	if v := intAt(u.Get("cache_read_input_tokens")); v != nil {
-		a.cacheRead = v
+}
+
+// at returns figure i, nil when it was never reported.
+func (a *anthropicUsage) at(i int) *int64 {
+	if !a.set[i] {
+		return nil
 	}
-	if v := intAt(u.Get("cache_creation_input_tokens")); v != nil {
-		a.cacheWrite = v
-	}
-	if v := intAt(u.Get("output_tokens_details.thinking_tokens")); v != nil {
-		a.thinking = v
-	}
+	return i64(a.v[i])
 }
 
 func (a *anthropicUsage) usage() Usage {
-	out := Usage{OutputTokens: a.output, CacheReadTokens: a.cacheRead, CacheWriteTokens: a.cacheWrite, ReasoningTokens: a.thinking}
-	if a.input != nil {
-		n := *a.input
-		if a.cacheRead != nil {
-			n += *a.cacheRead
+	out := Usage{OutputTokens: a.at(1), CacheReadTokens: a.at(2), CacheWriteTokens: a.at(3), ReasoningTokens: a.at(4)}
+	if a.set[0] {
+		n := a.v[0]
+		if a.set[2] {
+			n += a.v[2]
 		}
-		if a.cacheWrite != nil {
-			n += *a.cacheWrite
+		if a.set[3] {
+			n += a.v[3]
 		}
 		out.InputTokens = i64(n)
 	}
