@@ -327,7 +327,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 		if isBlank(v.Str) {
 			c.dirty = true // a blank message or tool_result content: removed
 		}
-		return []canonPart{{kind: partText, text: v.Str}}, nil
+		return c.cutParts(canonPart{kind: partText, text: v.Str}), nil
 	}
 	if !present(v) {
 		return nil, c.missing(param)
@@ -335,7 +335,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 	if !v.IsArray() {
 		return nil, c.typeErr(param, wantStrOrArr, v)
 	}
-	var parts []canonPart
+	parts := c.parts.take()
 	var err *Error
 	bsc := c.take()
 	err = eachObject(v, param, c, func(idx int, b gjson.Result) *Error {
@@ -351,7 +351,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 		return nil
 	})
 	c.give(bsc)
-	return parts, err
+	return c.keepParts(parts), err
 }
 
 // anthropicBlock reads one content block (bf holds its fields); keep is

@@ -629,9 +629,9 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
 	case v.Type == gjson.String:
-		return []canonPart{{kind: partText, text: v.Str}}, nil
+		return c.cutParts(canonPart{kind: partText, text: v.Str}), nil
 	case v.IsArray():
-		var parts []canonPart
+		parts := c.parts.take()
 		var err *Error
 		psc := c.take()
 		err = eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
@@ -678,7 +678,7 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			return nil
 		})
 		c.give(psc)
-		return parts, err
+		return c.keepParts(parts), err
 	case !present(v):
 		return nil, nil
 	}

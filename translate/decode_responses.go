@@ -364,7 +364,7 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 	if !v.IsArray() {
 		return nil, c.typeErr(param, wantStrOrArr, v)
 	}
-	var parts []canonPart
+	parts := c.parts.take()
 	var err *Error
 	psc := c.take()
 	err = eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
@@ -381,7 +381,7 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 		return nil
 	})
 	c.give(psc)
-	return parts, err
+	return c.keepParts(parts), err
 }
 
 // responsesPart reads one content part (pf holds its fields).

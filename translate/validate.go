@@ -162,34 +162,76 @@ type checker struct {
 	// would; it means something only after a decode that succeeded.
 	dirty bool
 
-	// spare holds member buffers (objFields) a decoder gave back, for the
-	// next object walk to reuse: an 80 KB request has a few hundred
-	// objects, read with a handful of buffers instead of one growing
-	// buffer each
-	spare  [8]objFields
-	nspare int
+	// members and parts hold buffers a decoder gave back, for the next
+	// walk to reuse: an 80 KB request has a few hundred objects and content
+	// arrays, read with a handful of buffers instead of one growing buffer
+	// each
+	members spares[objField]
+	parts   spares[canonPart]
+	chunk   []canonPart // where keepParts cuts the parts it keeps
 }
 
-// take returns an empty member buffer: one given back, else a new one.
-// Each take is paired with a give once its walk is done; a walk nested in
-// another takes its own.
-func (c *checker) take() objFields {
-	if c.nspare == 0 {
-		return make(objFields, 0, 16)
+// spares is a small stack of reusable slices.
+type spares[T any] struct {
+	s [8][]T
+	n int
+}
+
+// take returns an empty slice: one given back, else a new one of capacity
+// 16.
+func (p *spares[T]) take() []T {
+	if p.n == 0 {
+		return make([]T, 0, 16)
 	}
-	c.nspare--
-	f := c.spare[c.nspare]
-	c.spare[c.nspare] = nil
+	p.n--
+	f := p.s[p.n]
+	p.s[p.n] = nil
 	return f[:0]
 }
 
-// give hands a buffer from take back for reuse (what it holds is views of
-// the body: the checker lives no longer than the decoding).
-func (c *checker) give(f objFields) {
-	if c.nspare < len(c.spare) {
-		c.spare[c.nspare] = f
-		c.nspare++
+// give hands a slice from take back for reuse.
+func (p *spares[T]) give(f []T) {
+	if p.n < len(p.s) {
+		p.s[p.n] = f
+		p.n++
 	}
+}
+
+// take returns an empty member buffer for an object walk. Each take is
+// paired with a give once its walk is done; a walk nested in another
+// takes its own. What the buffers hold is views of the body: the checker
+// lives no longer than the decoding.
+func (c *checker) take() objFields { return c.members.take() }
+
+// give hands a buffer from take back for reuse.
+func (c *checker) give(f objFields) { c.members.give(f) }
+
+// keepParts returns a copy of the parts collected in scratch (a slice
+// from c.parts.take), nil when there are none, and gives scratch back.
+// The copies are cut from a few shared chunks (capacity equal to length,
+// so appending to one never writes over its neighbour): a request's
+// content arrays cost a few allocations in all instead of one per array
+// and per doubling.
+func (c *checker) keepParts(scratch []canonPart) []canonPart {
+	out := c.cutParts(scratch...)
+	c.parts.give(scratch)
+	return out
+}
+
+// cutParts returns a copy of ps cut from the current chunk (nil for no
+// parts); a chunk that cannot hold them is replaced by a new one, 4 parts
+// first, then twice the last up to 64, or len(ps) if more.
+func (c *checker) cutParts(ps ...canonPart) []canonPart {
+	n := len(ps)
+	if n == 0 {
+		return nil
+	}
+	if cap(c.chunk)-len(c.chunk) < n {
+		c.chunk = make([]canonPart, 0, max(n, min(2*cap(c.chunk), 64), 4))
+	}
+	start := len(c.chunk)
+	c.chunk = append(c.chunk, ps...)
+	return c.chunk[start:len(c.chunk):len(c.chunk)]
 }
 
 // rootFields returns the top-level members of body: the ones the caller
