@@ -269,29 +269,43 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // (", \"usage\": null" after another member; "\"usage\":null, " as the first
 // member; the member alone when it is the only one).
 func usageNullMember(data []byte) (from, to int, ok bool) {
-	if !bytes.Contains(data, keyUsage) {
+	ks := bytes.LastIndex(data, keyUsage)
+	if ks < 0 {
 		return 0, 0, false
 	}
-	u := gjson.Get(view(data), "usage")
-	if u.Type != gjson.Null || u.Raw != "null" || u.Index <= 0 {
-		return 0, 0, false
+	// The usual case, without a parse: the last "usage" of the chunk is
+	// a null member and only members without objects or arrays follow it
+	// up to the chunk's last '}' (OpenAI writes "usage":null last, or
+	// before "obfuscation"), so its object is the top-level one.
+	vs := -1
+	if j := skipSpace(data, ks+len(keyUsage)); j < len(data) && data[j] == ':' {
+		vs = skipSpace(data, j+1)
 	}
-	i := u.Index - 1
-	for i >= 0 && isJSONSpace(data[i]) {
+	if !(vs > 0 && bytes.HasPrefix(data[vs:], nullLiteral) && ks > 0 && data[ks-1] != '\\' &&
+		closesObject(data[vs+len(nullLiteral):]) && data[skipSpace(data, 0)] == '{') {
+		// otherwise gjson finds the top-level member
+		u := gjson.Get(view(data), "usage")
+		if u.Type != gjson.Null || u.Raw != "null" || u.Index <= 0 {
+			return 0, 0, false
+		}
+		vs = u.Index
+		i := vs - 1
+		for i >= 0 && isJSONSpace(data[i]) {
+			i--
+		}
+		if i < 0 || data[i] != ':' {
+			return 0, 0, false
+		}
 		i--
+		for i >= 0 && isJSONSpace(data[i]) {
+			i--
+		}
+		ks = i + 1 - len(keyUsage)
+		if ks < 0 || !bytes.Equal(data[ks:i+1], keyUsage) {
+			return 0, 0, false // an escaped name: left alone
+		}
 	}
-	if i < 0 || data[i] != ':' {
-		return 0, 0, false
-	}
-	i--
-	for i >= 0 && isJSONSpace(data[i]) {
-		i--
-	}
-	ks := i + 1 - len(keyUsage)
-	if ks < 0 || !bytes.Equal(data[ks:i+1], keyUsage) {
-		return 0, 0, false // an escaped name: left alone
-	}
-	ve := u.Index + len(u.Raw)
+	ve := vs + len(nullLiteral)
 	j := ks - 1
 	for j >= 0 && isJSONSpace(data[j]) {
 		j--
@@ -306,6 +320,18 @@ func usageNullMember(data []byte) (from, to int, ok bool) {
 		return ks, ve, true
 	}
 	return 0, 0, false
+}
+
+var nullLiteral = []byte("null")
+
+// closesObject reports whether tail, the rest of a chunk after a member's
+// value, holds no object or array and exactly one '}', its last byte
+// before trailing white space: the member's object is then the one that
+// ends the chunk.
+func closesObject(tail []byte) bool {
+	t := bytes.TrimRight(tail, " \t\r\n")
+	return len(t) > 0 && t[len(t)-1] == '}' && bytes.IndexByte(t[:len(t)-1], '}') < 0 &&
+		bytes.IndexByte(t, '{') < 0 && bytes.IndexByte(t, '[') < 0 && bytes.IndexByte(t, ']') < 0
 }
 
 // dataEdit is one change to an event's data: the bytes data[from:to]
