@@ -183,3 +183,13 @@ func view(b []byte) string {
 	}
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
+
+// getMany is gjson.GetMany (one gjson.Get per path, in order) into the
+// array dst, which the caller keeps on its stack: GetMany allocates its
+// result slice. At most len(dst) paths.
+func getMany(dst *[4]gjson.Result, json string, paths ...string) []gjson.Result {
+	for i, p := range paths {
+		dst[i] = gjson.Get(json, p)
+	}
+	return dst[:len(paths)]
+}

@@ -170,7 +170,7 @@ func anthropicToolChoice(tc gjson.Result, r *canonRequest, c *checker) *Error {
 	if !tc.IsObject() {
 		return c.typeErr(top("tool_choice"), wantObj, tc)
 	}
-	res := gjson.GetMany(tc.Raw, "type", "name", "disable_parallel_tool_use")
+	res := getMany(&[4]gjson.Result{}, tc.Raw, "type", "name", "disable_parallel_tool_use")
 	typ, e := c.reqStr(res[0], top("tool_choice.type"))
 	if e != nil {
 		return e
@@ -239,7 +239,7 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		return e
 	}
 	if th.IsObject() {
-		res := gjson.GetMany(th.Raw, "type", "budget_tokens")
+		res := getMany(&[4]gjson.Result{}, th.Raw, "type", "budget_tokens")
 		typ, e := c.reqStr(res[0], top("thinking.type"))
 		if e == nil {
 			e = c.enum(typ, top("thinking.type"), "enabled", "disabled", "adaptive")
@@ -267,7 +267,7 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 		return e
 	}
 	if oc.IsObject() {
-		res := gjson.GetMany(oc.Raw, "effort", "format")
+		res := getMany(&[4]gjson.Result{}, oc.Raw, "effort", "format")
 		effort, e := c.strEnum(res[0], top("output_config.effort"), "low", "medium", "high", "max")
 		if e != nil {
 			return e
@@ -280,7 +280,7 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 			return e
 		}
 		if f.IsObject() {
-			fr := gjson.GetMany(f.Raw, "type", "schema")
+			fr := getMany(&[4]gjson.Result{}, f.Raw, "type", "schema")
 			typ, e := c.reqStr(fr[0], top("output_config.format.type"))
 			if e == nil {
 				e = c.enum(typ, top("output_config.format.type"), "json_schema")
@@ -466,7 +466,7 @@ func anthropicSource(bf objFields, p fpath, typ string, c *checker) (canonPart, 
 	if !src.IsObject() {
 		return part, c.typeErr(p.dot("source"), wantObj, src)
 	}
-	res := gjson.GetMany(src.Raw, "type", "media_type", "data", "url")
+	res := getMany(&[4]gjson.Result{}, src.Raw, "type", "media_type", "data", "url")
 	st, e := c.reqStr(res[0], p.dot("source.type"))
 	if e != nil {
 		return part, e

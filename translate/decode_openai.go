@@ -139,10 +139,11 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 			}
 		}
 	}
-	parts, e := chatThinkingBlocks(mf.get("thinking_blocks"), param.dot("thinking_blocks"), c)
+	tb, e := chatThinkingBlocks(mf.get("thinking_blocks"), param.dot("thinking_blocks"), c)
 	if e != nil {
 		return nil, e
 	}
+	parts := append(c.parts.take(), tb...) // kept with keepParts: one allocation, not one per doubling
 	if len(parts) == 0 {
 		if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
 			parts = append(parts, canonPart{kind: partThinking, text: rc})
@@ -240,7 +241,7 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 	if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
 		return nil, unsupportedAt(param.dot("function_call"), ": the deprecated function_call form is not supported; use tool_calls")
 	}
-	return parts, nil
+	return c.keepParts(parts), nil
 }
 
 // partCache reads a cache_control extension (the field OpenRouter and
@@ -289,7 +290,7 @@ func chatThinkingBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *
 	}
 	var parts []canonPart
 	err := eachObject(v, param, c, func(_ int, b gjson.Result) *Error {
-		res := gjson.GetMany(b.Raw, "type", "thinking", "signature", "data")
+		res := getMany(&[4]gjson.Result{}, b.Raw, "type", "thinking", "signature", "data")
 		switch res[0].Str {
 		case "thinking":
 			if res[2].Type != gjson.String || res[2].Str == "" || res[1].Type != gjson.String {
@@ -363,7 +364,7 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 // functionTool reads an OpenAI function definition (name, description,
 // schema under schemaKey, strict) from the object f.
 func functionTool(f gjson.Result, param fpath, schemaKey string, c *checker) (canonTool, *Error) {
-	res := gjson.GetMany(f.Raw, "name", "description", schemaKey, "strict")
+	res := getMany(&[4]gjson.Result{}, f.Raw, "name", "description", schemaKey, "strict")
 	name, e := c.reqNonEmpty(res[0], param.dot("name"))
 	if e != nil {
 		return canonTool{}, e
@@ -479,7 +480,7 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 // response_format.json_schema or Responses text.format): name, schema,
 // strict.
 func jsonSchemaFormat(js gjson.Result, param fpath, r *canonRequest, c *checker) *Error {
-	res := gjson.GetMany(js.Raw, "name", "schema", "strict")
+	res := getMany(&[4]gjson.Result{}, js.Raw, "name", "schema", "strict")
 	var e *Error
 	if c.translate {
 		r.formatName, e = c.reqStr(res[0], param.dot("name"))
@@ -694,7 +695,7 @@ func chatImage(iu gjson.Result, param fpath, c *checker) (canonPart, *Error) {
 	case iu.Type == gjson.String:
 		u = iu.Str
 	case iu.IsObject():
-		res := gjson.GetMany(iu.Raw, "url", "detail")
+		res := getMany(&[4]gjson.Result{}, iu.Raw, "url", "detail")
 		var e *Error
 		if u, e = c.reqStr(res[0], param.dot("url")); e != nil {
 			return canonPart{}, e
@@ -719,7 +720,7 @@ func chatFile(f gjson.Result, param fpath, c *checker) (canonPart, *Error) {
 	if !f.IsObject() {
 		return canonPart{}, c.typeErr(param, wantObj, f)
 	}
-	res := gjson.GetMany(f.Raw, "file_data", "file_id", "filename")
+	res := getMany(&[4]gjson.Result{}, f.Raw, "file_data", "file_id", "filename")
 	fd, e := c.str(res[0], param.dot("file_data"))
 	if e == nil {
 		_, e = c.str(res[1], param.dot("file_id"))

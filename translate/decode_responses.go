@@ -286,7 +286,7 @@ func responsesScalars(root objFields, r *canonRequest, c *checker) *Error {
 		return e
 	}
 	if rs.IsObject() {
-		res := gjson.GetMany(rs.Raw, "effort", "summary")
+		res := getMany(&[4]gjson.Result{}, rs.Raw, "effort", "summary")
 		if r.effort, e = c.strEnum(res[0], top("reasoning.effort"), openAIEfforts...); e != nil {
 			return e
 		}
@@ -299,7 +299,7 @@ func responsesScalars(root objFields, r *canonRequest, c *checker) *Error {
 		return e
 	}
 	if text.IsObject() {
-		res := gjson.GetMany(text.Raw, "format", "verbosity")
+		res := getMany(&[4]gjson.Result{}, text.Raw, "format", "verbosity")
 		if _, e = c.strEnum(res[1], top("text.verbosity"), "low", "medium", "high"); e != nil {
 			return e
 		}
