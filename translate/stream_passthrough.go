@@ -54,11 +54,15 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		}
 		// A chunk is parsed only when a byte test says it may carry what
 		// matters (an error, a usage object, a finish_reason) or while the
-		// preamble is classified; content chunks are not.
-		if classify || hasMember(data, keyError, 0) || hasMember(data, keyUsage, '{') || hasMember(data, keyFinishReason, '"') {
+		// preamble is classified; content chunks are not. The parse's
+		// findings count only where the byte test agrees, so that a
+		// chunk means the same parsed or not (a member name written with
+		// \u escapes is not seen either way).
+		hasErr, hasUsage, hasFinish := hasMember(data, keyError, 0), hasMember(data, keyUsage, '{'), hasMember(data, keyFinishReason, '"')
+		if classify || hasErr || hasUsage || hasFinish {
 			t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
 			f := t.scratch
-			if e := f.get("error"); e.IsObject() || (e.Type == gjson.String && e.Str != "") {
+			if e := f.get("error"); hasErr && (e.IsObject() || (e.Type == gjson.String && e.Str != "")) {
 				st.errored = true
 				t.stopped = true
 				typ, code, msg, param := openAIErrorFields(e)
@@ -70,6 +74,9 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				break
 			}
 			u := f.get("usage")
+			if !hasUsage {
+				u = gjson.Result{}
+			}
 			if u.IsObject() {
 				t.usage.merge(chatUsage(u))
 				if t.hideUsage && !hasElements(f.get("choices")) {
@@ -78,7 +85,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			}
 			pre = classify && !u.IsObject()
 			f.get("choices").ForEach(func(_, c gjson.Result) bool {
-				if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
+				if fr := c.Get("finish_reason"); hasFinish && fr.Type == gjson.String && fr.Str != "" {
 					st.finished = true
 					pre = false
 				} else if pre && !chatDeltaIsPreamble(c.Get("delta")) {
