@@ -254,7 +254,18 @@ func prepareBefore(from, to Dialect, body []byte, model string) ([]byte, error) 
 
 // prepare is the same preparation with ParseRequest.
 func prepare(from, to Dialect, body []byte, model string) (*Request, []byte, error) {
-	r, err := ParseRequest(from, body)
+	return prepareWith(ParseRequest, from, to, body, model)
+}
+
+// prepareFor is prepare with ParseRequestFor told the upstream dialect
+// (a handler that knows its pool's dialect before parsing).
+func prepareFor(from, to Dialect, body []byte, model string) (*Request, []byte, error) {
+	return prepareWith(func(d Dialect, b []byte) (*Request, error) { return ParseRequestFor(d, b, to) }, from, to, body, model)
+}
+
+// prepareWith is the preparation with the parse function given.
+func prepareWith(parse func(Dialect, []byte) (*Request, error), from, to Dialect, body []byte, model string) (*Request, []byte, error) {
+	r, err := parse(from, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -337,6 +348,16 @@ func BenchmarkPrepareBefore(b *testing.B) {
 func BenchmarkPrepare(b *testing.B) {
 	benchPrepare(b, func(c prepareCase) ([]byte, error) {
 		_, out, err := prepare(c.from, c.to, c.body, c.model)
+		return out, err
+	})
+}
+
+// BenchmarkPrepareFor is BenchmarkPrepare with ParseRequestFor told the
+// upstream dialect: for a translation the canonical form is built in the
+// validation pass instead of by a second walk on the first Encode.
+func BenchmarkPrepareFor(b *testing.B) {
+	benchPrepare(b, func(c prepareCase) ([]byte, error) {
+		_, out, err := prepareFor(c.from, c.to, c.body, c.model)
 		return out, err
 	})
 }

@@ -120,24 +120,33 @@ func (r *canonRequest) validate() *Error {
 	for i := range r.messages {
 		m := &r.messages[i]
 		for j := range m.parts {
-			p := &m.parts[j]
-			switch p.kind {
-			case partToolCall:
-				if p.id == "" {
-					return invalid("messages", "messages[%d]: tool call without an id", i)
-				}
-				if p.name == "" {
-					return invalid("messages", "messages[%d]: tool call %q without a name", i, clip(p.id))
-				}
-				calls[p.id] = true
-			case partToolResult:
-				if p.id == "" {
-					return invalid("messages", "messages[%d]: tool result without a tool call id", i)
-				}
-				if !calls[p.id] {
-					return invalid("messages", "messages[%d]: tool result for %q has no matching tool call earlier in the conversation", i, clip(p.id))
-				}
+			if e := checkPairing(calls, i, &m.parts[j]); e != nil {
+				return e
 			}
+		}
+	}
+	return nil
+}
+
+// checkPairing is validate's check of one part p of message i (an index
+// in the merged messages), given the ids of the tool calls made before
+// it (calls, which it extends).
+func checkPairing(calls map[string]bool, i int, p *canonPart) *Error {
+	switch p.kind {
+	case partToolCall:
+		if p.id == "" {
+			return invalid("messages", "messages[%d]: tool call without an id", i)
+		}
+		if p.name == "" {
+			return invalid("messages", "messages[%d]: tool call %q without a name", i, clip(p.id))
+		}
+		calls[p.id] = true
+	case partToolResult:
+		if p.id == "" {
+			return invalid("messages", "messages[%d]: tool result without a tool call id", i)
+		}
+		if !calls[p.id] {
+			return invalid("messages", "messages[%d]: tool result for %q has no matching tool call earlier in the conversation", i, clip(p.id))
 		}
 	}
 	return nil

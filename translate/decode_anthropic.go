@@ -42,6 +42,11 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 		if e != nil {
 			return e
 		}
+		if c.checkOnly {
+			c.pair(role, parts)
+			c.parts.give(parts)
+			return nil
+		}
 		if role == "system" {
 			r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
 			return nil
@@ -72,7 +77,7 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 		if isBlank(sys.Str) {
 			c.dirty = true // SanitizeAnthropicRequest removes it
 		}
-		if sys.Str != "" {
+		if sys.Str != "" && !c.checkOnly {
 			r.system = []canonPart{{kind: partText, text: sys.Str}}
 		}
 	case sys.IsArray():
@@ -99,7 +104,9 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 			if isBlank(text) {
 				c.dirty = true
 			}
-			r.system = append(r.system, canonPart{kind: partText, text: text, cache: rawOrEmpty(bsc.get("cache_control"))})
+			if !c.checkOnly {
+				r.system = append(r.system, canonPart{kind: partText, text: text, cache: rawOrEmpty(bsc.get("cache_control"))})
+			}
 			return nil
 		})
 		c.give(bsc)
@@ -153,8 +160,10 @@ func anthropicTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		if e != nil {
 			return e
 		}
-		out = append(out, canonTool{name: name, description: desc,
-			schema: rawOrEmpty(schema), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
+		if !c.checkOnly {
+			out = append(out, canonTool{name: name, description: desc,
+				schema: rawOrEmpty(schema), strict: rawOrEmpty(tf.get("strict")), cache: rawOrEmpty(tf.get("cache_control"))})
+		}
 		return nil
 	})
 	c.give(tsc)
@@ -327,7 +336,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 		if isBlank(v.Str) {
 			c.dirty = true // a blank message or tool_result content: removed
 		}
-		return c.cutParts(canonPart{kind: partText, text: v.Str}), nil
+		return c.onePart(canonPart{kind: partText, text: v.Str}), nil
 	}
 	if !present(v) {
 		return nil, c.missing(param)
@@ -351,7 +360,7 @@ func anthropicBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *Err
 		return nil
 	})
 	c.give(bsc)
-	return c.keepParts(parts), err
+	return c.partsOut(parts), err
 }
 
 // anthropicBlock reads one content block (bf holds its fields); keep is
@@ -426,6 +435,10 @@ func anthropicBlock(b gjson.Result, bf objFields, p fpath, c *checker) (part can
 			if part.content, e = anthropicBlocks(rc, p.dot("content"), c); e != nil {
 				return part, false, e
 			}
+			if c.checkOnly {
+				c.parts.give(part.content) // checked; nothing is kept
+				part.content = nil
+			}
 		}
 		return part, true, nil
 	case "thinking":
@@ -484,7 +497,7 @@ func anthropicSource(bf objFields, p fpath, typ string, c *checker) (canonPart, 
 		if part.data, e = c.reqStr(res[2], p.dot("source.data")); e != nil {
 			return part, e
 		}
-		if !validBase64(part.data) {
+		if !c.checked && !validBase64(part.data) {
 			return part, invalidAt(p.dot("source.data"), ": not valid base64")
 		}
 		if part.mediaType == "" {

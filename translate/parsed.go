@@ -14,10 +14,13 @@ import (
 // session seed, estimated tokens) and encodes the body for any upstream
 // dialect on demand, without reading the body again.
 //
-// The canonical form a translation needs is the by-product of the
-// validation pass (built once, never again); the encoded body is cached
-// per upstream dialect and model, so a retry on another key costs no work
-// and no allocation.
+// The canonical form a translation needs is built at most once: in the
+// validation pass (OpenAI Chat and Responses requests, or any request
+// parsed with ParseRequestFor for another upstream dialect) or, for an
+// Anthropic Messages request, on its first translation, from the members
+// the validation pass read; a passthrough never builds it. The encoded
+// body is cached per upstream dialect and model, so a retry on another
+// key costs no work and no allocation.
 //
 // A Request refers to the body it was parsed from (Body, SessionSeed and
 // the encoded bodies are views of it, or of buffers built from it): the
@@ -32,6 +35,7 @@ type Request struct {
 	stream   bool
 
 	conv gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses), a view of body
+	root objFields    // the body's top-level members (views), read by the validation pass
 	sys  gjson.Result // "system" (Anthropic) or "instructions" (Responses); unset for Chat
 
 	// canon is the canonical form, decoded with the vendor's ranges and
@@ -67,6 +71,10 @@ type encoded struct {
 // parses counts full parses of request bodies (see ParseCount).
 var parses atomic.Uint64
 
+// canonBuilds counts canonical forms built after the validation pass (on
+// a Request's first translation), for tests.
+var canonBuilds atomic.Uint64
+
 // countParse records one full parse of a request body.
 func countParse() { parses.Add(1) }
 
@@ -94,16 +102,37 @@ func ParseCount() uint64 { return parses.Load() }
 // error TranslateRequest would.
 //
 // body is not copied: it must stay unchanged while the Request is used.
+//
+// The canonical form a translation encodes is built in the validation
+// pass for OpenAI Chat and Responses requests; for Anthropic Messages
+// requests, most often passed through, the pass only checks, and the
+// first Encode to another dialect builds it (once; see ParseRequestFor).
 func ParseRequest(d Dialect, body []byte) (*Request, error) {
-	r, e := parseRequest(d, body)
+	r, e := parseRequest(d, body, false)
 	if e != nil {
 		return nil, e
 	}
 	return r, nil
 }
 
-// parseRequest is ParseRequest with a concrete error type.
-func parseRequest(d Dialect, body []byte) (*Request, *Error) {
+// ParseRequestFor is ParseRequest for a request the caller expects to
+// send to an upstream of dialect upstream (the dialect of its pool's
+// keys, say): the same checks, errors and Request, with the work arranged
+// for that upstream. When upstream differs from d, the validation pass
+// also builds the canonical form the translation encodes (no second walk
+// of the body on the first Encode); when it is d, the pass keeps nothing
+// a passthrough does not need. Encode to any dialect works either way.
+func ParseRequestFor(d Dialect, body []byte, upstream Dialect) (*Request, error) {
+	r, e := parseRequest(d, body, upstream != d)
+	if e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// parseRequest is ParseRequest with a concrete error type; build asks
+// for the canonical form in the validation pass whatever the dialect.
+func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 	if e := checkSize(body); e != nil {
 		return nil, e
 	}
@@ -130,13 +159,20 @@ func parseRequest(d Dialect, body []byte) (*Request, *Error) {
 	// one decoding pass, in translate mode: it checks everything
 	// ValidateRequest checks and the vendor's ranges and enums too, and
 	// leaves the canonical form a translation encodes
-	c := &checker{d: d, translate: true, root: root, rootSet: true}
+	c := &checker{d: d, translate: true, root: root, rootSet: true, checkOnly: d == AnthropicMessages && !build}
 	canon, e := decodeWith(c, body)
 	if e == nil {
-		e = canon.validate()
+		if c.checkOnly {
+			e = c.pairErr
+		} else {
+			e = canon.validate()
+		}
 	}
 	if e == nil {
-		r.canon = canon
+		if !c.checkOnly {
+			r.canon = canon
+		}
+		r.root = root
 		r.clean = !c.dirty
 		return r, nil
 	}
@@ -210,8 +246,9 @@ func (r *Request) SessionSeed() (system, firstUser string) {
 // text block, an unsigned or OpenAI-signed thinking block, an assistant's
 // "reasoning"; TestHygieneFlaggedByParse), so a clean body costs no scan.
 // For another dialect it is the translation TranslateRequest gives,
-// encoded from the canonical form the validation pass built (the body is
-// not read again); its error, when the request cannot be translated (the
+// encoded from the canonical form (built by the validation pass, or now
+// on the first translation: see Request; not a new validation, and not
+// counted by ParseCount); its error, when the request cannot be translated (the
 // vendor's ranges and enums, n > 1, a feature without a counterpart), is
 // an *Error with a client-facing message.
 //
@@ -273,6 +310,21 @@ func (r *Request) encode(to Dialect, model string) ([]byte, error) {
 	}
 	if r.xerr != nil {
 		return nil, r.xerr
+	}
+	if r.canon == nil {
+		// the first translation of a request whose validation pass kept
+		// no canonical form: built now, once, from the members that pass
+		// read (with the same checks, which the body passed)
+		canonBuilds.Add(1)
+		canon, e := decodeWith(&checker{d: r.d, translate: true, root: r.root, rootSet: true, checked: true}, r.body)
+		if e == nil {
+			e = canon.validate()
+		}
+		if e != nil {
+			r.xerr = e
+			return nil, e
+		}
+		r.canon = canon
 	}
 	return encodeCanon(r.canon, to, model)
 }

@@ -157,9 +157,20 @@ func testBodies(t testing.TB) [][]byte {
 // with the functions the handler called before it, for one body.
 func checkSameAsOld(t *testing.T, d Dialect, body []byte) {
 	t.Helper()
+	checkParsedSameAsOld(t, d, body, func() (*Request, error) { return ParseRequest(d, body) })
+	// the canonical form built in the validation pass (a translation
+	// expected) or not (a passthrough expected): the same answers
+	for _, up := range []Dialect{OpenAIChat, AnthropicMessages} {
+		checkParsedSameAsOld(t, d, body, func() (*Request, error) { return ParseRequestFor(d, body, up) })
+	}
+}
+
+// checkParsedSameAsOld is checkSameAsOld for one way of parsing.
+func checkParsedSameAsOld(t *testing.T, d Dialect, body []byte, parse func() (*Request, error)) {
+	t.Helper()
 	keep := append([]byte(nil), body...)
 	model, stream, oldErr := oldValidate(d, body)
-	r, err := ParseRequest(d, body)
+	r, err := parse()
 	if !reflect.DeepEqual(err, oldErr) {
 		t.Fatalf("%s %.300s:\nParseRequest error %#v\nold error          %#v", d, body, err, oldErr)
 	}
@@ -548,6 +559,57 @@ func TestHygieneFlaggedByParse(t *testing.T) {
 	for d := range hygiene {
 		if changed[d] < 5 {
 			t.Errorf("%s: only %d bodies the hygiene changes; the check needs them", d, changed[d])
+		}
+	}
+}
+
+// TestCanonicalBuiltOnDemand: an Anthropic Messages request's validation
+// pass keeps no canonical form; the first translation builds it, once,
+// without counting a parse, and passthrough never does. Chat and
+// Responses requests keep theirs from the validation pass.
+func TestCanonicalBuiltOnDemand(t *testing.T) {
+	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, bigAnthropicRequest(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		d      Dialect
+		body   []byte
+		builds uint64 // canonical forms built after ParseRequest
+	}{
+		{AnthropicMessages, bigAnthropicRequest(), 1},
+		{OpenAIChat, cc, 0},
+		{OpenAIResponses, bigResponsesRequest(), 0},
+	} {
+		parses, builds := ParseCount(), canonBuilds.Load()
+		r := mustParse(t, c.d, c.body)
+		if (r.canon == nil) != (c.builds == 1) {
+			t.Errorf("%s: canonical form kept by the validation pass: %v", c.d, r.canon != nil)
+		}
+		for attempt := 0; attempt < 2; attempt++ {
+			for _, m := range []string{"", "m2"} {
+				if _, err := r.Encode(c.d, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if n := canonBuilds.Load() - builds; n != 0 {
+			t.Errorf("%s: passthrough built the canonical form %d times", c.d, n)
+		}
+		for attempt := 0; attempt < 2; attempt++ {
+			for _, to := range parsedDialects {
+				for _, m := range []string{"", "m2"} {
+					if _, err := r.Encode(to, m); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		if n := canonBuilds.Load() - builds; n != c.builds {
+			t.Errorf("%s: canonical form built %d times for two translations and retries, want %d", c.d, n, c.builds)
+		}
+		if n := ParseCount() - parses; n != 1 {
+			t.Errorf("%s: %d full parses, want 1", c.d, n)
 		}
 	}
 }

@@ -169,6 +169,60 @@ type checker struct {
 	members spares[objField]
 	parts   spares[canonPart]
 	chunk   []canonPart // where keepParts cuts the parts it keeps
+
+	// checkOnly makes the decoder check everything and keep nothing of
+	// the canonical form (ParseRequest's pass for Anthropic Messages,
+	// whose canonical form is built when a translation first needs it):
+	// the cross-message checks of canonRequest.validate run as the
+	// messages are read (pair), the first failure kept in pairErr.
+	checkOnly bool
+	// checked says the body passed a checkOnly pass of the same checks:
+	// what costs more than reading (base64 decoding) is not redone
+	checked  bool
+	calls    map[string]bool // tool call ids met so far
+	nmsg     int             // messages as addMessage would have merged them
+	lastRole string
+	pairErr  *Error
+}
+
+// pair runs canonRequest.validate's check on the parts of one message
+// of role, read in checkOnly mode, numbering messages as addMessage
+// merges them; the first failure is kept in c.pairErr.
+func (c *checker) pair(role string, parts []canonPart) {
+	if c.nmsg == 0 || c.lastRole != role || role == "system" {
+		c.nmsg++
+	}
+	c.lastRole = role
+	if c.pairErr != nil {
+		return
+	}
+	if c.calls == nil {
+		c.calls = map[string]bool{}
+	}
+	for j := range parts {
+		if e := checkPairing(c.calls, c.nmsg-1, &parts[j]); e != nil {
+			c.pairErr = e
+			return
+		}
+	}
+}
+
+// partsOut is what a decoder returns for the parts it collected in
+// scratch: a kept copy (keepParts), or in checkOnly mode scratch itself,
+// which the caller gives back once it has checked it.
+func (c *checker) partsOut(scratch []canonPart) []canonPart {
+	if c.checkOnly {
+		return scratch
+	}
+	return c.keepParts(scratch)
+}
+
+// onePart is partsOut for a content of one part.
+func (c *checker) onePart(p canonPart) []canonPart {
+	if c.checkOnly {
+		return append(c.parts.take(), p)
+	}
+	return c.cutParts(p)
 }
 
 // spares is a small stack of reusable slices.
