@@ -28,7 +28,12 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 // "data: [DONE]"), except that the model field is rewritten to clientModel
 // when clientModel != "" and differs (OpenAI Chat chunk "model", Anthropic
 // message_start "message.model", Responses "response.model") and secrets
-// are scrubbed from error messages. It still observes usage.
+// are scrubbed from error messages; with HideUsageChunk, what the
+// gateway's own include_usage added to an OpenAI Chat stream is removed.
+// It still observes usage. Each event is found in place and relayed
+// without a copy; it is parsed only where it can carry usage, an error or
+// a finish (a byte test decides), and the model is spliced in only where
+// it differs: a passthrough allocates nothing per event.
 //
 // Otherwise the upstream events are decoded into canonical stream events and
 // re-encoded in the client's dialect, following the streaming sections of
