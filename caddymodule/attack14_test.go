@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -150,5 +151,140 @@ func TestAttack14CountTokensHostileBodies(t *testing.T) {
 	resp, b := post(t, gw+"/v1/messages/count_tokens", []byte(countBody), "Anthropic-Version", "2023-06-01")
 	if resp.StatusCode != 200 || gjson.GetBytes(b, "input_tokens").Int() <= 0 {
 		t.Fatalf("after the hostile bodies: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestAttack14ResponsesUpstreamMisbehaviour: a dialect responses key that
+// misbehaves is judged the same for the three client dialects. Before the
+// first content (an error event, response.failed, a 2xx that is not an
+// answer: HTML, a failed response object, an error object, {}) the next
+// key answers and the client never sees the failure; after content
+// (response.failed, a stream cut before response.completed) the client
+// gets its dialect's error and no terminator; a 400 the request caused is
+// relayed (the key's secret redacted) and benches no key; a 429's
+// Retry-After cools that key only.
+func TestAttack14ResponsesUpstreamMisbehaviour(t *testing.T) {
+	_, recBase := mock(t, mockupstream.Config{})
+	_, rec := post(t, recBase+"/responses", []byte(`{"model":"m","stream":true,"input":"hello there"}`), "Authorization", "Bearer x")
+	cut := func(before string) []byte { return append([]byte{}, rec[:bytes.Index(rec, []byte(before))]...) }
+	failedEvent := func(seq, code, msg string) []byte {
+		return []byte("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"resp_mock1\",\"object\":\"response\",\"status\":\"failed\",\"model\":\"m\",\"output\":[],\"error\":{\"code\":\"" +
+			code + "\",\"message\":\"" + msg + "\"}},\"sequence_number\":" + seq + "}\n\n")
+	}
+	sse := func(b []byte) mockupstream.KeyBehavior {
+		return mockupstream.KeyBehavior{ReplayBody: b, ReplayContentType: "text/event-stream"}
+	}
+	js := func(status int, b string) mockupstream.KeyBehavior {
+		return mockupstream.KeyBehavior{ReplayBody: []byte(b), ReplayStatus: status, ReplayContentType: "application/json"}
+	}
+	const (
+		stream   = iota // the bad key's stream is answered, the client told
+		moveOn          // the good key answers, the bad key is blamed
+		relay400        // the upstream's 400 is the answer, no key blamed
+	)
+	cases := []struct {
+		name   string
+		bad    mockupstream.KeyBehavior
+		stream bool
+		want   int
+		reason keypool.Reason
+		msg    string // in the bad key's LastMessage, or in the client's error
+	}{
+		{"trunc", sse(cut("event: response.completed")), true, stream, "network_error", "stream ended without a finish reason"},
+		{"failed", sse(append(cut("event: response.output_text.done"), failedEvent("9", "server_error", "boom rs-bad-failed")...)), true, stream, "server_error", "boom [redacted]"},
+		{"failedearly", sse(append(cut("event: response.output_item.added"), failedEvent("2", "rate_limit_exceeded", "slow down")...)), true, moveOn, "rate_limited", "stream error event before content"},
+		{"errfirst", sse([]byte("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"param\":null,\"sequence_number\":0}\n\n")), true, moveOn, "server_error", "stream error event before content"},
+		{"html", mockupstream.KeyBehavior{ReplayBody: []byte("<html><body>Welcome to nginx</body></html>"), ReplayContentType: "text/html"}, false, moveOn, "server_error", "not JSON"},
+		{"jsonfailed", js(200, `{"id":"resp_1","object":"response","status":"failed","model":"m","output":[],"error":{"code":"server_error","message":"The model failed"}}`), false, moveOn, "server_error", "unreadable upstream response"},
+		{"jsonerror", js(200, `{"error":{"message":"proxy says no","type":"server_error"}}`), false, moveOn, "server_error", "unreadable upstream response"},
+		{"jsonempty", js(200, `{}`), false, moveOn, "server_error", "unreadable upstream response"},
+		{"bad400", js(400, `{"error":{"message":"Invalid 'input': key rs-bad-bad400 is not allowed","type":"invalid_request_error","param":"input","code":null}}`), false, relay400, "", "Invalid 'input': key [redacted] is not allowed"},
+		{"rl", mockupstream.KeyBehavior{Status: 429, RetryAfter: "30"}, true, moveOn, "rate_limited", "wait 30s from retry-after"},
+	}
+	clients := []string{"chat", "responses", "anthropic"}
+	keys := map[string]mockupstream.KeyBehavior{}
+	for _, c := range cases {
+		keys["rs-bad-"+c.name] = c.bad
+	}
+	var pools []string
+	m, base := mock(t, mockupstream.Config{Keys: keys})
+	key := func(secret, id, prio string) string {
+		return "\t\t\tkey " + secret + " " + base + " {\n\t\t\t\tid " + id + "\n\t\t\t\tdialect responses\n\t\t\t\tpriority " + prio + "\n\t\t\t}\n"
+	}
+	for _, c := range cases {
+		for _, cl := range clients {
+			pools = append(pools, "\t\tpool "+c.name+cl+" {\n\t\t\tmodels "+c.name+cl+"-*\n\t\t\tstrategy priority\n\t\t\tacquire_timeout 10ms\n"+
+				key("rs-bad-"+c.name, "bad", "1")+key("rs-good-"+c.name+cl, "good", "2")+"\t\t}\n")
+		}
+	}
+	gw := gateway(t, gatewayBlock(pools...))
+	for _, c := range cases {
+		for _, cl := range clients {
+			name, model := c.name+"/"+cl, c.name+cl+"-x"
+			var resp *http.Response
+			var b []byte
+			switch cl {
+			case "chat":
+				resp, b = post(t, gw+"/v1/chat/completions", chatBody(model, "hello there", c.stream))
+			case "responses":
+				resp, b = post(t, gw+"/v1/responses", []byte(`{"model":"`+model+`","input":"hello there","stream":`+strconv.FormatBool(c.stream)+`}`))
+			default:
+				resp, b = post(t, gw+"/v1/messages", []byte(`{"model":"`+model+`","max_tokens":100,"messages":[{"role":"user","content":"hello there"}],"stream":`+strconv.FormatBool(c.stream)+`}`),
+					"Anthropic-Version", "2023-06-01")
+			}
+			bad, good := keyStatus(t, c.name+cl, "bad"), keyStatus(t, c.name+cl, "good")
+			if bytes.Contains(b, []byte("rs-bad-")) {
+				t.Errorf("%s: the key's secret reached the client: %s", name, b)
+			}
+			switch c.want {
+			case stream:
+				terminators := map[string][]string{"chat": {"data: [DONE]"}, "responses": {"event: response.completed"}, "anthropic": {"event: message_stop"}}[cl]
+				errs := map[string]string{"chat": "data: {\"error\":", "responses": "event: response.failed", "anthropic": "event: error"}[cl]
+				if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != c.name+cl+"/bad" || !bytes.Contains(b, []byte("hello ")) ||
+					!bytes.Contains(b, []byte(errs)) || bytes.Contains(b, []byte(terminators[0])) || !bytes.Contains(b, []byte(c.msg)) && c.name == "failed" {
+					t.Errorf("%s: %d via %q\n%s", name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+				}
+				if bad.Reason != c.reason || good.Requests != 0 {
+					t.Errorf("%s: bad key %s %q, good key asked %d times", name, bad.Reason, bad.LastMessage, good.Requests)
+				}
+			case moveOn:
+				complete := map[string]string{"chat": `"finish_reason":"stop"`, "responses": `"status":"completed"`, "anthropic": `"stop_reason":"end_turn"`}[cl]
+				if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != c.name+cl+"/good" || !bytes.Contains(b, []byte(complete)) ||
+					!bytes.Contains(b, []byte("Mock ")) || !bytes.Contains(b, []byte("there")) {
+					t.Errorf("%s: %d via %q\n%s", name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+				}
+				if bad.Reason != c.reason || !strings.Contains(bad.LastMessage, c.msg) || good.Successes != 1 {
+					t.Errorf("%s: bad key %s %q; good key %d successes", name, bad.Reason, bad.LastMessage, good.Successes)
+				}
+			case relay400:
+				msg := gjson.GetBytes(b, "error.message").Str
+				shape := gjson.GetBytes(b, "type").Str == "error"
+				if resp.StatusCode != 400 || msg != c.msg || shape != (cl == "anthropic") || gjson.GetBytes(b, "error.type").Str != "invalid_request_error" {
+					t.Errorf("%s: %d %s", name, resp.StatusCode, b)
+				}
+				keyUntouched(t, c.name+cl, "bad")
+				if good.Requests != 0 {
+					t.Errorf("%s: a client's 400 was retried on another key", name)
+				}
+			}
+		}
+	}
+	if c := keyStatus(t, "rlchat", "bad"); c.Source != "retry-after" || c.SecondsLeft < 28 || c.SecondsLeft > 30 {
+		t.Fatalf("429 cooldown %+v", c)
+	}
+	if n := m.Stats("rs-bad-bad400").Requests; n != 3 {
+		t.Fatalf("the 400 key was asked %d times for 3 requests", n)
+	}
+}
+
+// TestAttack14ModelsListTooDeep: an upstream's models list nested past
+// MaxNesting is not a list (16 MiB of "[" used to overflow gjson's
+// recursive validator and kill the process).
+func TestAttack14ModelsListTooDeep(t *testing.T) {
+	if ids, ok := parseModelIDs(bytes.Repeat([]byte("["), 16<<20)); ok || ids != nil {
+		t.Fatalf("deep list read as %v", ids)
+	}
+	if ids, ok := parseModelIDs([]byte(`{"data":[{"id":"a"},{"id":"b"}]}`)); !ok || strings.Join(ids, ",") != "a,b" {
+		t.Fatalf("list %v %v", ids, ok)
 	}
 }

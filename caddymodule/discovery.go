@@ -431,7 +431,7 @@ func getModels(ctx context.Context, uk *upstreamKey, anthropic bool, target stri
 // [{"id"|"name"}]} (Ollama-style). ok is false when the body is none of
 // these.
 func parseModelIDs(body []byte) ([]string, bool) {
-	if !gjson.ValidBytes(body) {
+	if !translate.ValidJSON(body) { // depth first: gjson's validator recurses per level
 		return nil, false
 	}
 	root := gjson.ParseBytes(body)

@@ -38,6 +38,11 @@ type ResponseOptions struct {
 // TranslateResponseWith is TranslateResponse with options.
 func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
 	if from == to {
+		if from == OpenAIResponses {
+			if e := responsesPassthroughError(body); e != nil {
+				return nil, Usage{}, e
+			}
+		}
 		u := ResponseUsage(from, body)
 		if clientModel == "" {
 			return body, u, nil
