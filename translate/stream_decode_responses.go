@@ -80,11 +80,13 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":
 		r := f.get("response")
-		res := gjson.GetMany(r.Raw, "id", "model", "created_at")
+		var rb1 [6]gjson.Result
+		res := getEach(rb1[:], r.Raw, "id", "model", "created_at")
 		cs.begin(res[0].Str, res[1].Str, res[2].Int())
 	case "response.output_item.added":
 		it := f.get("item")
-		res := gjson.GetMany(it.Raw, "type", "call_id", "name", "arguments")
+		var rb2 [6]gjson.Result
+		res := getEach(rb2[:], it.Raw, "type", "call_id", "name", "arguments")
 		idx := f.get("output_index").Int()
 		x := &rsStreamItem{outIdx: idx, typ: strings.Clone(res[0].Str), callID: strings.Clone(res[1].Str), name: strings.Clone(res[2].Str), summary: -1}
 		d.items = append(d.items, x)
@@ -128,7 +130,8 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		d.itemDone(f.get("output_index").Int(), f.get("item"))
 	case "response.completed", "response.incomplete":
 		r := f.get("response")
-		res := gjson.GetMany(r.Raw, "usage", "status", "incomplete_details.reason", "id", "model", "created_at")
+		var rb3 [6]gjson.Result
+		res := getEach(rb3[:], r.Raw, "usage", "status", "incomplete_details.reason", "id", "model", "created_at")
 		if !cs.started {
 			cs.begin(res[3].Str, res[4].Str, res[5].Int())
 		}
@@ -151,7 +154,8 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		cs.end()
 	case "response.failed":
 		r := f.get("response")
-		res := gjson.GetMany(r.Raw, "usage", "error.code", "error.message")
+		var rb4 [6]gjson.Result
+		res := getEach(rb4[:], r.Raw, "usage", "error.code", "error.message")
 		if res[0].IsObject() {
 			cs.t.usage.merge(responsesUsage(res[0]))
 		}
@@ -209,7 +213,8 @@ func (d *responsesStreamDecoder) send(x *rsStreamItem, k deltaKind, s string) {
 // attached, and its block is closed.
 func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
 	cs := d.cs
-	res := gjson.GetMany(it.Raw, "type", "call_id", "name", "arguments", "encrypted_content")
+	var rb5 [6]gjson.Result
+	res := getEach(rb5[:], it.Raw, "type", "call_id", "name", "arguments", "encrypted_content")
 	x := d.item(idx)
 	if x == nil {
 		x = &rsStreamItem{outIdx: idx, typ: strings.Clone(res[0].Str), callID: strings.Clone(res[1].Str), name: strings.Clone(res[2].Str), summary: -1}
@@ -270,3 +275,12 @@ func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
 }
 
 func (d *responsesStreamDecoder) end(readErr error) { d.cs.endOrFail(readErr) }
+
+// getEach looks each path up in json into dst (gjson.GetMany allocates
+// its result) and returns dst[:len(paths)].
+func getEach(dst []gjson.Result, json string, paths ...string) []gjson.Result {
+	for i, p := range paths {
+		dst[i] = gjson.Get(json, p)
+	}
+	return dst[:len(paths)]
+}
