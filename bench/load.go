@@ -210,6 +210,9 @@ type measurement struct {
 	Scripts   int64
 	Publishes int64
 	RedisCPU  time.Duration
+	// Rounds are the headline figures of each round, in the order run
+	// (one per round; merge appends), for medians over rounds.
+	Rounds []roundFigures
 }
 
 // RPS is the rate of successful requests.
@@ -327,6 +330,7 @@ func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, p
 		}
 	}
 	m.sortSamples()
+	m.Rounds = []roundFigures{m.figures()}
 	return m, ctx.Err()
 }
 
@@ -352,6 +356,7 @@ func (m *measurement) merge(o *measurement) {
 	m.EvLat = append(m.EvLat, o.EvLat...)
 	m.Events += o.Events
 	m.CPU += o.CPU
+	m.Rounds = append(m.Rounds, o.Rounds...)
 	if o.HasState {
 		m.State = addTo(m.State, o.State)
 		m.StateDur = addTo(m.StateDur, o.StateDur)

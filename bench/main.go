@@ -76,7 +76,7 @@ func parseFlags() *options {
 	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
 	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-redis,gw-keys,gw-a2o,gw-o2a (all: gw-redis only when redis-server is in PATH)")
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "duration of each measurement (per round)")
-	flag.IntVar(&o.rounds, "rounds", 2, "rounds over all targets (samples are pooled; the order alternates)")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds over all targets (the order alternates; the headline takes medians over rounds, the detailed tables pool the samples)")
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "warm-up per target and workload, not measured")
 	flag.StringVar(&o.conc, "conc", "1,16,128", "closed-loop concurrency levels")
 	flag.IntVar(&o.rate, "rate", 1000, "fixed rate for non-streaming requests (req/s; 0: skip)")
@@ -117,7 +117,7 @@ func parseFlags() *options {
 		def("paced-events", func() { o.mock.PacedEvents = 10 })
 		def("slow-rate", func() { o.mock.SlowRate = 4 })
 		def("mem-streams", func() { o.memStreams = "50" })
-		def("mem-targets", func() { o.memTargets = "gw-pass" })
+		def("mem-targets", func() { o.memTargets = "reverse_proxy,gw-pass" })
 		def("mem-wait", func() { o.memWait = 10 * time.Second })
 		def("timeout", func() { o.timeout = 2 * time.Minute })
 		def("build", func() { o.build = "never" })
@@ -193,6 +193,7 @@ func run(o *options) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	loadStart := loadAvg()
 	limit := raiseFileLimit()
 	specs, err := o.specs()
 	if err != nil {
@@ -288,7 +289,8 @@ func run(o *options) error {
 		FileLimit: limit,
 		Targets:   targets,
 		Redis:     redisInfo,
-		Settings: fmt.Sprintf("%d rounds (target order alternating, samples pooled) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; Caddy log level %s",
+		LoadStart: loadStart,
+		Settings: fmt.Sprintf("%d rounds (target order alternating; the headline takes the median over rounds of each figure, the detailed tables pool the samples) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; Caddy log level %s",
 			o.rounds, o.duration, o.warmup, o.conc, o.rate, o.streamRate, o.reqSize, o.mock.RespSize, o.mock.Events,
 			o.mock.PacedEvents, o.mock.PacedRate, o.pacedConc, map[bool]string{true: "INFO", false: "WARN"}[o.gatewayLog]),
 	}, StateNote: stateNote}
@@ -326,6 +328,7 @@ func run(o *options) error {
 		}
 	}
 	rep.Notes = findings
+	rep.Info.LoadEnd = loadAvg()
 
 	md := rep.Markdown()
 	fmt.Println(md)
@@ -506,9 +509,52 @@ func smokeCheck(rep *report) error {
 			}
 		}
 	}
+	if err := smokeHeadline(rep); err != nil {
+		return err
+	}
 	for _, mr := range rep.Mem {
 		if mr.N == 0 || mr.Errors > 0 {
 			return fmt.Errorf("smoke: memory case %s: %d streams open, %d errors (%s)", mr.Target, mr.N, mr.Errors, mr.FirstErr)
+		}
+	}
+	return nil
+}
+
+// smokeHeadline fails a smoke run whose headline misses a figure the run
+// measured: every llm_gateway row needs its c=16 ratios (and its c=1 added
+// p50 when direct ran) once reverse_proxy is in the run. RSS per stream is
+// not checked: a few dozen streams may not grow the baseline's RSS.
+func smokeHeadline(rep *report) error {
+	h := rep.headline()
+	if h.Err != "" {
+		if rep.find(headBase, wlJSON.Name, headLoadLevel) == nil {
+			return nil // no baseline asked for
+		}
+		return fmt.Errorf("smoke: headline: %s", h.Err)
+	}
+	has := func(name, wl, level string) bool { return rep.find(name, wl, level) != nil }
+	for _, row := range h.Rows {
+		if row.Target.Proxy == proxyNone {
+			continue
+		}
+		name := row.Target.Name
+		// a cell is required when the run measured both sides of it
+		cells := []struct {
+			what string
+			f    figure
+			need bool
+		}{
+			{"c=1 added p50", row.AddedP50, has(name, wlJSON.Name, headLatLevel) && has(headDirect, wlJSON.Name, headLatLevel)},
+			{"c=16 req/s", row.ReqRatio, has(name, wlJSON.Name, headLoadLevel) && has(headBase, wlJSON.Name, headLoadLevel)},
+			{"CPU/req", row.CPUReqRatio, has(name, wlJSON.Name, headLoadLevel) && has(headBase, wlJSON.Name, headLoadLevel)},
+			{"c=16 streams/s", row.StreamRatio, has(name, wlStream.Name, headLoadLevel) && has(headBase, wlStream.Name, headLoadLevel)},
+			{"CPU/stream", row.CPUStreamRatio, has(name, wlStream.Name, headLoadLevel) && has(headBase, wlStream.Name, headLoadLevel)},
+			{"added TTFB", row.AddedTTFB, has(name, wlStream.Name, headLoadLevel) && has(headBase, wlStream.Name, headLoadLevel)},
+		}
+		for _, c := range cells {
+			if c.need && !c.f.OK {
+				return fmt.Errorf("smoke: headline: %s: %s not computed", name, c.what)
+			}
 		}
 	}
 	return nil

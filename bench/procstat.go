@@ -97,3 +97,23 @@ func cpuModel() string {
 	}
 	return "unknown"
 }
+
+// loadAvg returns the 1, 5 and 15 minute load averages from /proc/loadavg
+// ("0.52 0.58 0.59"), or "" when it cannot be read.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return parseLoadAvg(string(b))
+}
+
+// parseLoadAvg returns the first three fields of a /proc/loadavg line
+// ("0.52 0.58 0.59 1/467 12345"), or "" when it has fewer.
+func parseLoadAvg(s string) string {
+	f := strings.Fields(s)
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}

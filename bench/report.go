@@ -20,6 +20,9 @@ type runInfo struct {
 	Targets   []target
 	// Redis describes the redis-server of the state redis targets, if any.
 	Redis string
+	// LoadStart and LoadEnd are the load averages (1, 5, 15 min, from
+	// /proc/loadavg) when the run started and when it ended; "" if unknown.
+	LoadStart, LoadEnd string
 }
 
 // report holds everything a run measured.
@@ -99,7 +102,9 @@ func (r *report) Markdown() string {
 	if in.Redis != "" {
 		fmt.Fprintf(&b, "- state redis: %s\n", in.Redis)
 	}
+	fmt.Fprintf(&b, "- load average (1/5/15 min, /proc/loadavg): %s at start, %s at end\n", orDash(in.LoadStart), orDash(in.LoadEnd))
 	b.WriteString("\n")
+	r.headline().markdown(&b, in.LoadStart, in.LoadEnd)
 	b.WriteString("Targets:\n\n")
 	for _, t := range in.Targets {
 		fmt.Fprintf(&b, "- `%s`: %s\n", t.Name, t.Desc)
@@ -216,7 +221,7 @@ func (r *report) Markdown() string {
 	}
 
 	if checks := r.checks(); len(checks) > 0 {
-		b.WriteString("## Targets\n\n| target | measured | goal | met |\n|---|---|---|---|\n")
+		b.WriteString("## Earlier targets\n\n| target | measured | goal | met |\n|---|---|---|---|\n")
 		for _, c := range checks {
 			met := "yes"
 			if !c.met {

@@ -34,8 +34,11 @@ const (
 
 // target is one thing put between the load generator and the mock.
 type target struct {
-	Name     string // short name used in flags and tables
-	Desc     string
+	Name string // short name used in flags and tables
+	Desc string
+	// Label names the target in the headline table, as issue 15's table
+	// does ("llm_gateway passthrough"); Desc when empty.
+	Label    string
 	Proxy    string // proxyNone, proxyReverse or proxyGateway
 	Keys     int    // upstream keys per pool (gateway only)
 	Client   string // dialect the client speaks
@@ -54,13 +57,13 @@ type target struct {
 // gw-redis runs only when redis-server is in PATH.
 func allTargets(manyKeys int) []target {
 	return []target{
-		{Name: "direct", Desc: "(a) no proxy: client -> mock", Proxy: proxyNone, Client: dialectOpenAI, Upstream: dialectOpenAI},
-		{Name: "reverse_proxy", Desc: "(b) Caddy reverse_proxy -> mock", Proxy: proxyReverse, Client: dialectOpenAI, Upstream: dialectOpenAI},
-		{Name: "gw-pass", Desc: "(c) llm_gateway passthrough, OpenAI in and out, 1 key", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectOpenAI},
-		{Name: "gw-redis", Desc: "(c') as (c), with `state redis` (the harness's own redis-server on loopback, no persistence)", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectOpenAI, State: stateRedis},
-		{Name: "gw-keys", Desc: fmt.Sprintf("(d) llm_gateway passthrough, %d keys", manyKeys), Proxy: proxyGateway, Keys: manyKeys, Client: dialectOpenAI, Upstream: dialectOpenAI},
-		{Name: "gw-a2o", Desc: "(e) llm_gateway translating, Anthropic in -> OpenAI up", Proxy: proxyGateway, Keys: 1, Client: dialectAnthropic, Upstream: dialectOpenAI},
-		{Name: "gw-o2a", Desc: "(f) llm_gateway translating, OpenAI in -> Anthropic up", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectAnthropic},
+		{Name: "direct", Label: "no proxy", Desc: "(a) no proxy: client -> mock", Proxy: proxyNone, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "reverse_proxy", Label: "Caddy reverse_proxy", Desc: "(b) Caddy reverse_proxy -> mock", Proxy: proxyReverse, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "gw-pass", Label: "llm_gateway passthrough", Desc: "(c) llm_gateway passthrough, OpenAI in and out, 1 key", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "gw-redis", Label: "llm_gateway passthrough, state redis", Desc: "(c') as (c), with `state redis` (the harness's own redis-server on loopback, no persistence)", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectOpenAI, State: stateRedis},
+		{Name: "gw-keys", Label: fmt.Sprintf("llm_gateway passthrough, %d keys", manyKeys), Desc: fmt.Sprintf("(d) llm_gateway passthrough, %d keys", manyKeys), Proxy: proxyGateway, Keys: manyKeys, Client: dialectOpenAI, Upstream: dialectOpenAI},
+		{Name: "gw-a2o", Label: "llm_gateway Anthropic in, OpenAI up", Desc: "(e) llm_gateway translating, Anthropic in -> OpenAI up", Proxy: proxyGateway, Keys: 1, Client: dialectAnthropic, Upstream: dialectOpenAI},
+		{Name: "gw-o2a", Label: "llm_gateway OpenAI in, Anthropic up", Desc: "(f) llm_gateway translating, OpenAI in -> Anthropic up", Proxy: proxyGateway, Keys: 1, Client: dialectOpenAI, Upstream: dialectAnthropic},
 	}
 }
 
