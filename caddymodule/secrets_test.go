@@ -186,14 +186,21 @@ func TestEchoedKeyNeverReachesClientOrLog(t *testing.T) {
 				t.Fatalf("stream: %d, leak %q: %s", resp.StatusCode, l, body)
 			}
 			eventually(t, 2e9, "key ready again", func() bool { return keyStatus(t, "echo", "echo-key").State == "ready" })
+			// the same error event translated into an Anthropic client's
+			// error event
+			resp, body = post(t, gw+"/v1/messages", []byte(`{"model":"stream-`+strconv.Itoa(i)+`","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			if l := leak(body); resp.StatusCode != 200 || l != "" || mentions(body) || !bytes.Contains(body, []byte(`"text":"Hi"`)) || !bytes.Contains(body, []byte("event: error")) {
+				t.Fatalf("translated stream: %d, leak %q: %s", resp.StatusCode, l, body)
+			}
+			eventually(t, 2e9, "key ready again", func() bool { return keyStatus(t, "echo", "echo-key").State == "ready" })
 		})
 	}
 	logBytes, err := os.ReadFile(appLog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(logBytes, []byte(`"msg":"llm request"`)); n != 3*len(forms) {
-		t.Fatalf("%d request log entries, want %d", n, 3*len(forms))
+	if n := bytes.Count(logBytes, []byte(`"msg":"llm request"`)); n != 4*len(forms) {
+		t.Fatalf("%d request log entries, want %d", n, 4*len(forms))
 	}
 	for _, line := range bytes.Split(logBytes, []byte("\n")) {
 		if l := leak(line); l != "" || mentions(line) {
@@ -219,7 +226,7 @@ func mentions(b []byte) bool {
 
 // BenchmarkStreamEventScan: what looking for the key costs
 // flushWriter.WriteEvent for an event that holds none: content events are
-// let through on one search for an error marker; error events are
+// let through on the translator's word (not searched); error events are
 // scanned for every form (no client_write_timeout here: no deadline).
 func BenchmarkStreamEventScan(b *testing.B) {
 	fw := newFlushWriter(discardWriter{}, &requestLog{}, 0, newSecretForms(echoSecret))
@@ -229,6 +236,7 @@ func BenchmarkStreamEventScan(b *testing.B) {
 		{"escaped_error_event", `data: {"error":{"message":"\u670d\u52a1\u5668\u7e41\u5fd9","type":"server_error"}}` + "\n\n"},
 	} {
 		ev := []byte(c.ev)
+		fw.errs = fixedErrorEvents(c.name != "content_chunk")
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -239,6 +247,12 @@ func BenchmarkStreamEventScan(b *testing.B) {
 		})
 	}
 }
+
+// fixedErrorEvents says every event is (true) or none is (false) an error
+// event.
+type fixedErrorEvents bool
+
+func (e fixedErrorEvents) WritingErrorEvent() bool { return bool(e) }
 
 // discardWriter is an http.ResponseWriter that drops what it is given.
 type discardWriter struct{}

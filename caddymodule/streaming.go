@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -86,6 +85,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	fw := newFlushWriter(x.w, rl, x.h.clientWriteTimeout(), x.uk.forms)
 	cw := &commitWriter{fw: fw, x: x, status: resp.StatusCode}
 	st := upstreamFor(x.d).newStream(c, cw)
+	fw.errs = st
 	st.SetOptions(x.p.respOpts)
 	if holdPreamble {
 		st.HoldPreamble()
@@ -211,11 +211,13 @@ func (i *idleReader) Read(p []byte) (int, error) {
 // the gateway holds at most one upstream read (16 KiB, or one larger
 // event) that the client has not accepted, besides the sockets' buffers.
 //
-// Upstream keys echoed in an in-band error event (an event with an
-// "error" member or an error type: Chat error chunks, Anthropic error
-// events, Responses response.failed and error), in any form secretForms
-// knows, are redacted before they leave; content events are not scanned
-// (a key reaches the stream only through an upstream's error message).
+// Upstream keys echoed in an in-band error event (Chat error chunks,
+// Anthropic error events, Responses response.failed and error, and the
+// client dialect's error form of a failure), in any form secretForms
+// knows, are redacted before they leave. The stream translator says which
+// events those are (translate.StreamTranslator.WritingErrorEvent); content
+// events are not scanned, not even searched (a key reaches the stream only
+// through an upstream's error message).
 type flushWriter struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
@@ -223,6 +225,7 @@ type flushWriter struct {
 	timeout  time.Duration // client_write_timeout; 0: no deadline
 	deadline time.Time     // the write deadline last set, zero when none
 	secret   *secretForms  // nil: nothing to redact
+	errs     errorEvents   // which events are error events; nil: every one may be
 	pending  bool
 	err      error
 }
@@ -272,7 +275,7 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	if f.err != nil {
 		return f.err
 	}
-	if f.secret != nil && bytes.Contains(p, errorField) {
+	if f.secret != nil && (f.errs == nil || f.errs.WritingErrorEvent()) {
 		p = f.secret.redactEvent(p)
 	}
 	for len(p) > 0 {
@@ -289,12 +292,9 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	return nil
 }
 
-// errorField marks an event that may carry an upstream error message: a
-// JSON key or value ending in "rror" ("error", "api_error",
-// "overloaded_error"). It is searched for instead of `"error"` because
-// its first byte is rarer than '"' in a stream event, which makes the
-// search of an ordinary content event about twice as fast.
-var errorField = []byte(`rror"`)
+// errorEvents tells a stream writer, while it writes an event, whether
+// that event is an error event (*translate.StreamTranslator).
+type errorEvents interface{ WritingErrorEvent() bool }
 
 // clientWriteChunk is the most written to a client under one write
 // deadline.
