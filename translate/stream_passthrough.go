@@ -156,11 +156,12 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			st.lastSeq = seq.Int()
 		}
 		// only the lifecycle events (response.created … response.failed)
-		// carry a "response" object: its id, model and usage
-		var resp, model, usage gjson.Result
+		// carry a "response" object: its id, model and usage (read from
+		// the terminal events only)
+		var resp, model gjson.Result
 		if hasMember(data, keyResponse, '{') {
 			resp = gjson.Get(sd, "response")
-			model, usage = resp.Get("model"), resp.Get("usage")
+			model = resp.Get("model")
 			if id := resp.Get("id"); id.Str != "" && id.Str != st.respID {
 				st.respID = strings.Clone(id.Str)
 			}
@@ -175,11 +176,11 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		case "response.completed", "response.incomplete":
 			st.finished = true
 			st.done = true
-			if usage.IsObject() {
+			if usage := resp.Get("usage"); usage.IsObject() {
 				t.usage.merge(responsesUsage(usage))
 			}
 		case "response.failed":
-			if usage.IsObject() {
+			if usage := resp.Get("usage"); usage.IsObject() {
 				t.usage.merge(responsesUsage(usage))
 			}
 			t.stopped = true
