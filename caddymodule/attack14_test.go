@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -286,5 +287,118 @@ func TestAttack14ModelsListTooDeep(t *testing.T) {
 	}
 	if ids, ok := parseModelIDs([]byte(`{"data":[{"id":"a"},{"id":"b"}]}`)); !ok || strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("list %v %v", ids, ok)
+	}
+}
+
+// TestAttack14EmbeddingsUnknownModel: a model the pool's pattern admits
+// but no upstream serves is answered with the upstream's own 404 (OpenAI's
+// shape) after the second key says the same, and costs the keys nothing
+// for other models: the next request with a real model is served by
+// both, in turn.
+func TestAttack14EmbeddingsUnknownModel(t *testing.T) {
+	var asked [2]int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(r.Body)
+		i := 0
+		if r.Header.Get("Authorization") == "Bearer um-key-2" {
+			i = 1
+		}
+		asked[i]++
+		w.Header().Set("Content-Type", "application/json")
+		if m := gjson.GetBytes(b.Bytes(), "model").Str; m != "text-embedding-3-small" {
+			w.WriteHeader(404)
+			_, _ = w.Write([]byte(`{"error":{"message":"The model '` + m + `' does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"text-embedding-3-small","usage":{"prompt_tokens":2,"total_tokens":2}}`))
+	}))
+	t.Cleanup(up.Close)
+	gw := gateway(t, gatewayBlock("\t\tpool emb {\n\t\t\tmodels text-embedding-*\n\t\t\tstrategy round_robin\n"+
+		"\t\t\tkey um-key-1 "+up.URL+"/v1 {\n\t\t\t\tid u1\n\t\t\t}\n\t\t\tkey um-key-2 "+up.URL+"/v1 {\n\t\t\t\tid u2\n\t\t\t\tdialect responses\n\t\t\t}\n\t\t}\n"))
+	resp, b := post(t, gw+"/v1/embeddings", []byte(`{"model":"text-embedding-typo","input":"x"}`))
+	if resp.StatusCode != 404 || gjson.GetBytes(b, "error.code").Str != "model_not_found" ||
+		gjson.GetBytes(b, "error.message").Str != "The model 'text-embedding-typo' does not exist or you do not have access to it." || asked != [2]int{1, 1} {
+		t.Fatalf("unknown model: %d %s; asked %v", resp.StatusCode, b, asked)
+	}
+	for _, id := range []string{"u1", "u2"} {
+		if st := keyStatus(t, "emb", id); st.State != keypool.StateReady || st.ConsecutiveFailures != 0 || len(st.BenchedModels) != 0 {
+			t.Fatalf("key %s after one unknown model: %+v", id, st)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		resp, b = post(t, gw+"/v1/embeddings", []byte(`{"model":"text-embedding-3-small","input":"x"}`))
+		if resp.StatusCode != 200 || string(b) != `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"text-embedding-3-small","usage":{"prompt_tokens":2,"total_tokens":2}}` {
+			t.Fatalf("good model: %d %s", resp.StatusCode, b)
+		}
+	}
+	if asked != [2]int{2, 2} {
+		t.Fatalf("good model spread %v, want one more each", asked)
+	}
+}
+
+// TestAttack14RouteTable: methods, paths and credentials against the
+// route table. HEAD is served wherever GET is (RFC 9110); other methods
+// get 405 with Allow; the answer's dialect is the route's (an
+// anthropic-version header does not turn an OpenAI route's errors into
+// Anthropic's), else the header's; Authorization wins over x-api-key.
+func TestAttack14RouteTable(t *testing.T) {
+	m, gw := embeddingsGateway(t, mockupstream.Config{})
+	emb := []byte(`{"model":"text-embedding-3-small","input":"x"}`)
+	cases := []struct {
+		method, path string
+		hdr          []string
+		status       int
+		allow        string
+		anthropic    bool   // Anthropic's error shape
+		msg          string // the error message, "" for a success
+	}{
+		{"HEAD", "/v1/models", nil, 200, "", false, ""},
+		{"HEAD", "/models/", nil, 200, "", false, ""},
+		{"POST", "/v1/models", nil, 405, "GET, HEAD", false, "method POST not allowed; use GET"},
+		{"HEAD", "/v1/embeddings", nil, 405, "POST", false, ""},
+		{"OPTIONS", "/v1/embeddings", nil, 405, "POST", false, "method OPTIONS not allowed; use POST"},
+		{"GET", "/v1/messages/count_tokens", nil, 405, "POST", true, "method GET not allowed; use POST"},
+		{"POST", "/v1/embeddings/", nil, 200, "", false, ""},
+		{"POST", "/v1/embedding%73", nil, 200, "", false, ""},
+		{"POST", "/v1//embeddings", nil, 404, "", false, `unknown endpoint "/v1//embeddings"`},
+		{"POST", "/v1/Embeddings", nil, 404, "", false, `unknown endpoint "/v1/Embeddings"`},
+		{"POST", "/v1/nope", []string{"Anthropic-Version", "2023-06-01"}, 404, "", true, `unknown endpoint "/v1/nope"`},
+		{"POST", "/v1/embeddings", []string{"Anthropic-Version", "2023-06-01", "Authorization", ""}, 401, "", false,
+			"missing gateway API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"},
+		{"POST", "/v1/embeddings", []string{"Authorization", "Bearer wrong", "X-Api-Key", gatewayKey}, 401, "", false, "invalid gateway API key"},
+		{"POST", "/v1/embeddings", []string{"Authorization", "bearer   " + gatewayKey + " "}, 200, "", false, ""},
+		{"POST", "/v1/embeddings", []string{"Authorization", "", "X-Api-Key", gatewayKey}, 200, "", false, ""},
+	}
+	for _, c := range cases {
+		var resp *http.Response
+		var b []byte
+		if c.method == http.MethodPost {
+			resp, b = post(t, gw+c.path, emb, c.hdr...)
+		} else {
+			resp, b = do(t, c.method, gw+c.path, nil, c.hdr...)
+		}
+		name := c.method + " " + c.path
+		if resp.StatusCode != c.status || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %v: %d Allow %q %.200s", name, c.hdr, resp.StatusCode, resp.Header.Get("Allow"), b)
+			continue
+		}
+		switch {
+		case c.method == http.MethodHead:
+			if len(b) != 0 || c.status == 200 && resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s: body %q, Content-Type %q", name, b, resp.Header.Get("Content-Type"))
+			}
+		case c.msg != "":
+			if gjson.GetBytes(b, "error.message").Str != c.msg || gjson.GetBytes(b, "type").Str == "error" != c.anthropic {
+				t.Errorf("%s %v: %s", name, c.hdr, b)
+			}
+		default:
+			if len(gjson.GetBytes(b, "data.0.embedding").Array()) != 1536 {
+				t.Errorf("%s %v: %.200s", name, c.hdr, b)
+			}
+		}
+	}
+	if n := m.Stats("emb-key-1").Requests + m.Stats("emb-key-2").Requests; n != 4 {
+		t.Fatalf("upstream asked %d times, want 4 (the successes)", n)
 	}
 }

@@ -108,8 +108,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	case rt == nil:
 		rl.fail(w, d, http.StatusNotFound, translate.ErrNotFound, "unknown endpoint "+quoteClient(path))
 		return nil
-	case r.Method != rt.method:
-		w.Header().Set("Allow", rt.method)
+	case r.Method != rt.method && (r.Method != http.MethodHead || rt.method != http.MethodGet):
+		// HEAD is served wherever GET is (RFC 9110 §9.3.2; net/http
+		// sends the headers without the body)
+		allow := rt.method
+		if allow == http.MethodGet {
+			allow = "GET, HEAD"
+		}
+		w.Header().Set("Allow", allow)
 		rl.fail(w, d, http.StatusMethodNotAllowed, translate.ErrInvalidRequest, "method "+clipClient(r.Method)+" not allowed; use "+rt.method)
 		return nil
 	}
