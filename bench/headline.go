@@ -145,11 +145,13 @@ type headline struct {
 }
 
 // memPerStream returns the RSS per stream (KiB) of the memory case of
-// target at each stream count it ran with streams open.
+// target at each stream count it ran cleanly: no stream failed and at
+// least 90% of those asked for were open (a case where most streams
+// failed to connect would divide the RSS by a handful).
 func (r *report) memPerStream(target string) map[int]float64 {
 	out := map[int]float64{}
 	for _, mr := range r.Mem {
-		if mr.Target == target && mr.N > 0 {
+		if mr.Target == target && mr.N > 0 && mr.Errors == 0 && mr.N*10 >= mr.Requested*9 {
 			out[mr.Requested] = mr.PerStream() / 1024
 		}
 	}
@@ -380,7 +382,7 @@ func (h headline) markdown(b *strings.Builder, loadStart, loadEnd string) {
 		b.WriteString(h.Err + "\n\n")
 		return
 	}
-	fmt.Fprintf(b, "Medians over %d round(s) of each figure, then each target's median ÷ `reverse_proxy`'s median (`reverse_proxy` = 1.00). `c=1 added p50`: median latency of a non-streamed request at c=1 minus the no-proxy (`direct`) median, in ms. `c=16 req/s` and `CPU/req`: non-streamed requests at c=16 (CPU: the proxy process's user+system time per request, /proc/<pid>/stat). `c=16 streams/s`, `CPU/stream` and `added TTFB p50`: full-speed streams at c=16, TTFB over `reverse_proxy`'s, in ms. `RSS/idle stream`: the memory case's RSS growth per open idle stream (one run, no rounds), at the largest stream count both ran. `-`: not measured in this run.\n\n", h.Rounds)
+	fmt.Fprintf(b, "Medians over %d round(s) of each figure, then each target's median ÷ `reverse_proxy`'s median (`reverse_proxy` = 1.00). `c=1 added p50`: median latency of a non-streamed request at c=1 minus the no-proxy (`direct`) median, in ms. `c=16 req/s` and `CPU/req`: non-streamed requests at c=16 (CPU: the proxy process's user+system time per request, /proc/<pid>/stat). `c=16 streams/s`, `CPU/stream` and `added TTFB p50`: full-speed streams at c=16, TTFB over `reverse_proxy`'s, in ms. `RSS/idle stream`: the memory case's RSS growth per open idle stream (one run, no rounds), at the largest stream count both ran cleanly (no failed stream, at least 90%% open). `-`: not measured in this run.\n\n", h.Rounds)
 	b.WriteString("| target | c=1 added p50 | c=16 req/s ÷ reverse_proxy | CPU/req ÷ reverse_proxy | c=16 streams/s ÷ reverse_proxy | CPU/stream ÷ reverse_proxy | added TTFB p50, c=16 streams | RSS/idle stream ÷ reverse_proxy |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range h.Rows {

@@ -290,9 +290,9 @@ func run(o *options) error {
 		Targets:   targets,
 		Redis:     redisInfo,
 		LoadStart: loadStart,
-		Settings: fmt.Sprintf("%d rounds (target order alternating; the headline takes the median over rounds of each figure, the detailed tables pool the samples) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; Caddy log level %s",
+		Settings: fmt.Sprintf("%d rounds (target order alternating; the headline takes the median over rounds of each figure, the detailed tables pool the samples) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; each proxy process measured once idle after its start (at most %v: an llm_gateway fetches every key's models list at start); Caddy log level %s",
 			o.rounds, o.duration, o.warmup, o.conc, o.rate, o.streamRate, o.reqSize, o.mock.RespSize, o.mock.Events,
-			o.mock.PacedEvents, o.mock.PacedRate, o.pacedConc, map[bool]string{true: "INFO", false: "WARN"}[o.gatewayLog]),
+			o.mock.PacedEvents, o.mock.PacedRate, o.pacedConc, maxIdleWait, map[bool]string{true: "INFO", false: "WARN"}[o.gatewayLog]),
 	}, StateNote: stateNote}
 
 	// one target at a time; with several rounds the order alternates so a
@@ -376,6 +376,7 @@ func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBi
 		}
 		defer p.stop()
 		base, pid = b, p.Pid()
+		idleAfterStart(ctx, t.Name, pid)
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s (%s) at %s\n", t.Name, t.Desc, base)
 	if o.warmup > 0 {
@@ -439,6 +440,7 @@ func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin,
 		return fmt.Errorf("%s: %v", t.Name, err)
 	}
 	defer p.stop()
+	idleAfterStart(ctx, t.Name, p.Pid())
 	fmt.Fprintf(os.Stderr, "bench: memory case, %s at %s\n", t.Name, base)
 	if o.warmup > 0 {
 		if _, err := attack(ctx, t, base, runSpec{W: wlStream, Conc: 16, Dur: o.warmup}, o.reqSize, 0, ""); err != nil {
@@ -475,6 +477,21 @@ func memTarget(ctx context.Context, o *options, rep *report, t target, caddyBin,
 		time.Sleep(time.Second)
 	}
 	return ctx.Err()
+}
+
+// maxIdleWait bounds the wait for a freshly started proxy to go idle.
+const maxIdleWait = 30 * time.Second
+
+// idleAfterStart waits until a freshly started proxy process is idle
+// (waitIdle) and says so on stderr when that took a while or never came.
+func idleAfterStart(ctx context.Context, name string, pid int) {
+	waited, idle := waitIdle(ctx, pid, maxIdleWait)
+	switch {
+	case !idle && ctx.Err() == nil:
+		fmt.Fprintf(os.Stderr, "bench: %s still busy %v after start; measuring anyway\n", name, waited.Round(time.Millisecond))
+	case waited > time.Second:
+		fmt.Fprintf(os.Stderr, "bench: %s idle %v after start\n", name, waited.Round(time.Millisecond))
+	}
 }
 
 // smokeCheck fails a smoke run that measured nothing useful.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -116,4 +117,42 @@ func parseLoadAvg(s string) string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// Idle detection of a freshly started proxy: the process is idle once it
+// used at most idleCPU of CPU time in an idleWindow (the unit of
+// /proc/<pid>/stat is clockTick).
+const (
+	idleWindow = 250 * time.Millisecond
+	idleCPU    = clockTick
+)
+
+// waitIdle waits, up to max, until process pid has been idle for one
+// window, so that work it does once after start (an llm_gateway fetches
+// every key's models list in the background at start, 4 000 requests for
+// the many-keys target) is not measured as the cost of the first
+// requests. It returns how long it waited and whether the process went
+// idle.
+func waitIdle(ctx context.Context, pid int, max time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	prev, err := sampleProc(pid)
+	if err != nil {
+		return 0, false
+	}
+	for time.Since(start) < max {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-time.After(idleWindow):
+		}
+		cur, err := sampleProc(pid)
+		if err != nil {
+			return time.Since(start), false
+		}
+		if cur.CPU-prev.CPU <= idleCPU {
+			return time.Since(start), true
+		}
+		prev = cur
+	}
+	return time.Since(start), false
 }

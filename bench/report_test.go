@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +79,13 @@ func synthReport() *report {
 		synthRun("gw-a2o", wlJSON, 16, load([]float64{1785}, []float64{302}, nil)...),
 		synthRun("gw-a2o", wlStream, 16, load([]float64{510}, []float64{688.5}, []float64{12})...),
 	}
+	failed := memOf("gw-a2o", 1000, 1500) // 28 of 1000 open, the rest failed to connect
+	failed.N, failed.Errors = 28, 972
+	short := memOf("gw-redis", 1000, 20) // 800 of 1000 started in time
+	short.N = 800
 	r.Mem = []memResult{
 		memOf("reverse_proxy", 1000, 40), memOf("reverse_proxy", 10000, 30),
-		memOf("gw-pass", 1000, 44), memOf("gw-pass", 10000, 27),
+		memOf("gw-pass", 1000, 44), memOf("gw-pass", 10000, 27), failed, short,
 	}
 	return r
 }
@@ -178,7 +184,7 @@ func TestHeadlineMediansAndRatios(t *testing.T) {
 		}
 	}
 	if a2o.AddedP50.OK || a2o.RSSRatio.OK {
-		t.Errorf("gw-a2o: c=1 and memory not run, got %+v %+v", a2o.AddedP50, a2o.RSSRatio)
+		t.Errorf("gw-a2o: c=1 not run, memory case failed; got %+v %+v", a2o.AddedP50, a2o.RSSRatio)
 	}
 	near(t, "a2o streams ratio", a2o.StreamRatio, 0.85)
 }
@@ -299,5 +305,15 @@ func TestFormatting(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+func TestWaitIdle(t *testing.T) {
+	// this test process, asleep in waitIdle, uses no CPU to speak of
+	if waited, idle := waitIdle(context.Background(), os.Getpid(), 5*time.Second); !idle || waited < idleWindow {
+		t.Errorf("own process: waited %v, idle %v; want idle after one window", waited, idle)
+	}
+	if _, idle := waitIdle(context.Background(), -1, time.Second); idle {
+		t.Error("a process that does not exist is not idle")
 	}
 }
