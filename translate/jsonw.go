@@ -10,6 +10,16 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the bytes appendEscaped copies as they are: ASCII from
+// 0x20 up, but for '"' and '\\' (one table load per byte instead of four
+// comparisons).
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // AppendJSONString appends s to dst as a JSON string literal (quotes
 // included), escaped the way encoding/json does it without HTML escaping:
 // quotes, backslashes and control characters are escaped, invalid UTF-8
@@ -35,11 +45,11 @@ func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':
