@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgateway/llm_gateway/mockupstream/testreq"
+	"github.com/tidwall/gjson"
 )
 
 // bigAnthropicRequest is the Claude Code-shaped request of about 80 KB
@@ -378,6 +379,55 @@ func BenchmarkPrepareRetry(b *testing.B) {
 					b.Fatal("output differs", err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkPrepareStages measures the stages of the preparation of the
+// 80 KB Claude Code-shaped Anthropic request one by one, to show where
+// its time goes: the depth scan, gjson's validity check, the top-level
+// walk (checkJSONRoot: both plus the walk), the validation pass that
+// keeps no canonical form (ParseRequest's for Anthropic), the one that
+// builds it, encoding it for Chat, and the passthrough's model splice.
+func BenchmarkPrepareStages(b *testing.B) {
+	body := claudeCodeThinking()
+	root, e := checkJSONRoot(body)
+	if e != nil {
+		b.Fatal(e)
+	}
+	pass := func(checkOnly bool) func() {
+		return func() {
+			c := &checker{d: AnthropicMessages, translate: true, root: root, rootSet: true, checkOnly: checkOnly}
+			if _, e := decodeWith(c, body); e != nil {
+				b.Fatal(e)
+			}
+		}
+	}
+	canon, e := decodeWith(&checker{d: AnthropicMessages, translate: true, root: root, rootSet: true}, body)
+	if e != nil {
+		b.Fatal(e)
+	}
+	lit := []byte(`"claude-opus-4-1"`)
+	for _, s := range []struct {
+		name string
+		run  func()
+	}{
+		{"tooDeep", func() { tooDeep(body, MaxNesting) }},
+		{"ValidBytes", func() { gjson.ValidBytes(body) }},
+		{"checkJSONRoot", func() { _, _ = checkJSONRoot(body) }},
+		{"pass_check_only", pass(true)},
+		{"pass_building_canonical", pass(false)},
+		{"encode_chat", func() { _, _ = encodeCanon(canon, OpenAIChat, "gpt-5") }},
+		{"model_splice", func() { _ = splice(body, 1, len(lit), lit) }},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			cpu := startCPU()
+			for i := 0; i < b.N; i++ {
+				s.run()
+			}
+			cpu.report(b)
 		})
 	}
 }
