@@ -241,22 +241,28 @@ func TestParseRequestSameAsOld(t *testing.T) {
 	}
 }
 
-// TestParseCountOnePerRequest: one full parse per request, whatever is
-// asked of it after: passthrough and translated encodes, repeated (a
-// retry on another key) and to two other dialects.
-func TestParseCountOnePerRequest(t *testing.T) {
+// dialectBody is a request body of a client dialect.
+type dialectBody struct {
+	d    Dialect
+	body []byte
+}
+
+// bigRequests are the 80 KB Claude Code-shaped request as Anthropic and
+// Chat clients send it, and the Responses request of the same size.
+func bigRequests(t *testing.T) []dialectBody {
+	t.Helper()
 	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, bigAnthropicRequest(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		d    Dialect
-		body []byte
-	}{
-		{AnthropicMessages, bigAnthropicRequest()},
-		{OpenAIChat, cc},
-		{OpenAIResponses, bigResponsesRequest()},
-	} {
+	return []dialectBody{{AnthropicMessages, bigAnthropicRequest()}, {OpenAIChat, cc}, {OpenAIResponses, bigResponsesRequest()}}
+}
+
+// TestParseCountOnePerRequest: one full parse per request, whatever is
+// asked of it after: passthrough and translated encodes, repeated (a
+// retry on another key) and to two other dialects.
+func TestParseCountOnePerRequest(t *testing.T) {
+	for _, c := range bigRequests(t) {
 		before := ParseCount()
 		r, err := ParseRequest(c.d, c.body)
 		if err != nil {
@@ -568,22 +574,14 @@ func TestHygieneFlaggedByParse(t *testing.T) {
 // without counting a parse, and passthrough never does. Chat and
 // Responses requests keep theirs from the validation pass.
 func TestCanonicalBuiltOnDemand(t *testing.T) {
-	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, bigAnthropicRequest(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		d      Dialect
-		body   []byte
-		builds uint64 // canonical forms built after ParseRequest
-	}{
-		{AnthropicMessages, bigAnthropicRequest(), 1},
-		{OpenAIChat, cc, 0},
-		{OpenAIResponses, bigResponsesRequest(), 0},
-	} {
+	for _, c := range bigRequests(t) {
+		var want uint64 // canonical forms built after ParseRequest
+		if c.d == AnthropicMessages {
+			want = 1
+		}
 		parses, builds := ParseCount(), canonBuilds.Load()
 		r := mustParse(t, c.d, c.body)
-		if (r.canon == nil) != (c.builds == 1) {
+		if (r.canon == nil) != (want == 1) {
 			t.Errorf("%s: canonical form kept by the validation pass: %v", c.d, r.canon != nil)
 		}
 		for attempt := 0; attempt < 2; attempt++ {
@@ -605,8 +603,8 @@ func TestCanonicalBuiltOnDemand(t *testing.T) {
 				}
 			}
 		}
-		if n := canonBuilds.Load() - builds; n != c.builds {
-			t.Errorf("%s: canonical form built %d times for two translations and retries, want %d", c.d, n, c.builds)
+		if n := canonBuilds.Load() - builds; n != want {
+			t.Errorf("%s: canonical form built %d times for two translations and retries, want %d", c.d, n, want)
 		}
 		if n := ParseCount() - parses; n != 1 {
 			t.Errorf("%s: %d full parses, want 1", c.d, n)
