@@ -410,3 +410,37 @@ func TestAttack14RouteTable(t *testing.T) {
 		t.Fatalf("upstream asked %d times, want 4 (the successes)", n)
 	}
 }
+
+// TestAttack14EmbeddingsEndpointMissing: a key whose base URL has no
+// /embeddings (a plain 404, not about the model) does not answer for the
+// pool: the next key serves the request, and after repeated 404s the key
+// is benched for that model only (it still serves completions).
+func TestAttack14EmbeddingsEndpointMissing(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	var missing int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/embeddings" {
+			missing++
+			http.NotFound(w, r)
+			return
+		}
+		m.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	gw := gateway(t, gatewayBlock("\t\tpool emb {\n\t\t\tmodels text-*\n\t\t\tstrategy priority\n"+
+		"\t\t\tkey nf-key "+up.URL+"/v1 {\n\t\t\t\tid nf\n\t\t\t\tdialect responses\n\t\t\t\tpriority 1\n\t\t\t}\n"+
+		"\t\t\tkey ok-key "+base+" {\n\t\t\t\tid ok\n\t\t\t\tpriority 2\n\t\t\t}\n\t\t}\n"))
+	for i := 0; i < 4; i++ {
+		resp, b := post(t, gw+"/v1/embeddings", []byte(`{"model":"text-embedding-3-small","input":"x"}`))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "emb/ok" || len(gjson.GetBytes(b, "data.0.embedding").Array()) != 1536 {
+			t.Fatalf("request %d: %d via %q %.200s", i, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+	}
+	if st := keyStatus(t, "emb", "nf"); missing >= 4 || st.ConsecutiveFailures != 0 || st.BenchedModels["text-embedding-3-small"].IsZero() {
+		t.Fatalf("the key without embeddings was asked %d times for 4 requests; %+v", missing, st)
+	}
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("text-x", "hi", false))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "emb/nf" {
+		t.Fatalf("completions on the key without embeddings: %d via %q %.200s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+	}
+}

@@ -677,6 +677,13 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 		// use the backoff ladder instead of hammering it
 		o.HasRetryAfter = false
 	}
+	if c.kind == kindPassthrough && o.Kind == keypool.ClientError && status == http.StatusNotFound {
+		// a passthrough endpoint the key's base URL lacks (a relay with
+		// no /embeddings) is the key's, not the request's: judged as a
+		// model the key lacks, so another key is tried and the key is
+		// benched for the model after repeated 404s
+		o.Kind = keypool.ModelNotFound
+	}
 	relay := o.Kind == keypool.ClientError && c.kind != kindCountTokens
 	switch o.Kind {
 	case keypool.ModelNotFound:
