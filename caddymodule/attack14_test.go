@@ -300,9 +300,9 @@ func TestAttack14ModelsListTooDeep(t *testing.T) {
 
 // TestAttack14EmbeddingsUnknownModel: a model the pool's pattern admits
 // but no upstream serves is answered with the upstream's own 404 (OpenAI's
-// shape) after the second key says the same, and costs the keys nothing
-// for other models: the next request with a real model is served by
-// both, in turn.
+// shape) after the second key says the same, however often, and benches
+// no key (the name is the client's): the next request with a real model
+// is served by both, in turn.
 func TestAttack14EmbeddingsUnknownModel(t *testing.T) {
 	var asked [2]int
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -324,23 +324,28 @@ func TestAttack14EmbeddingsUnknownModel(t *testing.T) {
 	t.Cleanup(up.Close)
 	gw := gateway(t, gatewayBlock("\t\tpool emb {\n\t\t\tmodels text-embedding-*\n\t\t\tstrategy round_robin\n"+
 		"\t\t\tkey um-key-1 "+up.URL+"/v1 {\n\t\t\t\tid u1\n\t\t\t}\n\t\t\tkey um-key-2 "+up.URL+"/v1 {\n\t\t\t\tid u2\n\t\t\t\tdialect responses\n\t\t\t}\n\t\t}\n"))
-	resp, b := post(t, gw+"/v1/embeddings", []byte(`{"model":"text-embedding-typo","input":"x"}`))
-	if resp.StatusCode != 404 || gjson.GetBytes(b, "error.code").Str != "model_not_found" ||
-		gjson.GetBytes(b, "error.message").Str != "The model 'text-embedding-typo' does not exist or you do not have access to it." || asked != [2]int{1, 1} {
-		t.Fatalf("unknown model: %d %s; asked %v", resp.StatusCode, b, asked)
-	}
-	for _, id := range []string{"u1", "u2"} {
-		if st := keyStatus(t, "emb", id); st.State != keypool.StateReady || st.ConsecutiveFailures != 0 || len(st.BenchedModels) != 0 {
-			t.Fatalf("key %s after one unknown model: %+v", id, st)
+	for i := 1; i <= 4; i++ { // past the bench threshold (3)
+		resp, b := post(t, gw+"/v1/embeddings", []byte(`{"model":"text-embedding-typo","input":"x"}`))
+		if resp.StatusCode != 404 || gjson.GetBytes(b, "error.code").Str != "model_not_found" ||
+			gjson.GetBytes(b, "error.message").Str != "The model 'text-embedding-typo' does not exist or you do not have access to it." || asked != [2]int{i, i} {
+			t.Fatalf("unknown model: %d %s; asked %v", resp.StatusCode, b, asked)
 		}
 	}
+	for _, id := range []string{"u1", "u2"} {
+		keyUntouched(t, "emb", id)
+		if st := keyStatus(t, "emb", id); len(st.BenchedModels) != 0 {
+			t.Fatalf("key %s benched by a client's model name: %v", id, st.BenchedModels)
+		}
+	}
+	var resp *http.Response
+	var b []byte
 	for i := 0; i < 2; i++ {
 		resp, b = post(t, gw+"/v1/embeddings", []byte(`{"model":"text-embedding-3-small","input":"x"}`))
 		if resp.StatusCode != 200 || string(b) != `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"text-embedding-3-small","usage":{"prompt_tokens":2,"total_tokens":2}}` {
 			t.Fatalf("good model: %d %s", resp.StatusCode, b)
 		}
 	}
-	if asked != [2]int{2, 2} {
+	if asked != [2]int{5, 5} {
 		t.Fatalf("good model spread %v, want one more each", asked)
 	}
 }
@@ -413,8 +418,9 @@ func TestAttack14RouteTable(t *testing.T) {
 
 // TestAttack14EmbeddingsEndpointMissing: a key whose base URL has no
 // /embeddings (a plain 404, not about the model) does not answer for the
-// pool: the next key serves the request, and after repeated 404s the key
-// is benched for that model only (it still serves completions).
+// pool: the next key serves the request; the key is not benched for the
+// model the client named (it still serves completions of the same name,
+// which a client could otherwise bench the key for).
 func TestAttack14EmbeddingsEndpointMissing(t *testing.T) {
 	m, base := mock(t, mockupstream.Config{})
 	var missing int
@@ -436,8 +442,19 @@ func TestAttack14EmbeddingsEndpointMissing(t *testing.T) {
 			t.Fatalf("request %d: %d via %q %.200s", i, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
 		}
 	}
-	if st := keyStatus(t, "emb", "nf"); missing >= 4 || st.ConsecutiveFailures != 0 || st.BenchedModels["text-embedding-3-small"].IsZero() {
-		t.Fatalf("the key without embeddings was asked %d times for 4 requests; %+v", missing, st)
+	if missing != 4 {
+		t.Fatalf("the key without embeddings was asked %d times for 4 requests", missing)
+	}
+	// embeddings naming the chat model: the client gets the 404, and the
+	// key still serves that model's completions
+	for i := 0; i < 4; i++ {
+		if resp, b := post(t, gw+"/v1/embeddings", []byte(`{"model":"text-x","input":"x"}`)); resp.StatusCode != 200 && resp.StatusCode != 404 {
+			t.Fatalf("embeddings naming a chat model: %d %s", resp.StatusCode, b)
+		}
+	}
+	keyUntouched(t, "emb", "nf")
+	if st := keyStatus(t, "emb", "nf"); len(st.BenchedModels) != 0 {
+		t.Fatalf("benched %v", st.BenchedModels)
 	}
 	resp, b := post(t, gw+"/v1/chat/completions", chatBody("text-x", "hi", false))
 	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "emb/nf" {

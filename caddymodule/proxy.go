@@ -680,8 +680,7 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	if c.kind == kindPassthrough && o.Kind == keypool.ClientError && status == http.StatusNotFound {
 		// a passthrough endpoint the key's base URL lacks (a relay with
 		// no /embeddings) is the key's, not the request's: judged as a
-		// model the key lacks, so another key is tried and the key is
-		// benched for the model after repeated 404s
+		// model the key lacks, so another key is tried
 		o.Kind = keypool.ModelNotFound
 	}
 	relay := o.Kind == keypool.ClientError && c.kind != kindCountTokens
@@ -700,7 +699,15 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 			o = keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, Message: o.Message}
 		}
 	}
-	x.finish(o)
+	booked := o
+	if c.kind == kindPassthrough && o.Kind == keypool.ModelNotFound {
+		// a passthrough request's model (an embeddings model) is the
+		// client's to name: a 404 for it benches no key, since a bench
+		// for that model name would also keep the key from completions
+		// naming it
+		booked = keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, Message: o.Message}
+	}
+	x.finish(booked)
 	up := x.d
 	if c.kind == kindPassthrough {
 		up = c.dialect // an OpenAI error body, whatever the key's dialect
