@@ -122,6 +122,10 @@ type Handler struct {
 	stateKey    string   // stateRegistry key held, "" for memory
 	logger      *zap.Logger
 	metrics     *metrics // nil until metrics are provisioned
+	// parseFor is, by client dialect, the upstream dialect that every key
+	// of every pool serves that client in (0 when they differ): the
+	// request is parsed for it (translate.ParseRequestFor)
+	parseFor [4]translate.Dialect
 }
 
 // DefaultMaxRequestBody is the default of Handler.MaxRequestBody.
@@ -225,6 +229,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.sortedPools = append([]*pool(nil), h.pools...)
 	sort.SliceStable(h.sortedPools, func(i, j int) bool { return h.sortedPools[i].priority < h.sortedPools[j].priority })
+	h.parseFor = upstreamDialects(h.pools)
 	if err := h.provisionState(repl); err != nil {
 		return err
 	}

@@ -41,14 +41,19 @@ func (h *Handler) serveCompletion(w http.ResponseWriter, r *http.Request, rl *re
 		return
 	}
 	defer rel.run()
-	// one pass over the bytes: validation, the routing facts and the
-	// canonical form a translation encodes from
+	// one pass over the bytes: validation, the routing facts and, when
+	// every key translates this client's requests to one dialect, the
+	// canonical form the translation encodes from
 	slot, err := decodeSlot(r.Context(), len(body))
 	if err != nil {
 		rl.status = 499 // the client went away while waiting
 		return
 	}
-	req, err := translate.ParseRequest(d, body)
+	up := h.parseFor[d]
+	if up == 0 {
+		up = d // keys differ: the canonical form is built on first need
+	}
+	req, err := translate.ParseRequestFor(d, body, up)
 	slot()
 	if err != nil {
 		var te *translate.Error

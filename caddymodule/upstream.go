@@ -50,3 +50,27 @@ func (k *upstreamKey) endpoint(d translate.Dialect) string {
 	}
 	return ""
 }
+
+// upstreamDialects returns, by client dialect, the upstream dialect every
+// key of pools serves a client of that dialect in, or 0 where keys differ
+// (or there are none): when all keys translate a client's requests to one
+// dialect, its requests are parsed for that dialect.
+func upstreamDialects(pools []*pool) (out [4]translate.Dialect) {
+	for _, d := range [...]translate.Dialect{translate.OpenAIChat, translate.AnthropicMessages, translate.OpenAIResponses} {
+		var up translate.Dialect
+		mixed := false
+		for _, p := range pools {
+			for _, uk := range p.keys {
+				if u, _ := uk.target(d); up == 0 {
+					up = u
+				} else if u != up {
+					mixed = true
+				}
+			}
+		}
+		if !mixed {
+			out[d] = up
+		}
+	}
+	return out
+}

@@ -217,3 +217,31 @@ func checkAdaptedJSON(t *testing.T, input string, want map[string]string) {
 		}
 	}
 }
+
+func TestUpstreamDialects(t *testing.T) {
+	k := func(chat, msg, rs string) *upstreamKey {
+		return &upstreamKey{chatURL: chat, messageURL: msg, responsesURL: rs, prefer: "auto"}
+	}
+	pools := func(keys ...*upstreamKey) []*pool {
+		p := &pool{keys: map[string]*upstreamKey{}}
+		for i, uk := range keys {
+			p.keys[string(rune('a'+i))] = uk
+		}
+		return []*pool{p}
+	}
+	// OpenAI-only keys: Anthropic and Responses clients are translated
+	// to Chat, Chat clients pass through
+	got := upstreamDialects(pools(k("c", "", ""), k("c2", "", "")))
+	if got[translate.OpenAIChat] != translate.OpenAIChat || got[translate.AnthropicMessages] != translate.OpenAIChat || got[translate.OpenAIResponses] != translate.OpenAIChat {
+		t.Fatalf("openai-only %v", got)
+	}
+	// an OpenAI key and an Anthropic key: an Anthropic client goes native
+	// on one and is translated on the other
+	got = upstreamDialects(pools(k("c", "", ""), k("", "m", "")))
+	if got[translate.AnthropicMessages] != 0 || got[translate.OpenAIChat] != 0 {
+		t.Fatalf("mixed %v", got)
+	}
+	if got = upstreamDialects(nil); got != [4]translate.Dialect{} {
+		t.Fatalf("no keys %v", got)
+	}
+}
