@@ -263,7 +263,9 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 		if t.werr != nil {
 			return t.werr
 		}
-		if t.stopped || (t.from != t.to && t.cs.closed) {
+		if t.stopped || (t.from != t.to && t.cs.closed) || (t.from == t.to && t.pt.done) {
+			// the stream is over (its terminator, an error): an upstream
+			// that holds the connection open after it is not waited for
 			break
 		}
 	}

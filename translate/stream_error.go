@@ -141,8 +141,15 @@ func newStreamError(up Dialect, typ, code, msg, param string) *StreamError {
 		return e
 	}
 	e.Type = firstNonEmpty(code, typ, "server_error")
-	b := make([]byte, 0, 96+len(typ)+len(code)+len(param)+len(msg))
-	e.Body = appendOpenAIError(b, firstNonEmpty(typ, e.Type), msg, param, code)
+	bodyType := typ
+	if bodyType == "" {
+		// an event with a code and no type (OpenAI Responses' error and
+		// response.failed): the body's type is OpenAI's for the status,
+		// never the code
+		bodyType, _ = ClassForStatus(e.Status).openAIType()
+	}
+	b := make([]byte, 0, 96+len(bodyType)+len(code)+len(param)+len(msg))
+	e.Body = appendOpenAIError(b, bodyType, msg, param, code)
 	return e
 }
 
