@@ -256,8 +256,9 @@ type KeyConfig struct {
 	// and every Anthropic feature survive, Chat Completions clients to
 	// Chat) and otherwise to the first the key has of Chat, Messages,
 	// Responses (its own dialect's endpoint); "openai" (Chat),
-	// "anthropic" (Messages) and "responses" always use that endpoint when
-	// the key has it. Default: "auto".
+	// "anthropic" (Messages) and "responses" always use that endpoint,
+	// which the key must have (else a configuration error). Default:
+	// "auto".
 	Prefer PreferEndpoint `json:"prefer,omitempty"`
 
 	// MaxConcurrency overrides the pool's MaxConcurrencyPerKey for this

@@ -435,7 +435,18 @@ func provisionKey(kc *KeyConfig, repl *caddy.Replacer, position int) (*upstreamK
 		uk.responsesURL = presetResponses + "/responses"
 	}
 	switch uk.prefer {
-	case PreferAuto, PreferOpenAI, PreferAnthropic, PreferResponses:
+	case PreferAuto:
+	case PreferOpenAI, PreferAnthropic, PreferResponses:
+		// a preferred endpoint the key lacks would silently fall back to
+		// another: say which option gives it
+		want := map[PreferEndpoint]struct{ url, msg string }{
+			PreferOpenAI:    {uk.chatURL, "the key has no Chat Completions endpoint (only openai-dialect keys do); remove prefer or use prefer auto"},
+			PreferAnthropic: {uk.messageURL, "the key has no Anthropic Messages endpoint; set anthropic_base_url"},
+			PreferResponses: {uk.responsesURL, "the key has no OpenAI Responses endpoint; set responses_base_url (for OpenAI itself, the same URL as base_url)"},
+		}[uk.prefer]
+		if want.url == "" {
+			return nil, fmt.Errorf("prefer %s: %s", string(uk.prefer), want.msg)
+		}
 	default:
 		return nil, fmt.Errorf("prefer %q: want auto, openai, anthropic or responses", string(kc.Prefer))
 	}
