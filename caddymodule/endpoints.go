@@ -39,20 +39,11 @@ func statelessCheck(body []byte) string {
 // the field "estimated": true.
 func (h *Handler) serveCountTokens(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey, _ *route) {
 	d := translate.AnthropicMessages
-	body, rel, ok := h.takeRequest(w, r, rl, gk)
+	body, model, rel, ok := h.takeObject(w, r, rl, gk, d, "body must be a JSON object with a string model")
 	if !ok {
 		return
 	}
 	defer rel.run()
-	if te := translate.CheckObject(body); te != nil {
-		rl.failRequest(w, d, te)
-		return
-	}
-	model := gjson.GetBytes(body, "model")
-	if model.Type != gjson.String || model.Str == "" {
-		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "body must be a JSON object with a string model")
-		return
-	}
 	if msgs := gjson.GetBytes(body, "messages"); !msgs.IsArray() {
 		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "messages: field required (an array)")
 		return

@@ -53,22 +53,11 @@ func (pt *passthrough) readJSON(c *call, data []byte) ([]byte, translate.Usage, 
 // accounting).
 func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey, rt *route) {
 	d := rl.dialect
-	body, rel, ok := h.takeRequest(w, r, rl, gk)
+	body, model, rel, ok := h.takeObject(w, r, rl, gk, d, "model: a string is required")
 	if !ok {
 		return
 	}
 	defer rel.run()
-	if te := translate.CheckObject(body); te != nil {
-		// depth before any parse (a deep body would exhaust the stack),
-		// and no repeated "model" routed as one and run as another
-		rl.failRequest(w, d, te)
-		return
-	}
-	model := gjson.GetBytes(body, "model")
-	if model.Type != gjson.String || model.Str == "" {
-		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "model: a string is required")
-		return
-	}
 	rl.clientModel = model.Str
 	if h.LogPayloads {
 		rl.reqBody = body
@@ -97,4 +86,31 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request, rl *r
 	}
 	h.servePools(w, r, rl, serving, routed, call{kind: kindPassthrough, pass: rt.pass, dialect: d, raw: body,
 		clientModel: model.Str, tokens: int64(len(body) / 4)})
+}
+
+// takeObject is takeRequest for a body that is passed on without a parse
+// of its own: it must be a JSON object (translate.CheckObject: size, depth
+// before any parse, since a deep body would exhaust the stack, validity,
+// and one "model", never routed as one copy and run as another) with a
+// non-empty string model, else the client gets a 400 in dialect d
+// (noModel is the message when the model is missing). On failure the
+// client has been answered and ok is false; else the caller runs rel when
+// the request ends.
+func (h *Handler) takeObject(w http.ResponseWriter, r *http.Request, rl *requestLog, gk *gwKey, d translate.Dialect, noModel string) (body []byte, model gjson.Result, rel releases, ok bool) {
+	body, rel, ok = h.takeRequest(w, r, rl, gk)
+	if !ok {
+		return nil, model, rel, false
+	}
+	if te := translate.CheckObject(body); te != nil {
+		rl.failRequest(w, d, te)
+		rel.run()
+		return nil, model, rel, false
+	}
+	model = gjson.GetBytes(body, "model")
+	if model.Type != gjson.String || model.Str == "" {
+		rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, noModel)
+		rel.run()
+		return nil, model, rel, false
+	}
+	return body, model, rel, true
 }
