@@ -532,6 +532,13 @@ func TestDiscoveryWithCaddyfileMock(t *testing.T) {
 		ids, _ := listModels(t, gw, "/models", false)
 		return slices.Equal(ids, []string{"cm-a", "cm-b"})
 	})
+	// the lists arrive key by key: cm-a is listed once c1's is learned,
+	// and c3, whose list is not learned yet, may still serve it until its
+	// own (cm-b only) is
+	eventually(t, 5*time.Second, "c1's and c3's lists learned", func() bool {
+		s := learnedFor("cmock").load()
+		return s != nil && len(s.keys) == 2
+	})
 	// cm-a never goes to c3 (its list lacks it), cm-b to every key: c2
 	// has no list (404), so in a pool that is not models auto it may
 	// serve anything; a model nobody lists goes to every key
