@@ -15,6 +15,7 @@ import (
 // It never holds a secret: keys appear by id only.
 type requestLog struct {
 	id              string
+	endpoint        string // the route's path after /v1/ ("chat/completions", "embeddings", ...), "" for none
 	dialect         translate.Dialect
 	upstreamDialect translate.Dialect
 	start           time.Time
@@ -121,6 +122,7 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	fields := make([]zap.Field, 0, 20)
 	fields = append(fields,
 		zap.String("request_id", rl.id),
+		zap.String("endpoint", rl.endpoint),
 		zap.String("dialect", rl.dialect.String()),
 		zap.String("upstream_dialect", upstreamDialectName(rl.upstreamDialect)),
 		zap.String("client_model", clipClient(rl.clientModel)),

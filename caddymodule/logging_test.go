@@ -63,6 +63,10 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 	}
 	// wrong key: also never logged
 	post(t, gw+"/v1/chat/completions", chatBody("gpt-4o", "x", false), "Authorization", "", "X-Api-Key", "sk-typo-of-a-real-key-99999")
+	// embeddings: the same log line, told apart by its endpoint
+	if resp, body := post(t, gw+"/v1/embeddings", []byte(`{"model":"gpt-4o","input":"embed me"}`)); resp.StatusCode != 200 {
+		t.Fatalf("embeddings %d: %s", resp.StatusCode, body)
+	}
 
 	var entries []map[string]any
 	for _, e := range readJSONLines(t, appLog) {
@@ -70,14 +74,14 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 			entries = append(entries, e)
 		}
 	}
-	if len(entries) != 3 {
-		t.Fatalf("%d llm request entries, want 3", len(entries))
+	if len(entries) != 4 {
+		t.Fatalf("%d llm request entries, want 4", len(entries))
 	}
 	e := entries[0]
 	want := map[string]any{
 		"logger": "http.handlers.llm_gateway", "request_id": "log-req-1", "client_model": "gpt-4o",
 		"upstream_model": "mock-large", "pool": "logs", "key": "sk-...89", "attempts": float64(2),
-		"status": float64(200), "stream": false, "dialect": "openai_chat",
+		"status": float64(200), "stream": false, "dialect": "openai_chat", "endpoint": "chat/completions",
 	}
 	for k, v := range want {
 		if e[k] != v {
@@ -99,10 +103,13 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 	if s := entries[2]; s["status"] != float64(401) {
 		t.Errorf("unauthorised entry = %v", s)
 	}
+	if s := entries[3]; s["endpoint"] != "embeddings" || s["status"] != float64(200) || s["input_tokens"] == nil {
+		t.Errorf("embeddings entry = %v", s)
+	}
 
 	access := readJSONLines(t, accessLog)
-	if len(access) != 3 {
-		t.Fatalf("%d access log entries, want 3", len(access))
+	if len(access) != 4 {
+		t.Fatalf("%d access log entries, want 4", len(access))
 	}
 	hdrs, _ := access[0]["request"].(map[string]any)["headers"].(map[string]any)
 	if v, _ := hdrs["X-Api-Key"].([]any); len(v) != 1 || v[0] != "REDACTED" {

@@ -79,6 +79,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		awaitsContinue: r.ProtoMajor == 1 && r.ContentLength != 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue")}
 	defer h.logRequest(r, rl)
 	w.Header().Set("X-Request-Id", rl.id)
+	if rt != nil {
+		rl.endpoint = rt.path[len("/v1/"):]
+	}
 	if rt != nil && rt.dialect != 0 {
 		rl.dialect = rt.dialect
 	} else if r.Header.Get("Anthropic-Version") != "" {
