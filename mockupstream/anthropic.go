@@ -29,14 +29,6 @@ type anthropicTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-func parseMessages(body []byte) (*messagesRequest, error) {
-	req := new(messagesRequest)
-	if err := json.Unmarshal(body, req); err != nil {
-		return req, err
-	}
-	return req, nil
-}
-
 // promptTokens is the rough input token count (system + messages).
 func (req *messagesRequest) promptTokens() int {
 	return promptTokens(req.Messages, req.System.text)

@@ -39,14 +39,6 @@ type embeddingInput struct {
 	tokens int
 }
 
-func parseEmbeddings(body []byte) (*embeddingsRequest, error) {
-	req := new(embeddingsRequest)
-	if err := json.Unmarshal(body, req); err != nil {
-		return req, err
-	}
-	return req, nil
-}
-
 // nativeDims is the model's full embedding size.
 func nativeDims(model string) int {
 	if strings.Contains(model, "large") {

@@ -48,14 +48,6 @@ func (t *chatTool) params() json.RawMessage {
 	return t.Parameters
 }
 
-func parseChat(body []byte) (*chatRequest, error) {
-	req := new(chatRequest)
-	if err := json.Unmarshal(body, req); err != nil {
-		return req, err
-	}
-	return req, nil
-}
-
 // toolChoice decodes tool_choice: "none", "auto", "required" or
 // {"type":"function","function":{"name":...}}.
 func (req *chatRequest) toolChoice() (none, forced bool, name string) {

@@ -89,14 +89,6 @@ func (in *responsesInput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func parseResponses(body []byte) (*responsesRequest, error) {
-	req := new(responsesRequest)
-	if err := json.Unmarshal(body, req); err != nil {
-		return req, err
-	}
-	return req, nil
-}
-
 // instructions is the text of the instructions field ("" when absent or not
 // a string).
 func (req *responsesRequest) instructions() string {

@@ -68,6 +68,7 @@ package mockupstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -498,10 +499,10 @@ func (c *call) countTokens(ep endpoint) {
 	var model string
 	var n int
 	if ep == epResponsesInputTokens {
-		req, perr := parseResponses(body)
+		req, perr := parseBody[responsesRequest](body)
 		model, n, err = req.Model, req.promptTokens(), perr
 	} else {
-		req, perr := parseMessages(body)
+		req, perr := parseBody[messagesRequest](body)
 		model, n, err = req.Model, req.promptTokens(), perr
 	}
 	if err != nil {
@@ -544,22 +545,22 @@ func (c *call) generate(ep endpoint) {
 	)
 	switch ep {
 	case epChat:
-		chat, err = parseChat(body)
+		chat, err = parseBody[chatRequest](body)
 		if chat != nil {
 			model = chat.Model
 		}
 	case epMessages:
-		msgs, err = parseMessages(body)
+		msgs, err = parseBody[messagesRequest](body)
 		if msgs != nil {
 			model = msgs.Model
 		}
 	case epResponses:
-		resp, err = parseResponses(body)
+		resp, err = parseBody[responsesRequest](body)
 		if resp != nil {
 			model = resp.Model
 		}
 	case epEmbeddings:
-		emb, err = parseEmbeddings(body)
+		emb, err = parseBody[embeddingsRequest](body)
 		if emb != nil {
 			model = emb.Model
 		}
@@ -741,4 +742,11 @@ func (c *call) requestID() string { return "req_mock" + itoa(int64(c.id)) }
 func itoa(n int64) string {
 	var b [20]byte
 	return string(appendInt(b[:0], n))
+}
+
+// parseBody decodes a request body into a new T (a zero T, never nil,
+// when the body is not valid JSON for it).
+func parseBody[T any](body []byte) (*T, error) {
+	req := new(T)
+	return req, json.Unmarshal(body, req)
 }
