@@ -599,6 +599,11 @@ func (x *exchange) build(actx context.Context, url string) (req *http.Request, r
 			return nil, attemptResult{done: true}, false
 		}
 		x.finish(keypool.Outcome{Kind: keypool.ClientError, Status: http.StatusBadRequest})
+		if c.kind == kindCountTokens {
+			// a count request the key's dialect cannot express: the
+			// client gets the estimate, as when a native count fails
+			return nil, attemptResult{outcome: keypool.Outcome{Kind: keypool.ClientError, Status: http.StatusBadRequest}}, false
+		}
 		var te *translate.Error
 		if errors.As(err, &te) {
 			rl.failRequest(x.w, c.dialect, te)

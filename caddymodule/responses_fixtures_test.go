@@ -427,4 +427,13 @@ func TestCountTokensOnResponsesKey(t *testing.T) {
 	if n.RawJSON() != `{"input_tokens":6}` {
 		t.Fatalf("count %s", n.RawJSON())
 	}
+	// a count the Responses dialect cannot express is estimated, never
+	// refused, and asks nothing of the key
+	resp, body := post(t, gw+"/v1/messages/count_tokens", []byte(`{"model":"gpt-5","messages":[{"role":"user","content":[{"type":"bogus_block","x":1}]}]}`))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Token-Count-Estimate") != "true" || !gjson.GetBytes(body, "estimated").Bool() {
+		t.Fatalf("untranslatable count: %d %s", resp.StatusCode, body)
+	}
+	if m.Stats("rs-key").Endpoints["responses/input_tokens"] != 1 || keyStatus(t, "rs", "rs").State != "ready" {
+		t.Fatalf("the key was asked or changed: %v %+v", m.Stats("rs-key").Endpoints, keyStatus(t, "rs", "rs"))
+	}
 }
