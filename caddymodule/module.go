@@ -121,7 +121,8 @@ type Handler struct {
 	loadID      any      // the config load that provisioned this instance
 	stateKey    string   // stateRegistry key held, "" for memory
 	logger      *zap.Logger
-	metrics     *metrics // nil until metrics are provisioned
+	metrics     *metrics    // nil until metrics are provisioned
+	budgets     *budgetBook // spend against budgets; nil books nothing
 	// parseFor is, by client dialect, the upstream dialect that every key
 	// of every pool serves that client in (0 when they differ): the
 	// request is parsed for it (translate.ParseRequestFor)
