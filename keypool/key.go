@@ -70,6 +70,7 @@ type Key struct {
 	probeFails        int  // failed early probes since the cooldown began
 	nextProbe         time.Time
 	disabled          bool
+	holds             []hold // out of rotation until a time, by reason (Pool.Hold)
 
 	lim    limits
 	models map[string]*modelState
@@ -132,6 +133,9 @@ func (k *Key) gate(now time.Time, s *Settings, pace bool) (ok bool, reason strin
 	if k.disabled {
 		return false, reasonDisabled, time.Time{}
 	}
+	if r, t := k.held(now); r != "" {
+		return false, string(r), t
+	}
 	if now.Before(k.shUntil) {
 		return false, k.shReason, k.shUntil
 	}
@@ -168,6 +172,26 @@ func (k *Key) gate(now time.Time, s *Settings, pace bool) (ok bool, reason strin
 		}
 	}
 	return true, "", time.Time{}
+}
+
+// hold keeps a key out of rotation until a time for a reason that is not
+// a failure of the key (see Pool.Hold).
+type hold struct {
+	reason Reason
+	until  time.Time
+}
+
+// held returns the reason and end of the latest hold still running at
+// now ("" when none).
+func (k *Key) held(now time.Time) (Reason, time.Time) {
+	var r Reason
+	var until time.Time
+	for _, h := range k.holds {
+		if now.Before(h.until) && h.until.After(until) {
+			r, until = h.reason, h.until
+		}
+	}
+	return r, until
 }
 
 // needsProbe reports whether the next lease of k is a probe: the breaker
@@ -317,4 +341,10 @@ func (k *Key) modelServed(model string) {
 			m.hits = m.hits[:0]
 		}
 	}
+}
+
+// holdReason is the reason of the latest running hold, "" when none.
+func (k *Key) holdReason(now time.Time) Reason {
+	r, _ := k.held(now)
+	return r
 }

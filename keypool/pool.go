@@ -408,7 +408,7 @@ func (p *Pool) earlyProbeLocked(now time.Time, opts *AcquireOptions) *Key {
 	var best *Key
 	bestFrac := 0.0
 	for _, k := range p.keys {
-		if k.disabled || k.probeInFlight || k.inFlight >= k.capacity(&p.settings) || now.Before(k.nextProbe) || now.Before(k.shUntil) {
+		if r, _ := k.held(now); r != "" || k.disabled || k.probeInFlight || k.inFlight >= k.capacity(&p.settings) || now.Before(k.nextProbe) || now.Before(k.shUntil) {
 			continue
 		}
 		if opts.Skip != nil && opts.Skip(k) {

@@ -30,9 +30,12 @@ const (
 	StateBenched KeyState = "benched"
 	// StateSkipped: excluded for this request (it failed it already).
 	StateSkipped KeyState = "skipped"
+	// StateBudget: held out of rotation until its spend budget's period
+	// resets (Pool.Hold with ReasonBudget).
+	StateBudget KeyState = "budget"
 )
 
-var keyStates = []KeyState{StateReady, StateBusy, StateCooling, StateBreakerOpen, StateLimited, StateDisabled, StateBenched, StateSkipped}
+var keyStates = []KeyState{StateReady, StateBusy, StateCooling, StateBreakerOpen, StateLimited, StateDisabled, StateBenched, StateSkipped, StateBudget}
 
 // String returns the state's name, e.g. "cooling".
 func (s KeyState) String() string { return string(s) }
@@ -41,8 +44,8 @@ func (s KeyState) String() string { return string(s) }
 func (s KeyState) MarshalText() ([]byte, error) { return []byte(s), nil }
 
 // UnmarshalText accepts one of the state names ("ready", "busy",
-// "cooling", "breaker_open", "limited", "disabled", "benched", "skipped")
-// and returns an error naming them for anything else.
+// "cooling", "breaker_open", "limited", "disabled", "benched", "skipped",
+// "budget") and returns an error naming them for anything else.
 func (s *KeyState) UnmarshalText(b []byte) error {
 	for _, v := range keyStates {
 		if string(b) == string(v) {
@@ -84,6 +87,9 @@ const (
 	ReasonCooldownAfterSuccess Reason = "cooldown_after_success"
 	// ReasonFailedThisRequest: a skipped key already failed this request.
 	ReasonFailedThisRequest Reason = "failed this request"
+	// ReasonBudget: the key's spend budget is used up until its period
+	// resets (a Pool.Hold; state "budget").
+	ReasonBudget Reason = "budget"
 )
 
 // String returns the reason's name, e.g. "rate_limited".
@@ -110,13 +116,15 @@ type KeyStatus struct {
 	ID string `json:"id"`
 	// State is "ready", "busy", "cooling", "breaker_open", "limited"
 	// (over its rpm, tpm, quota or pace), "disabled", "benched" (benched
-	// for the request's model) or "skipped" (excluded for this request).
+	// for the request's model), "skipped" (excluded for this request) or
+	// "budget" (its spend budget is used up until the period resets).
 	State KeyState `json:"state"`
 	// Reason is why the key cannot serve now: an OutcomeKind name such as
 	// "rate_limited", "quota_exhausted", "invalid_key", "no_credit",
 	// "forbidden", "server_error" or "model_not_found";
 	// "cooldown_after_success", "busy", "breaker_open", "probe_in_flight",
-	// "rpm", "tpm", "quota", "pace", "disabled"; empty when ready.
+	// "rpm", "tpm", "quota", "pace", "disabled", "budget" or another
+	// Pool.Hold reason; empty when ready.
 	Reason Reason `json:"reason,omitempty"`
 	// Source says where the current cooldown's length came from:
 	// "retry-after", "body", "reset-header", "utc-midnight" (named by the
@@ -221,8 +229,12 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 		st.State = StateBusy
 	case r == ReasonBreakerOpen:
 		st.State = StateBreakerOpen
+	case r == ReasonBudget:
+		st.State = StateBudget
 	case r == ReasonRPM || r == ReasonTPM || r == ReasonQuota || r == ReasonPace:
 		st.State = StateLimited
+	case r != "" && r == k.holdReason(now):
+		st.State = StateLimited // another hold: out of rotation for a limit, not a failure
 	default:
 		st.State = StateCooling
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
@@ -382,6 +394,40 @@ func (p *Pool) ClearCooldown(key string) int {
 	p.mu.Unlock()
 	p.clearShared(fps)
 	return n
+}
+
+// Hold keeps the key with the given id or fingerprint out of rotation
+// for d (on the pool's clock) for reason, e.g. ReasonBudget, without
+// counting it as a failure: no cooldown, breaker, backoff or probe; a
+// lease in flight on it finishes normally. A later Hold with the same
+// reason replaces the earlier one (d <= 0 lifts it); holds of other
+// reasons are kept, and the key is out while any runs. Its KeyStatus
+// shows Reason reason (State "budget" for ReasonBudget, else "limited")
+// and Until the hold's end. Holds are local to this pool (not shared
+// through a Backend). It reports whether a key matched.
+func (p *Pool) Hold(key string, reason Reason, d time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	for _, k := range p.keys {
+		if key != k.id && key != k.fingerprint {
+			continue
+		}
+		hs := k.holds[:0]
+		for _, h := range k.holds {
+			if h.reason != reason && now.Before(h.until) {
+				hs = append(hs, h)
+			}
+		}
+		if d > 0 {
+			hs = append(hs, hold{reason: reason, until: now.Add(d)})
+		}
+		k.holds = hs
+		p.refreshLocked(k, now)
+		p.broadcastLocked()
+		return true
+	}
+	return false
 }
 
 // SetDisabled takes the key with the given id or fingerprint out of
