@@ -157,6 +157,10 @@ type SharedRelease struct {
 	// LatencyAlpha.
 	TTFB         time.Duration
 	LatencyAlpha float64
+	// Learned, when non-nil, are the limits the attempt's answer reported
+	// (Lease.Learn) as of the release: the backend keeps the latest per
+	// key and model and passes them on in its event.
+	Learned *SharedLearned
 }
 
 // SharedEffects are the changes to a key that the cluster must share:
@@ -222,6 +226,9 @@ type SharedKeyState struct {
 	QuotaTokens   int64
 	// LatencyEMA is the shared TTFB moving average.
 	LatencyEMA time.Duration
+	// Learned are the latest learned limits per model (resets from now;
+	// windows past their reset left out).
+	Learned []SharedLearned
 }
 
 // SharedEvent tells a Pool that another instance changed a key's shared
@@ -240,4 +247,7 @@ type SharedEvent struct {
 	Reason string
 	// EMA, when > 0, is the key's new shared latency average.
 	EMA time.Duration
+	// Learned, when non-nil, are limits the instance learned from an
+	// answer's rate-limit headers (SharedRelease.Learned).
+	Learned *SharedLearned
 }

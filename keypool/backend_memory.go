@@ -48,6 +48,7 @@ type sharedKey struct {
 	qPeriod      int64
 	qReq, qTok   int64
 	ema          float64
+	learned      []learnedShared // latest learned limits per model (learned_shared.go)
 }
 
 // NewMemoryBackend returns an empty MemoryBackend on clock (nil: the
@@ -273,6 +274,10 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 		}
 		ev.EMA = time.Duration(s.ema)
 	}
+	if rel.Learned != nil {
+		s.storeLearned(rel.Learned, now)
+		ev.Learned = rel.Learned
+	}
 	ev.Wait, ev.Reason = s.shut(now)
 	m.mu.Unlock()
 	m.publish(rel.Pool, ev)
@@ -395,6 +400,7 @@ func (m *MemoryBackend) Snapshot(_ context.Context, pool string, fps []string) (
 			st.BreakerLeft = s.breakerUntil.Sub(now)
 		}
 		st.ProbeInFlight = s.probeLease != "" && now.Before(s.probeExp)
+		st.Learned = s.learnedAt(now)
 		for _, t := range s.rpmLog {
 			if now.Sub(t) < time.Minute {
 				st.RPMUsed++

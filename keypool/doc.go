@@ -10,7 +10,9 @@
 //		Session: sessionID, Tokens: estimate,
 //	})
 //	// cap the attempt at lease.ProbeTimeout() when lease.Probe()
-//	// ... send; on an error status read at most MaxClassifyBody bytes ...
+//	// ... send; on the answer's headers, success or not:
+//	//   if rl, ok := keypool.ParseRateLimits(header, now); ok { lease.Learn(rl) }
+//	// on an error status read at most MaxClassifyBody bytes ...
 //	o := keypool.ClassifyResponseFor(upstreamModel, status, header, bodyPrefix, now) // or ClassifyError
 //	o.Tokens, o.TTFB = usage, ttfb
 //	lease.Release(o)
@@ -28,7 +30,9 @@
 // gates), limits.go (rpm window, tpm bucket, quota periods), affinity.go
 // (the session table), classify.go and outcome.go (outcome classes),
 // verify.go (provisional verdicts and their confirmation),
-// retryafter.go (Retry-After), settings.go (knobs and defaults),
+// retryafter.go (Retry-After), learned.go and learned_shared.go (limits
+// learned from the upstreams' rate-limit headers, Lease.Learn, and their
+// sharing in cluster mode), settings.go (knobs and defaults),
 // status.go (snapshots and errors), index.go (bitset and heap), and one
 // strategy_<name>.go per selection strategy.
 package keypool

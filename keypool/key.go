@@ -72,10 +72,13 @@ type Key struct {
 	disabled          bool
 	holds             []hold // out of rotation until a time, by reason (Pool.Hold)
 
-	lim    limits
-	models map[string]*modelState
-	ema    float64 // TTFB moving average in ns; 0: never measured
-	emaN   int64
+	lim     limits
+	models  map[string]*modelState
+	lrn     *learnedKey // limits learned from rate-limit headers (learned.go); nil: none
+	lrnTok  int64       // AcquireOptions.Tokens of every lease so far, for the learned token windows
+	standby bool        // KeyConfig.Standby: weight 0 under weighted
+	ema     float64     // TTFB moving average in ns; 0: never measured
+	emaN    int64
 
 	// cluster mode (see shared.go): a gate the Backend reported shut,
 	// mirrored until it opens or an event says the key changed
@@ -122,6 +125,7 @@ const (
 	reasonTPM      = string(ReasonTPM)
 	reasonQuota    = string(ReasonQuota)
 	reasonPace     = string(ReasonPace)
+	reasonLearned  = string(ReasonLearned)
 )
 
 // gate reports whether the key may take a request at now, and when it

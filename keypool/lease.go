@@ -17,11 +17,14 @@ type Lease struct {
 	probe       bool
 	early       bool // an early probe of a cooling key
 	affinityHit bool
-	epoch       uint64 // the key's breakerEpoch when the lease began
-	seq         uint64 // the pool's lease sequence number
-	released    bool   // guarded by pool.mu
-	id          string // cluster mode: the backend's lease id
-	shared      bool   // cluster mode: registered with the backend
+	epoch       uint64      // the key's breakerEpoch when the lease began
+	seq         uint64      // the pool's lease sequence number
+	released    bool        // guarded by pool.mu
+	id          string      // cluster mode: the backend's lease id
+	shared      bool        // cluster mode: registered with the backend
+	lrnReq      int64       // the key's requests counter after this lease began (learned.go)
+	lrnTok      int64       // the key's token-estimate counter after this lease began
+	learned     *RateLimits // reported by Learn; nil: none
 }
 
 // Key returns the leased key.
@@ -73,7 +76,8 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 	}
 	k.lim.window(p.settings.UsageWindow, now)
 	k.lim.winReq++
-	l := &Lease{pool: p, key: k, start: now, model: opts.Model, epoch: k.breakerEpoch, seq: p.seq}
+	k.lrnTok += max(opts.Tokens, 0)
+	l := &Lease{pool: p, key: k, start: now, model: opts.Model, epoch: k.breakerEpoch, seq: p.seq, lrnReq: k.requests, lrnTok: k.lrnTok}
 	if opts.Tokens > 0 && k.tpm > 0 {
 		l.tokens = opts.Tokens
 		k.lim.tpmAdd(k.tpm, opts.Tokens, now)
@@ -184,6 +188,9 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 		k.lastMessage = o.Message
 	}
 	p.accountLocked(l, &o, now)
+	if p.smart && o.Kind != Success && o.Kind != ClientError && o.Kind != Canceled && o.Kind != ModelNotFound {
+		k.noteFailure(now) // the smart strategy's recent-failure penalty
+	}
 
 	if l.early && o.Kind != Success && !o.Kind.Dead() && o.Kind != ClientError && o.Kind != Canceled && o.Kind != ModelNotFound {
 		// a failed early probe: the cooldown stands as it was

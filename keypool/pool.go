@@ -32,6 +32,7 @@ type Pool struct {
 	mu       sync.Mutex
 	settings Settings
 	pace     bool // strategy "pace": keys ahead of their budget line are gated
+	smart    bool // strategy "smart": recent failures are remembered
 	keys     []*Key
 	byFP     map[string]*Key
 	strat    strategy
@@ -104,6 +105,7 @@ func (p *Pool) Reconcile(s Settings, keys []KeyConfig) error {
 	defer p.mu.Unlock()
 	p.settings = s.withDefaults()
 	p.pace = p.settings.Strategy == "pace"
+	p.smart = p.settings.Strategy == "smart"
 	for _, k := range p.keys {
 		k.idx = -1 // re-set below for keys still configured
 	}
@@ -122,6 +124,10 @@ func (p *Pool) Reconcile(s Settings, keys []KeyConfig) error {
 		k.maxConc = kc.MaxConcurrency
 		k.weight = max(kc.Weight, 1)
 		k.priority = kc.Priority
+		k.standby = kc.Standby
+		if p.settings.LearnLimitsOff {
+			k.lrn = nil
+		}
 		k.rpm = max(kc.RPM, 0)
 		k.lim.rpmResize(k.rpm)
 		k.tpm = max(kc.TPM, 0)
@@ -338,7 +344,7 @@ func (p *Pool) Acquire(ctx context.Context, opts AcquireOptions) (*Lease, error)
 func (p *Pool) pickLocked(now time.Time, opts *AcquireOptions) (cands []*Key, early, pinned bool) {
 	p.drainTimedLocked(now)
 	c := &p.ctx
-	c.p, c.now, c.skip, c.model = p, now, opts.Skip, opts.Model
+	c.p, c.now, c.skip, c.model, c.tokens = p, now, opts.Skip, opts.Model, opts.Tokens
 	defer func() { c.skip, c.exclude = nil, nil }()
 	n := 1
 	if p.backend != nil {
@@ -381,6 +387,11 @@ func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Tim
 		if b, bu := k.benched(opts.Model, now); b && (ok || bu.After(until)) {
 			ok, reason, until = false, ModelNotFound.String(), bu
 		}
+		if ok && k.lrn != nil {
+			if lok, lu := k.learnedGate(opts.Model, opts.Tokens, now); !lok {
+				ok, reason, until = false, reasonLearned, lu
+			}
+		}
 		if ok && !k.ready {
 			p.refreshLocked(k, now)
 			retry = true
@@ -416,6 +427,11 @@ func (p *Pool) earlyProbeLocked(now time.Time, opts *AcquireOptions) *Key {
 		}
 		if b, _ := k.benched(opts.Model, now); b {
 			continue
+		}
+		if k.lrn != nil {
+			if ok, _ := k.learnedGate(opts.Model, opts.Tokens, now); !ok {
+				continue // the vendor said it would refuse: not worth a probe
+			}
 		}
 		var start, end time.Time
 		switch {

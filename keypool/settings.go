@@ -87,7 +87,7 @@ type Settings struct {
 
 	// Strategy names the selection strategy: "round_robin" (default),
 	// "priority", "weighted", "least_used", "lowest_latency", "pace" or
-	// "random". See Strategies and the strategy_*.go files.
+	// "random", "smart". See Strategies and the strategy_*.go files.
 	Strategy string
 	// AffinityTTL is how long a session stays pinned to the key that last
 	// served it, counted from its last request. 0 means the default 30m;
@@ -114,6 +114,11 @@ type Settings struct {
 	// the pace strategy, as a fraction of its period budget. Default
 	// 0.01 (1%); at least one request is always allowed.
 	PaceLead float64
+	// LearnLimitsOff turns off learning limits from the upstreams'
+	// rate-limit headers (Lease.Learn is then ignored and what was
+	// learned is forgotten); the configured RPM, TPM and Quota still
+	// apply. Default false: learning is on.
+	LearnLimitsOff bool
 }
 
 // Default values of Settings.
@@ -264,6 +269,10 @@ type KeyConfig struct {
 	MaxConcurrency int
 	// Weight is the key's share under the weighted strategy; default 1.
 	Weight int
+	// Standby makes the key a standby under the weighted strategy (a
+	// configured weight of 0): it serves only when no key with a positive
+	// weight is eligible for the request. Other strategies ignore it.
+	Standby bool
 	// Priority orders keys under the priority strategy: lower numbers
 	// first; a key is used only while no key with a lower number is
 	// eligible. Default 0.

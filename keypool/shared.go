@@ -223,6 +223,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 		}
 		rel.TTFB, rel.LatencyAlpha = d, p.settings.LatencyAlpha
 	}
+	rel.Learned = p.sharedLearnedLocked(l, now)
 	delete(p.local, l)
 	return rel
 }
@@ -297,6 +298,7 @@ func (p *Pool) Notify(ev SharedEvent) {
 		k.ema = float64(ev.EMA)
 		k.emaN = max(k.emaN, 1)
 	}
+	p.notifyLearnedLocked(k, ev.Learned, now)
 	p.refreshLocked(k, now)
 	p.broadcastLocked()
 }

@@ -90,6 +90,10 @@ const (
 	// ReasonBudget: the key's spend budget is used up until its period
 	// resets (a Pool.Hold; state "budget").
 	ReasonBudget Reason = "budget"
+	// ReasonLearned: the upstream's own rate-limit headers said the key
+	// has no requests (or too few tokens) left for the model until the
+	// window resets (Lease.Learn); state "limited". Not a failure.
+	ReasonLearned Reason = "learned"
 )
 
 // String returns the reason's name, e.g. "rate_limited".
@@ -123,7 +127,7 @@ type KeyStatus struct {
 	// "rate_limited", "quota_exhausted", "invalid_key", "no_credit",
 	// "forbidden", "server_error" or "model_not_found";
 	// "cooldown_after_success", "busy", "breaker_open", "probe_in_flight",
-	// "rpm", "tpm", "quota", "pace", "disabled", "budget" or another
+	// "rpm", "tpm", "quota", "pace", "learned", "disabled", "budget" or another
 	// Pool.Hold reason; empty when ready.
 	Reason Reason `json:"reason,omitempty"`
 	// Source says where the current cooldown's length came from:
@@ -163,7 +167,8 @@ type KeyStatus struct {
 	Failures  int64 `json:"failures"`
 	// LastUsed is when the key was last leased (zero: never).
 	LastUsed time.Time `json:"last_used,omitzero"`
-	// Priority and Weight are the configured values.
+	// Priority and Weight are the configured values (Weight 0: a
+	// standby, KeyConfig.Standby).
 	Priority int `json:"priority,omitempty"`
 	Weight   int `json:"weight"`
 	// TTFB is the moving average of time to first byte (0: never
@@ -183,6 +188,10 @@ type KeyStatus struct {
 	// NextProbe is the earliest time of the next early probe after a
 	// failed one (zero: none pending).
 	NextProbe time.Time `json:"next_probe,omitzero"`
+	// Learned lists the limits the upstream reported for the key in its
+	// rate-limit headers (Lease.Learn), one per model, most recent
+	// first; windows past their reset are left out.
+	Learned []LearnedLimit `json:"learned,omitempty"`
 }
 
 func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
@@ -240,10 +249,32 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
 		st.Provisional = k.cooldownProvisional() && now.Before(k.cooldownUntil) && reason == k.cooldownReason
 	}
+	if k.standby {
+		st.Weight = 0 // KeyConfig.Standby
+	}
+	if k.lrn != nil {
+		st.Learned = k.learnedStatus(now)
+		if m, ok := k.latestModel(); ok && st.State == StateReady {
+			p.learnedStateLocked(k, &st, m, 0, now)
+		}
+	}
 	if !until.IsZero() {
 		st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
 	}
 	return st
+}
+
+// learnedStateLocked marks st, a ready key's status, "limited" for
+// reason "learned" when the limits learned for model leave no room for a
+// request of tokens.
+func (p *Pool) learnedStateLocked(k *Key, st *KeyStatus, model string, tokens int64, now time.Time) {
+	if k.lrn == nil {
+		return
+	}
+	if ok, until := k.learnedGate(model, tokens, now); !ok {
+		st.State, st.Reason, st.Until = StateLimited, ReasonLearned, until
+		st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
+	}
 }
 
 // Snapshot returns the status of every key in configured order.
@@ -343,6 +374,10 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 	e := &UnavailableError{Pool: p.name, Keys: make([]KeyStatus, len(p.keys)), NoKeys: true}
 	for i, k := range p.keys {
 		st := p.statusLocked(k, now)
+		if st.State == StateReady || st.State == StateLimited && st.Reason == ReasonLearned {
+			st.State, st.Reason, st.Until, st.SecondsLeft = StateReady, "", time.Time{}, 0
+			p.learnedStateLocked(k, &st, opts.Model, opts.Tokens, now)
+		}
 		if b, until := k.benched(opts.Model, now); b && (st.State == StateReady || st.State == StateBusy || until.After(st.Until)) {
 			st.State, st.Reason, st.Until = StateBenched, ModelNotFound.Reason(), until
 			st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))

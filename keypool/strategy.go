@@ -32,12 +32,14 @@ type pickCtx struct {
 	now     time.Time
 	skip    func(*Key) bool
 	model   string
+	tokens  int64  // AcquireOptions.Tokens, for the learned token windows
 	exclude []*Key // already chosen for this request
 	scratch []int
 }
 
 // accept reports whether the request may use k beyond its gates: not
-// skipped by the caller and not benched for the request's model.
+// skipped by the caller, not benched for the request's model and within
+// the limits learned for that model (learned.go).
 func (c *pickCtx) accept(k *Key) bool {
 	if c.skip != nil && c.skip(k) {
 		return false
@@ -49,6 +51,11 @@ func (c *pickCtx) accept(k *Key) bool {
 	}
 	if c.model != "" && k.models != nil {
 		if b, _ := k.benched(c.model, c.now); b {
+			return false
+		}
+	}
+	if k.lrn != nil {
+		if ok, _ := k.learnedGate(c.model, c.tokens, c.now); !ok {
 			return false
 		}
 	}
@@ -64,11 +71,12 @@ var strategies = map[string]func() strategy{
 	"lowest_latency": func() strategy { return &lowestLatency{} },
 	"pace":           func() strategy { return &pace{} },
 	"random":         func() strategy { return &random{} },
+	"smart":          func() strategy { return &smart{} },
 }
 
 // Strategies returns the names accepted by Settings.Strategy, sorted:
 // least_used, lowest_latency, pace, priority, random, round_robin,
-// weighted.
+// smart, weighted.
 func Strategies() []string {
 	out := make([]string, 0, len(strategies))
 	for n := range strategies {
