@@ -16,7 +16,8 @@ import (
 //
 // Order of evaluation for the generating endpoints (chat completions,
 // messages, responses, embeddings, replay): cooldown gate, concurrency gate, Status=429 (these three
-// answer 429 at once, without taking a slot or restarting the cooldown), then
+// answer 429 at once, without taking a slot or restarting the cooldown), RPM
+// and TPM (likewise), then
 // the request takes an in-flight slot, Latency is waited, then Status (other
 // codes), ResetRate, FailRate, and finally replay or the normal answer.
 // GET /v1/models applies ModelsStatus, else Status, then Latency, and lists
@@ -128,6 +129,23 @@ type KeyBehavior struct {
 	// 400 (see ValidateDeepSeekRequest). Every key is checked on
 	// /v1/messages by ValidateAnthropicRequest, whatever its Vendor.
 	Vendor string `json:"vendor,omitempty"`
+
+	// RPM > 0 limits the key to that many requests in any 60 s (an exact
+	// sliding window), as a vendor's requests-per-minute limit; TPM > 0
+	// to that many input tokens (the prompt as the mock counts it, charged
+	// when the request arrives) in any 60 s. A request beyond either gets
+	// the vendor's 429 (rate-limit error body in the path's dialect) with
+	// Retry-After and retry-after-ms saying when it would fit, and is not
+	// charged. While either is set, every answer of the generating
+	// endpoints (success or error, streamed or not) carries both vendors'
+	// rate-limit headers: x-ratelimit-{limit,remaining,reset}-
+	// {requests,tokens} (reset a duration, "59.95s") and
+	// anthropic-ratelimit-{requests,tokens,input-tokens}-
+	// {limit,remaining,reset} (reset an RFC 3339 time, rounded up to the
+	// second); reset is when the budget is full again. They are checked
+	// after the cooldown, concurrency and Status=429 gates.
+	RPM int   `json:"rpm,omitempty"`
+	TPM int64 `json:"tpm,omitempty"`
 
 	// ModelsStatus > 0 (and not 2xx) makes GET /v1/models (and
 	// /v1/models/{id}) answer with this status while the generating

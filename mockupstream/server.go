@@ -589,8 +589,26 @@ func (c *call) generate(ep endpoint) {
 	}
 
 	ks, b := c.ks, c.b
-	adm, wait := ks.admit(b, model, body, c.r.Header)
+	var rh rateHeaders
+	var tokens int64
+	if b.TPM > 0 {
+		switch {
+		case chat != nil:
+			tokens = int64(promptTokens(chat.Messages, ""))
+		case msgs != nil:
+			tokens = int64(msgs.promptTokens())
+		case resp != nil:
+			tokens = int64(resp.promptTokens())
+		default:
+			tokens = int64(tokenCount(string(body)))
+		}
+	}
+	adm, wait := ks.admit(b, model, body, c.r.Header, tokens, &rh)
+	rh.write(c.w.Header(), time.Now(), adm == deniedRate)
 	switch adm {
+	case deniedRate:
+		c.writeStatusError(http.StatusTooManyRequests, model)
+		return
 	case deniedCooldown:
 		c.rateLimited(wait)
 		return

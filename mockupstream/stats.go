@@ -68,6 +68,7 @@ type keyState struct {
 	lastBody      []byte
 	lastHeaders   http.Header
 	rng           *rand.Rand
+	rate          rateWindow // RPM and TPM (ratelimit.go)
 }
 
 // admission is the outcome of keyState.admit.
@@ -78,6 +79,7 @@ const (
 	deniedCooldown
 	deniedCap
 	deniedStatus429
+	deniedRate // over RPM or TPM
 )
 
 // record stores the request facts and counts it.
@@ -99,7 +101,7 @@ func (ks *keyState) record(model string, body []byte, hdr http.Header) {
 // admit records the request and applies the gates. When admitted, the
 // request holds an in-flight slot that must be given back with finish. When
 // denied by the cooldown, wait is the remaining cooldown.
-func (ks *keyState) admit(b *KeyBehavior, model string, body []byte, hdr http.Header) (admission, time.Duration) {
+func (ks *keyState) admit(b *KeyBehavior, model string, body []byte, hdr http.Header, tokens int64, rh *rateHeaders) (admission, time.Duration) {
 	h := hdr.Clone()
 	now := time.Now()
 	ks.mu.Lock()
@@ -118,6 +120,14 @@ func (ks *keyState) admit(b *KeyBehavior, model string, body []byte, hdr http.He
 	if b.Status == http.StatusTooManyRequests {
 		ks.rateLimited.Add(1)
 		return deniedStatus429, 0
+	}
+	if b.RPM > 0 || b.TPM > 0 {
+		ok, r := ks.rate.admit(b.RPM, b.TPM, tokens, now)
+		*rh = r
+		if !ok {
+			ks.rateLimited.Add(1)
+			return deniedRate, 0
+		}
 	}
 	ks.inFlight++
 	if ks.inFlight > ks.maxInFlight {

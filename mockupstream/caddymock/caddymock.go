@@ -77,7 +77,9 @@ func parseMockCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, er
 //	    key <api-key> { <behavior> }     # repeatable
 //	}
 //
-// where <behavior> lines are: max_concurrency <n>, cooldown <duration>,
+// where <behavior> lines are: max_concurrency <n>, rpm <n>, tpm <n>
+// (vendor-style limits per 60 s, reported in both vendors' rate-limit
+// headers), cooldown <duration>,
 // status <code>, fail_rate <0..1>, fail_status <code>, reset_rate <0..1>,
 // latency <duration>, tokens_per_second <n>, retry_after <value>,
 // replay <file>, replay_status <code>, stream_error_after <n>,
@@ -163,6 +165,10 @@ func unmarshalBehavior(d *caddyfile.Dispenser, b *mockupstream.KeyBehavior) erro
 		switch name {
 		case "max_concurrency":
 			b.MaxConcurrency, err = strconv.Atoi(v)
+		case "rpm":
+			b.RPM, err = strconv.Atoi(v)
+		case "tpm":
+			b.TPM, err = strconv.ParseInt(v, 10, 64)
 		case "status":
 			b.Status, err = strconv.Atoi(v)
 		case "models_status":

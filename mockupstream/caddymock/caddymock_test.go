@@ -34,6 +34,8 @@ func TestCaddyfileAndJSON(t *testing.T) {
 			retry_after none
 			tokens_per_second 50
 			models a b
+			rpm 500
+			tpm 30000
 		}
 	}`)
 	var m MockUpstream
@@ -41,13 +43,13 @@ func TestCaddyfileAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fromJSON MockUpstream
-	js := `{"model":"mock-x","models":["extra-1","extra-2"],"seed":7,"default":{"max_concurrency":1,"cooldown":"3s"},"keys":{"k1":{"status":429,"retry_after":"none","tokens_per_second":50,"models":["a","b"]}}}`
+	js := `{"model":"mock-x","models":["extra-1","extra-2"],"seed":7,"default":{"max_concurrency":1,"cooldown":"3s"},"keys":{"k1":{"status":429,"retry_after":"none","tokens_per_second":50,"models":["a","b"],"rpm":500,"tpm":30000}}}`
 	if err := json.Unmarshal([]byte(js), &fromJSON); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := json.Marshal(m.Config)
 	b, _ := json.Marshal(fromJSON.Config)
-	if string(a) != string(b) || m.Default.Cooldown != 3*time.Second || m.Keys["k1"].Status != 429 {
+	if string(a) != string(b) || m.Default.Cooldown != 3*time.Second || m.Keys["k1"].Status != 429 || m.Keys["k1"].RPM != 500 || m.Keys["k1"].TPM != 30000 {
 		t.Errorf("Caddyfile %s\n    JSON %s", a, b)
 	}
 	if err := m.UnmarshalCaddyfile(caddyfile.NewTestDispenser(`llm_mock_upstream {
