@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/llmgateway/llm_gateway/keypool"
@@ -193,12 +194,16 @@ func (i *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// flushWriter writes client events as the stream translator produces
-// them; flushBeforeRead flushes them to the client whenever the translator
-// is about to wait for more upstream bytes. Every event therefore leaves as
-// soon as the upstream bytes that carry it have been read, with no timer
-// and no added delay, but the events of one upstream read share one flush
-// (one chunk, one syscall) instead of one each.
+// flushWriter gathers client events as the stream translator produces
+// them; flushBeforeRead writes and flushes them to the client whenever the
+// translator is about to wait for more upstream bytes. Every event
+// therefore leaves as soon as the upstream bytes that carry it have been
+// read, with no timer and no added delay, but the events of one upstream
+// read share one write and one flush (one chunk, one syscall, one reset
+// of Caddy's idle write deadline) instead of one each, as reverse_proxy
+// writes once per upstream read. The events wait in a pooled buffer that
+// is held only between a read's first event and its flush, so an idle
+// open stream holds none.
 //
 // Slow readers: every write and flush runs under a write deadline of
 // client_write_timeout from its start (http.ResponseController
@@ -226,9 +231,14 @@ type flushWriter struct {
 	deadline time.Time     // the write deadline last set, zero when none
 	secret   *secretForms  // nil: nothing to redact
 	errs     errorEvents   // which events are error events; nil: every one may be
-	pending  bool
+	buf      *[]byte       // events not yet written (eventBufs); nil when none
+	pending  bool          // bytes written since the last flush
 	err      error
 }
+
+// eventBufs holds the buffers in which a flushWriter gathers the events
+// of one upstream read (at most clientWriteChunk bytes each).
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // newFlushWriter returns the stream writer for one attempt: timeout is the
 // client_write_timeout (0: none), forms the key's secret forms redacted
@@ -278,9 +288,25 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	if f.secret != nil && (f.errs == nil || f.errs.WritingErrorEvent()) {
 		p = f.secret.redactEvent(p)
 	}
+	if f.buf != nil && len(*f.buf)+len(p) > clientWriteChunk {
+		if err := f.writeOut(); err != nil {
+			return err
+		}
+	}
+	if len(p) < clientWriteChunk {
+		if f.buf == nil {
+			f.buf = eventBufs.Get().(*[]byte)
+		}
+		*f.buf = append(*f.buf, p...)
+		return nil
+	}
+	return f.write(p)
+}
+
+// write writes p to the client in pieces, each under a deadline of its
+// own: a client that is slow but reading is not cut by one large event.
+func (f *flushWriter) write(p []byte) error {
 	for len(p) > 0 {
-		// in pieces, each under a deadline of its own: a client that
-		// is slow but reading is not cut by one large event
 		n := min(len(p), clientWriteChunk)
 		f.arm()
 		if _, err := f.w.Write(p[:n]); err != nil {
@@ -292,6 +318,22 @@ func (f *flushWriter) WriteEvent(p []byte) error {
 	return nil
 }
 
+// writeOut writes the gathered events and returns their buffer to
+// eventBufs.
+func (f *flushWriter) writeOut() error {
+	b := f.buf
+	if b == nil {
+		return f.err
+	}
+	f.buf = nil
+	err := f.write(*b)
+	*b = (*b)[:0]
+	if cap(*b) <= 2*clientWriteChunk {
+		eventBufs.Put(b)
+	}
+	return err
+}
+
 // errorEvents tells a stream writer, while it writes an event, whether
 // that event is an error event (*translate.StreamTranslator).
 type errorEvents interface{ WritingErrorEvent() bool }
@@ -300,8 +342,11 @@ type errorEvents interface{ WritingErrorEvent() bool }
 // deadline.
 const clientWriteChunk = 16 << 10
 
-// flush sends the written events to the client.
+// flush writes the gathered events and sends them to the client.
 func (f *flushWriter) flush() {
+	if f.err == nil {
+		_ = f.writeOut()
+	}
 	if !f.pending || f.err != nil {
 		return
 	}
