@@ -55,6 +55,7 @@ func (a adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm_gateway/keys/enable", Handler: caddy.AdminHandlerFunc(a.handleEnable)},
 		{Pattern: "/llm_gateway/diagnose", Handler: caddy.AdminHandlerFunc(a.handleDiagnose)},
 		{Pattern: "/llm_gateway/events", Handler: caddy.AdminHandlerFunc(a.handleEvents)},
+		{Pattern: "/llm_gateway/budgets", Handler: caddy.AdminHandlerFunc(a.handleBudgets)},
 	}
 }
 
@@ -274,6 +275,10 @@ type keyView struct {
 	// Cluster is the key's cluster-wide state with `state redis`; the
 	// fields above are this instance's view.
 	Cluster *clusterView `json:"cluster,omitempty"`
+
+	// Budget is the key's spend budget and its spend in the current
+	// period; nil when it has none.
+	Budget *budgetView `json:"budget,omitempty"`
 }
 
 // tokenCounts are a key's upstream-reported tokens since process start,
@@ -336,6 +341,7 @@ func viewPool(kp *keypool.Pool) poolView {
 		if uk := prov.keyByID(st.ID); uk != nil {
 			kv.Host, kv.Dialect = uk.hostAndDialect()
 		}
+		kv.Budget = keyBudgetView(pv.Name, st.ID, budgetNow())
 		f := peekKeyStats(pv.Name, st.ID)
 		kv.Tokens = tokenCounts{f.tokens[0], f.tokens[1], f.tokens[2], f.tokens[3], f.tokens[4]}
 		kv.Latency = latencyView{EMA: millis(f.ema), P50: millis(f.p50), P95: millis(f.p95), Samples: f.n}

@@ -1,6 +1,18 @@
 package caddymodule
 
-import "time"
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
+)
 
 // spendCharge is the cost of one finished /v1 request, booked once when
 // the request ends (a streamed request when its stream ends, abandoned or
@@ -16,9 +28,432 @@ type spendCharge struct {
 	At         time.Time // when the request ended
 }
 
-// budgetBook keeps spend against budgets (per upstream key, gateway key
-// and pool). A nil *budgetBook books nothing.
-type budgetBook struct{}
+// Budget scopes, as the admin API, events, logs and metrics name them.
+const (
+	budgetScopeKey        = "key"
+	budgetScopeGatewayKey = "gateway_key"
+	budgetScopePool       = "pool"
+)
 
-// charge books one request's cost against every budget it falls under.
-func (b *budgetBook) charge(c spendCharge) {}
+// budgetClockOffset shifts the clock budgets read (budgetNow) by this many
+// nanoseconds; tests move it to cross a period's end without sleeping.
+var budgetClockOffset atomic.Int64
+
+// budgetNow is the time budgets are counted at.
+func budgetNow() time.Time { return time.Now().Add(time.Duration(budgetClockOffset.Load())) }
+
+// budgetBook keeps spend against the budgets of one configuration (per
+// upstream key, gateway key and pool). The spend itself lives in the
+// process-wide spendLedger, so a reload keeps it. A nil *budgetBook
+// books nothing and refuses nothing.
+type budgetBook struct {
+	logger *zap.Logger
+	shared spendStore // nil: spend is this instance's (state memory)
+
+	keys  map[string]map[string]*budgetEntry // pool -> key id -> entry
+	pkeys map[string][]*budgetEntry          // pool -> its keys' entries
+	gws   map[string]*budgetEntry            // gateway key id -> entry
+	pools map[string]*budgetEntry            // pool -> entry
+	all   []*budgetEntry
+}
+
+// budgetEntry is one configured budget and the spend it is counted in.
+type budgetEntry struct {
+	rule   *budgetRule
+	scope  string // budgetScope*
+	name   string // key: "<pool>/<key id>"; gateway key id; pool name
+	pool   string // key and pool budgets
+	keyID  string // key budgets
+	fp     string // key budgets: the key's fingerprint
+	kp     *keypool.Pool
+	spend  *scopeSpend
+	shared string // name in the shared store ("" without one)
+}
+
+// charge books one request's cost against every budget it falls under:
+// the serving key's, the caller's and the pool's. A key that reaches its
+// limit leaves rotation until the period resets; crossing the warning
+// level raises an event, a log warning and a metric once per period.
+// Unknown costs are not counted. In cluster mode the spend is added to the
+// shared store at once, so the next request on any instance sees it.
+func (b *budgetBook) charge(c spendCharge) {
+	if b == nil || !c.Known || c.USD <= 0 {
+		return
+	}
+	at := budgetNow()
+	var hit []*budgetEntry
+	if e := b.keys[c.Pool][c.KeyID]; e != nil {
+		hit = append(hit, e)
+	}
+	if e := b.gws[c.GatewayKey]; e != nil && c.GatewayKey != "" {
+		hit = append(hit, e)
+	}
+	if e := b.pools[c.Pool]; e != nil {
+		hit = append(hit, e)
+	}
+	for _, e := range hit {
+		e.spend.add(e.rule.period, at, c.USD)
+		b.push(e, at)
+		b.check(e, at)
+	}
+}
+
+// push adds the entry's unsynced spend to the shared store and mirrors
+// the shared figures; on failure the spend stays pending for the next try.
+func (b *budgetBook) push(e *budgetEntry, now time.Time) {
+	if b.shared == nil {
+		return
+	}
+	p := e.rule.period
+	cur := p.bucket(now)
+	pending := e.spend.takePending()
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ttl := p.dropAt(cur).Sub(now) + p.span()
+	stale := make([]int64, 0, budgetSteps)
+	for i := int64(1); i <= budgetSteps; i++ {
+		stale = append(stale, p.first(cur)-i)
+	}
+	got, err := b.shared.addSpend(ctx, e.shared, pending, ttl, stale)
+	if err != nil {
+		e.spend.restorePending(pending)
+		return
+	}
+	e.spend.mirror(got)
+}
+
+// pull refreshes the entries' spend from the shared store (one round
+// trip), pushing pending spend first.
+func (b *budgetBook) pull(es []*budgetEntry, now time.Time) {
+	if b.shared == nil || len(es) == 0 {
+		return
+	}
+	names := make([]string, 0, len(es))
+	for _, e := range es {
+		if e.spend.hasPending() {
+			b.push(e, now)
+		}
+		names = append(names, e.shared)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	got, err := b.shared.loadSpend(ctx, names)
+	if err != nil {
+		return // serve on the local figures
+	}
+	for i, e := range es {
+		if i < len(got) {
+			e.spend.mirror(got[i])
+		}
+	}
+}
+
+// check applies an entry's state at now: warns once per period at the
+// warning level, logs and counts reaching the limit, and for a key
+// budget holds the key out of rotation until the reset (or lifts the
+// hold). It returns whether the budget is used up and when that ends.
+func (b *budgetBook) check(e *budgetEntry, now time.Time) (over bool, reset time.Time, spent float64) {
+	spent, reset = e.spend.state(e.rule, now)
+	over = reached(spent, e.rule.limit)
+	warn, exceeded := e.spend.marks(e.rule, now, spent, over)
+	m := budgetMetrics()
+	m.spend.WithLabelValues(e.scope, e.name).Set(spent)
+	if warn {
+		m.warnings.WithLabelValues(e.scope, e.name).Inc()
+		b.logger.Warn("budget warning level reached", e.fields(spent, reset)...)
+		publishBudgetEvent(e, "budget_warning", spent, now, reset)
+	}
+	if exceeded {
+		m.exceeded.WithLabelValues(e.scope, e.name).Inc()
+		b.logger.Warn("budget used up: refused until the period resets", e.fields(spent, reset)...)
+		publishBudgetEvent(e, "budget_exceeded", spent, now, reset)
+	}
+	if e.scope == budgetScopeKey {
+		e.spend.holdKey(e, over, reset, now)
+	}
+	return over, reset, spent
+}
+
+// fields are an entry's log fields (no secret: ids only).
+func (e *budgetEntry) fields(spent float64, reset time.Time) []zap.Field {
+	f := []zap.Field{zap.String("scope", e.scope), zap.String("budget", e.rule.label),
+		zap.Float64("spent_usd", spent), zap.Float64("limit_usd", e.rule.limit)}
+	if e.pool != "" {
+		f = append(f, zap.String("pool", e.pool))
+	}
+	switch e.scope {
+	case budgetScopeKey:
+		f = append(f, zap.String("key", e.keyID))
+	case budgetScopeGatewayKey:
+		f = append(f, zap.String("gateway_key", e.name))
+	}
+	if !reset.IsZero() {
+		f = append(f, zap.Time("resets_at", reset.UTC()))
+	}
+	return f
+}
+
+// refusal is the message and Retry-After of a used-up budget.
+func (e *budgetEntry) refusal(what string, spent float64, reset, now time.Time) (string, time.Duration) {
+	wait := max(reset.Sub(now), time.Second)
+	msg := what + " is over its budget of " + e.rule.label + " (spent " + usd(spent) + "); it resets at " +
+		reset.UTC().Format(time.RFC3339) + ", in " + strconv.Itoa(int(wait.Round(time.Second).Seconds())) + "s"
+	return msg, wait
+}
+
+// reached reports whether spent is at or over level, allowing for the
+// rounding of sums of float dollars (0.6 + 0.3 + 0.1 reaches 1).
+func reached(spent, level float64) bool { return spent >= level-1e-9 }
+
+// usd formats an amount of dollars for messages, e.g. "5.0213 USD".
+func usd(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) + " USD" }
+
+// gatewayGate is the gateway-key budget's gate, checked before a request
+// is read: it returns the failure (429 with Retry-After until the reset)
+// when the caller's budget is used up, else nil.
+func (b *budgetBook) gatewayGate(gk *gwKey) *loopFailure {
+	if b == nil || gk == nil {
+		return nil
+	}
+	e := b.gws[gk.id]
+	if e == nil {
+		return nil
+	}
+	now := budgetNow()
+	b.pull([]*budgetEntry{e}, now)
+	over, reset, spent := b.check(e, now)
+	if !over {
+		return nil
+	}
+	msg, wait := e.refusal("gateway key "+gk.id, spent, reset, now)
+	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait}
+}
+
+// poolGate refreshes the budgets of a pool and its keys before the pool
+// is tried (holding keys whose budget is used up, releasing those whose
+// period reset) and returns the failure when the pool's own budget is
+// used up (429 with Retry-After until the reset), else nil.
+func (b *budgetBook) poolGate(p *pool) *loopFailure {
+	if b == nil {
+		return nil
+	}
+	pe := b.pools[p.name]
+	es := b.pkeys[p.name]
+	if pe == nil && len(es) == 0 {
+		return nil
+	}
+	now := budgetNow()
+	if pe != nil {
+		es = append(es[:len(es):len(es)], pe)
+	}
+	b.pull(es, now)
+	for _, e := range b.pkeys[p.name] {
+		b.check(e, now)
+	}
+	if pe == nil {
+		return nil
+	}
+	over, reset, spent := b.check(pe, now)
+	if !over {
+		return nil
+	}
+	msg, wait := pe.refusal("pool "+strconv.Quote(p.name), spent, reset, now)
+	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait}
+}
+
+// scopeSpend is the spend counted for one budget scope and period scheme,
+// by bucket (see budgetPeriod), process-wide.
+type scopeSpend struct {
+	mu      sync.Mutex
+	buckets map[int64]float64 // this instance's figures, or the shared store's mirror
+	pending map[int64]float64 // not yet added to the shared store
+	shared  bool              // buckets mirror the shared store
+
+	warned       bool  // the warning was raised ...
+	warnedBucket int64 // ... in this bucket (calendar: this period)
+	over         bool  // the limit was reported reached ...
+	overBucket   int64
+	heldUntil    time.Time // key budgets: the hold placed (zero: none)
+}
+
+// spendLedger holds every scope's spend for the whole process, by
+// "<scope>\x00<name>\x00<period signature>", so a reload keeps it; the
+// usage file saves it across restarts.
+var spendLedger = struct {
+	sync.Mutex
+	m map[string]*scopeSpend
+}{m: map[string]*scopeSpend{}}
+
+// ledgerScope returns the spend of a scope, created on first use.
+func ledgerScope(id string) *scopeSpend {
+	spendLedger.Lock()
+	defer spendLedger.Unlock()
+	s := spendLedger.m[id]
+	if s == nil {
+		s = &scopeSpend{buckets: map[int64]float64{}}
+		spendLedger.m[id] = s
+	}
+	return s
+}
+
+// add counts usd in the bucket of at (pending for the shared store when
+// the scope is shared).
+func (s *scopeSpend) add(p budgetPeriod, at time.Time, usd float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := p.bucket(at)
+	if s.shared {
+		if s.pending == nil {
+			s.pending = map[int64]float64{}
+		}
+		s.pending[b] += usd
+	} else {
+		s.buckets[b] += usd
+	}
+	for k := range s.buckets {
+		if k < p.first(b) {
+			delete(s.buckets, k)
+		}
+	}
+}
+
+// takePending returns and clears the spend not yet shared.
+func (s *scopeSpend) takePending() map[int64]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending
+	s.pending = nil
+	return p
+}
+
+// restorePending puts back spend a failed push took.
+func (s *scopeSpend) restorePending(p map[int64]float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[int64]float64{}
+	}
+	for b, v := range p {
+		s.pending[b] += v
+	}
+}
+
+func (s *scopeSpend) hasPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
+}
+
+// mirror replaces the buckets with the shared store's figures.
+func (s *scopeSpend) mirror(m map[int64]float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buckets = m
+}
+
+// state returns the spend in the window at now and, when it is at or
+// over the limit, when it falls below it again: the end of the calendar
+// period, or when enough of the oldest steps of a rolling window leave it.
+func (s *scopeSpend) state(r *budgetRule, now time.Time) (spent float64, reset time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := r.period
+	cur := p.bucket(now)
+	first := p.first(cur)
+	sum := func(m map[int64]float64, b int64) float64 { return m[b] }
+	for b := first; b <= cur; b++ {
+		spent += sum(s.buckets, b) + sum(s.pending, b)
+	}
+	if !reached(spent, r.limit) {
+		return spent, time.Time{}
+	}
+	left := spent
+	for b := first; b <= cur; b++ {
+		left -= sum(s.buckets, b) + sum(s.pending, b)
+		if !reached(left, r.limit) {
+			return spent, p.dropAt(b)
+		}
+	}
+	return spent, p.dropAt(cur)
+}
+
+// marks decides whether the warning and the limit are newly reached at
+// now: each is raised once per period (once until the spend falls below
+// it again for a rolling window).
+func (s *scopeSpend) marks(r *budgetRule, now time.Time, spent float64, over bool) (warn, exceeded bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := r.period.bucket(now)
+	if r.period.calendar != "" {
+		if s.warnedBucket != cur {
+			s.warned = false
+		}
+		if s.overBucket != cur {
+			s.over = false
+		}
+	}
+	if r.warn > 0 {
+		switch {
+		case !reached(spent, r.warn):
+			s.warned = false
+		case !s.warned:
+			s.warned, s.warnedBucket, warn = true, cur, true
+		}
+	}
+	switch {
+	case !over:
+		s.over = false
+	case !s.over:
+		s.over, s.overBucket, exceeded = true, cur, true
+	}
+	return warn, exceeded
+}
+
+// holdKey holds a key budget's key out of rotation until reset while the
+// budget is used up, and lifts the hold when it is not (a new period, or
+// the budget was raised). The pool is told only of changes.
+func (s *scopeSpend) holdKey(e *budgetEntry, over bool, reset, now time.Time) {
+	s.mu.Lock()
+	prev := s.heldUntil
+	if over {
+		s.heldUntil = reset
+	} else {
+		s.heldUntil = time.Time{}
+	}
+	changed := !prev.Equal(s.heldUntil)
+	s.mu.Unlock()
+	if !changed || e.kp == nil {
+		return
+	}
+	if over {
+		e.kp.Hold(e.fp, keypool.ReasonBudget, reset.Sub(now))
+	} else {
+		e.kp.Hold(e.fp, keypool.ReasonBudget, 0)
+	}
+}
+
+// span is the time one window covers: a day or a month (31 days) for a
+// calendar period, the window for a rolling one.
+func (p budgetPeriod) span() time.Duration {
+	switch p.calendar {
+	case "daily":
+		return 25 * time.Hour
+	case "monthly":
+		return 32 * 24 * time.Hour
+	}
+	return p.window + p.step
+}
+
+// spendStore is the cluster's shared spend (the state backend): one
+// record per scope name with a figure per bucket.
+type spendStore interface {
+	// addSpend adds add (USD by bucket) to the record name, deletes the
+	// buckets stale, keeps the record for ttl and returns its figures.
+	addSpend(ctx context.Context, name string, add map[int64]float64, ttl time.Duration, stale []int64) (map[int64]float64, error)
+	// loadSpend returns the figures of each record, in order (empty for
+	// a missing one).
+	loadSpend(ctx context.Context, names []string) ([]map[int64]float64, error)
+}

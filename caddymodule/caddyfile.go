@@ -31,6 +31,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        models <patterns...>
 //	        rpm <n>
 //	        max_concurrency <n>
+//	        budget <amount> usd per <period> [{ ... }]   # see BudgetSpec
 //	    }]
 //	    auth off
 //	    max_request_body <size>          # e.g. 8MiB
@@ -60,7 +61,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            attempt_timeout <duration>
 //	            max_concurrency <n>
 //	            weight <n>
+//	            budget <amount> usd per <24h|30d|daily|monthly> [{ warn <n>%; timezone <zone> }]
 //	        }
+//	        budget <amount> usd per <period> [{ ... }]   # across the pool's keys
 //	        priority <n>
 //	        strategy round_robin|priority|weighted|least_used|lowest_latency|pace|random
 //	        least_used_by requests|tokens
@@ -149,6 +152,14 @@ func unmarshalGatewayKey(d *caddyfile.Dispenser, tok string) (*GatewayKeyConfig,
 		if gc == nil {
 			gc = &GatewayKeyConfig{Key: tok}
 		}
+		if d.Val() == "budget" {
+			bs, err := unmarshalBudget(d)
+			if err != nil {
+				return nil, err
+			}
+			gc.Budget = bs
+			continue
+		}
 		ok, err := setOption(d, gc)
 		if err != nil {
 			return nil, err
@@ -192,6 +203,12 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 				return nil, d.Errf("refresh: want a duration such as 1h, or off; got '%s'", v)
 			}
 			pc.Refresh = caddy.Duration(dur)
+		case "budget":
+			bs, err := unmarshalBudget(d)
+			if err != nil {
+				return nil, err
+			}
+			pc.Budget = bs
 		case "key":
 			kc, err := unmarshalKey(d)
 			if err != nil {
@@ -258,6 +275,14 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 		return nil, emptySecret()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() == "budget" {
+			bs, err := unmarshalBudget(d)
+			if err != nil {
+				return nil, err
+			}
+			kc.Budget = bs
+			continue
+		}
 		if d.Val() == "provider" {
 			if !d.AllArgs(&kc.Provider) {
 				return nil, d.ArgErr()

@@ -19,6 +19,12 @@ type PoolConfig struct {
 	// reloads, so it must be unique within the process. Required.
 	Name string `json:"name" caddyfile:"-"`
 
+	// Budget is the pool's spend limit in USD per period across its keys
+	// (see BudgetSpec): at the limit its requests get 429 with
+	// Retry-After until the period resets (or go to a fallback pool).
+	// Default: none.
+	Budget *BudgetSpec `json:"budget,omitempty" caddyfile:"-"`
+
 	// Models lists the client model names this pool serves. An entry is an
 	// exact name or a prefix ending in '*' ("gpt-4o*"); "*" matches any
 	// model. The entry "auto" serves the names learned from the keys'
@@ -288,6 +294,11 @@ type KeyConfig struct {
 	// The key is not used past it until the period ends; the pace strategy
 	// spreads use over the period. Default: none.
 	Quota QuotaSpec `json:"quota,omitempty" caddyfile:"words,example=1000 requests per 24h"`
+
+	// Budget is the key's spend limit in USD per period (see BudgetSpec):
+	// at the limit the key leaves rotation (state "budget") until the
+	// period resets. Default: none.
+	Budget *BudgetSpec `json:"budget,omitempty" caddyfile:"-"`
 }
 
 // GatewayKeyConfig is a gateway key with a scope and limits of its own.
@@ -315,4 +326,9 @@ type GatewayKeyConfig struct {
 	// MaxConcurrency limits the key's requests in flight. Over the limit:
 	// 429 with Retry-After: 1. Default: 0, no limit.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+
+	// Budget is the caller's spend limit in USD per period (see
+	// BudgetSpec): at the limit its requests get 429 with Retry-After
+	// until the period resets. Default: none.
+	Budget *BudgetSpec `json:"budget,omitempty" caddyfile:"-"`
 }

@@ -20,7 +20,8 @@ var eventKeepAlive = 15 * time.Second
 // keyEvent is the data of an SSE `key` event: one key changed state.
 type keyEvent struct {
 	// Type is "cooldown_start", "cooldown_end", "breaker_open",
-	// "breaker_close", "disabled", "enabled", or "state" for other
+	// "breaker_close", "disabled", "enabled", "budget_exceeded" (the
+	// key's spend budget is used up), or "state" for other
 	// changes (busy, ready, limited, a cooldown extended).
 	Type string `json:"type"`
 	// Pool and Key name the key (by id, never by secret).
@@ -55,6 +56,8 @@ type keyMark struct {
 // eventType names the change of a key's state from prev to cur.
 func eventType(prev, cur keypool.KeyState) string {
 	switch {
+	case cur == keypool.StateBudget && prev != keypool.StateBudget:
+		return "budget_exceeded"
 	case cur == keypool.StateDisabled:
 		return "disabled"
 	case prev == keypool.StateDisabled:
@@ -73,8 +76,10 @@ func eventType(prev, cur keypool.KeyState) string {
 
 // handleEvents serves GET /llm_gateway/events: a server-sent events
 // stream. It opens with a `hello` event, then sends a `key` event (JSON
-// keyEvent) whenever a key's state, reason or cooldown end changes, and a
-// `pools` event when pools or keys appear or go (after a reload). It ends
+// keyEvent) whenever a key's state, reason or cooldown end changes, a
+// `budget` event (JSON budgetEvent) when a budget reaches its warning
+// level or its limit, and a `pools` event when pools or keys appear or
+// go (after a reload). It ends
 // when the client leaves.
 func (adminAPI) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := requireMethod(r, http.MethodGet); err != nil {
@@ -110,6 +115,7 @@ func (adminAPI) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	tick := time.NewTicker(eventInterval)
 	defer tick.Stop()
 	lastWrite := time.Now()
+	_, budgetSeq := budgetEventsSince(^uint64(0))
 	for {
 		select {
 		case <-r.Context().Done():
@@ -119,6 +125,14 @@ func (adminAPI) handleEvents(w http.ResponseWriter, r *http.Request) error {
 			marks = next
 			for _, ev := range events {
 				if err := send("key", ev); err != nil {
+					return nil
+				}
+				lastWrite = now
+			}
+			var bevs []budgetEvent
+			bevs, budgetSeq = budgetEventsSince(budgetSeq)
+			for _, ev := range bevs {
+				if err := send("budget", ev); err != nil {
 					return nil
 				}
 				lastWrite = now

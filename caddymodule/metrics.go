@@ -99,7 +99,7 @@ func initGatewayMetrics() {
 // registry; a collector that is already there is fine.
 func registerMetrics(reg *prometheus.Registry) error {
 	initGatewayMetrics()
-	for _, c := range []prometheus.Collector{
+	for _, c := range append([]prometheus.Collector{
 		gatewayMetrics.requests,
 		gatewayMetrics.attempts,
 		gatewayMetrics.duration,
@@ -110,7 +110,7 @@ func registerMetrics(reg *prometheus.Registry) error {
 		stateMetrics().up,
 		stateMetrics().requests,
 		stateMetrics().duration,
-	} {
+	}, budgetCollectorList()...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

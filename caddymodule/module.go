@@ -158,6 +158,7 @@ type pool struct {
 	defaultModel   string
 	kp             *keypool.Pool
 	keys           map[string]*upstreamKey // by fingerprint
+	order          []string                // key fingerprints in configured order
 	maxRetries     int
 	acquireTimeout time.Duration
 	requestTimeout time.Duration
@@ -232,6 +233,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	sort.SliceStable(h.sortedPools, func(i, j int) bool { return h.sortedPools[i].priority < h.sortedPools[j].priority })
 	h.parseFor = upstreamDialects(h.pools)
 	if err := h.provisionState(repl); err != nil {
+		return err
+	}
+	if err := h.provisionBudgets(); err != nil {
 		return err
 	}
 	h.metrics = h.provisionInstrumentation(ctx)
@@ -313,6 +317,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 			return nil, fmt.Errorf("key %s: the same secret and base_url are configured twice", uk.id)
 		}
 		p.keys[uk.fp] = uk
+		p.order = append(p.order, uk.fp)
 		kcfg := keypool.KeyConfig{Fingerprint: uk.fp, ID: uk.id, MaxConcurrency: kc.MaxConcurrency, Weight: kc.Weight,
 			Priority: kc.Priority, Host: uk.host, RPM: kc.RPM, TPM: kc.TPM}
 		if kc.RPM < 0 || kc.TPM < 0 {

@@ -35,6 +35,8 @@ type usageFile struct {
 	SavedAt time.Time                       `json:"saved_at"`
 	Pools   map[string][]keypool.KeyUsage   `json:"pools"`
 	Tokens  map[string][numTokenKinds]int64 `json:"tokens"` // "<pool>\x00<key id>"
+	// Budgets is the spend against budgets, by scope (see spendSnapshot).
+	Budgets map[string]savedSpend `json:"budgets,omitempty"`
 }
 
 var usageState struct {
@@ -76,6 +78,7 @@ func initUsagePersistence(path string, logger *zap.Logger) {
 		} else {
 			usageState.loaded = &f
 			usageState.last = b
+			restoreSpend(f.Budgets)
 		}
 	}
 	if !usageState.saver {
@@ -143,6 +146,7 @@ func saveUsage() {
 		f.Tokens[k.(string)] = v.(*keyStats).figures().tokens
 		return true
 	})
+	f.Budgets = spendSnapshot()
 	body, err := json.Marshal(f.withoutTime())
 	if err != nil || string(body) == string(usageState.last) {
 		return

@@ -105,6 +105,11 @@ func (h *Handler) takeRequest(w http.ResponseWriter, r *http.Request, rl *reques
 		rl.fail(w, rl.dialect, http.StatusTooManyRequests, translate.ErrRateLimited, "gateway key "+gk.id+" is over its rate or concurrency limit")
 		return nil, rel, false
 	}
+	if f := h.budgets.gatewayGate(gk); f != nil {
+		releaseKey()
+		rl.failWith(w, rl.dialect, f) // 429 with Retry-After until the budget resets
+		return nil, rel, false
+	}
 	body, releaseBody, ok := h.readBody(w, r, rl, rl.dialect)
 	if !ok {
 		releaseKey()
@@ -131,6 +136,9 @@ func (h *Handler) servePools(w http.ResponseWriter, r *http.Request, rl *request
 		pc := new(call)
 		*pc = c
 		pc.upstreamModel = rl.upstreamModel
+		if last = h.budgets.poolGate(p); last != nil {
+			continue // the pool's budget is used up: the next pool, or this answer
+		}
 		last = h.attemptLoop(w, r, p, pc, rl, i == len(pools)-1, deadline)
 		if last == nil {
 			return // answered, or the client is gone

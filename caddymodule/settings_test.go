@@ -25,7 +25,7 @@ import (
 var gatewayPoolFields = map[string]bool{
 	"Priority": true, "Name": true, "Models": true, "Refresh": true, "ModelMap": true, "DefaultModel": true,
 	"Keys": true, "MaxRetries": true, "AcquireTimeout": true, "RequestTimeout": true, "AttemptTimeout": true,
-	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true,
+	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true, "Budget": true,
 	"Affinity": true, // as AffinityTTL, through Affinity.TTL
 }
 

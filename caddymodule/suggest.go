@@ -16,9 +16,9 @@ import (
 // accepted).
 var (
 	handlerSubdirectives = optionNames(Handler{}, "api_key", "state", "pool")
-	apiKeySubdirectives  = optionNames(GatewayKeyConfig{})
-	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key")
-	keySubdirectives     = optionNames(KeyConfig{}, "provider")
+	apiKeySubdirectives  = optionNames(GatewayKeyConfig{}, "budget")
+	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key", "budget")
+	keySubdirectives     = optionNames(KeyConfig{}, "provider", "budget")
 )
 
 // unknownSubdirective is the error for a subdirective the block does not
