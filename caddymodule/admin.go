@@ -56,6 +56,7 @@ func (a adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm_gateway/diagnose", Handler: caddy.AdminHandlerFunc(a.handleDiagnose)},
 		{Pattern: "/llm_gateway/events", Handler: caddy.AdminHandlerFunc(a.handleEvents)},
 		{Pattern: "/llm_gateway/budgets", Handler: caddy.AdminHandlerFunc(a.handleBudgets)},
+		{Pattern: "/llm_gateway/egress", Handler: caddy.AdminHandlerFunc(a.handleEgress)},
 	}
 }
 

@@ -41,9 +41,16 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    usage_file <path>|off
 //	    log_payloads
 //	    state memory|redis [{ ... }]     # see StateConfig
+//	    egress direct|<url>...|{         # the global exits; see EgressConfig
+//	        proxy <url>|direct           # repeatable: http, https, socks5, socks5h
+//	        strategy rotate|sticky|random|failover
+//	        cooldown <duration>
+//	        connect_timeout <duration>
+//	    }
 //	    pool <name> {
 //	        models <pattern...>|auto          # auto: the names learned from the keys' models lists
 //	        refresh <duration>|off            # how often the models lists are fetched; default 1h
+//	        egress direct|<url>...|{ ... }    # the pool's exits, replacing the global ones
 //	        model_map <pattern> <upstream-model>
 //	        default_model <upstream-model>
 //	        key <secret> [<base_url>|<provider>] {   # provider: see PresetNames
@@ -62,6 +69,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            max_concurrency <n>
 //	            weight <n>
 //	            budget <amount> usd per <24h|30d|daily|monthly> [{ warn <n>%; timezone <zone> }]
+//	            egress <url>|direct           # the key's exclusive exit
 //	        }
 //	        budget <amount> usd per <period> [{ ... }]   # across the pool's keys
 //	        priority <n>
@@ -114,6 +122,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				h.GatewayKeys = append(h.GatewayKeys, gc)
 			}
+		case "egress":
+			ec, err := unmarshalEgress(d)
+			if err != nil {
+				return err
+			}
+			h.Egress = ec
 		case "state":
 			sc, err := unmarshalState(d)
 			if err != nil {
@@ -209,6 +223,12 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 				return nil, err
 			}
 			pc.Budget = bs
+		case "egress":
+			ec, err := unmarshalEgress(d)
+			if err != nil {
+				return nil, err
+			}
+			pc.Egress = ec
 		case "key":
 			kc, err := unmarshalKey(d)
 			if err != nil {

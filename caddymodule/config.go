@@ -185,6 +185,12 @@ type PoolConfig struct {
 	// ProbeTimeout bounds a half-open probe attempt. Default: 5s.
 	ProbeTimeout caddy.Duration `json:"probe_timeout,omitempty"`
 
+	// Egress is the pool's own list of egress exits (proxies), which
+	// replaces the handler's global list for this pool; "egress direct"
+	// sends the pool's requests directly. See EgressConfig. Default: the
+	// global list.
+	Egress *EgressConfig `json:"egress,omitempty"`
+
 	// TotalTimeout bounds the whole search for an answer: waiting for keys
 	// and every attempt until one starts answering, across retries and
 	// fallback pools. It does not cut an answer that is already streaming.
@@ -288,6 +294,13 @@ type KeyConfig struct {
 	// TPM caps the tokens (input + output, as the upstream reports them)
 	// the key spends per minute (a token bucket). Default: 0, no cap.
 	TPM int64 `json:"tpm,omitempty"`
+
+	// Egress is the key's exclusive exit: one proxy URL (see
+	// EgressConfig.Proxies; credentials as placeholders), through which
+	// all of this key's requests leave and which no pool or global list
+	// replaces, or "direct" to opt out of any pool or global exit.
+	// Default: the pool's list, else the global one, else direct.
+	Egress EgressExit `json:"egress,omitempty" caddyfile:"words,example=socks5://127.0.0.1:1080"`
 
 	// Quota is the key's budget per period, e.g. "1000 requests per 24h"
 	// or "5000000 tokens per 30d" (both may be given, joined by "and").

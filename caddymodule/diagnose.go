@@ -39,6 +39,9 @@ type probeResult struct {
 	// Probe is what was asked: "GET /models", "GET /v1/models", or the
 	// one-token completion used when the upstream has no models list.
 	Probe string `json:"probe,omitempty"`
+	// Exit is the egress exit the probe left through (masked URL), ""
+	// when direct.
+	Exit string `json:"exit,omitempty"`
 	// OK is true for a 2xx answer; Status is the answer's HTTP status (0:
 	// none) and LatencyMS the probe's duration.
 	OK        bool    `json:"ok"`
@@ -142,8 +145,8 @@ func verifyKey(kp *keypool.Pool, st keypool.KeyStatus, res *probeResult) string 
 		kp.ClearCooldown(id)
 		return "cleared"
 	}
-	if st.InFlight > 0 {
-		return "kept"
+	if st.InFlight > 0 || res.Error == "egress_unreachable" {
+		return "kept" // an unreachable exit says nothing of the key
 	}
 	kp.ClearCooldown(id)
 	lease, err := kp.Acquire(context.Background(), keypool.AcquireOptions{
@@ -207,6 +210,10 @@ func probeKey(ctx context.Context, p *pool, uk *upstreamKey, res *probeResult, g
 		status, hdr, errBody, err = probeOnce(ctx, uk, anthropic, http.MethodPost, genURL, body)
 	}
 	res.LatencyMS = millis(time.Since(start))
+	res.Exit = uk.lastExit()
+	if egressProbeFailed(err, res) {
+		return
+	}
 	if err != nil {
 		res.Error, res.Hint = networkHint(err, res.Host)
 		res.outcome = keypool.ClassifyError(err, nil)
@@ -247,7 +254,7 @@ func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, tar
 	}
 	req.Header.Set("Accept", "application/json")
 	uk.authorize(req.Header, anthropic)
-	resp, err := upstreamClient.Do(req)
+	resp, err := uk.do(req)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return 0, nil, nil, context.DeadlineExceeded

@@ -410,7 +410,7 @@ func getModels(ctx context.Context, uk *upstreamKey, anthropic bool, target stri
 	}
 	req.Header.Set("Accept", "application/json")
 	uk.authorize(req.Header, anthropic)
-	resp, err := upstreamClient.Do(req)
+	resp, err := uk.do(req)
 	if err != nil {
 		return 0, nil, err
 	}

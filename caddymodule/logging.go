@@ -23,6 +23,7 @@ type requestLog struct {
 	upstreamModel   string
 	pool            string
 	key             string
+	exit            string // the egress exit of the last attempt (masked URL), "" for none
 	stream          bool
 	attempts        []attemptLog
 	status          int
@@ -51,6 +52,7 @@ type attemptLog struct {
 	status  int
 	connect time.Duration // new connection set-up (0: reused)
 	dur     time.Duration
+	exit    string // egress exit (masked URL), "" for none
 }
 
 // MarshalLogObject implements zapcore.ObjectMarshaler.
@@ -64,6 +66,9 @@ func (a attemptLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		enc.AddDuration("connect", a.connect)
 	}
 	enc.AddDuration("duration", a.dur)
+	if a.exit != "" {
+		enc.AddString("exit", a.exit)
+	}
 	return nil
 }
 
@@ -152,6 +157,9 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	}
 	if rl.fallbackFrom != "" {
 		fields = append(fields, zap.String("fallback_from", rl.fallbackFrom))
+	}
+	if rl.exit != "" {
+		fields = append(fields, zap.String("exit", rl.exit))
 	}
 	var connect time.Duration
 	for _, a := range rl.attempts {

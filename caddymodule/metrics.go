@@ -110,7 +110,7 @@ func registerMetrics(reg *prometheus.Registry) error {
 		stateMetrics().up,
 		stateMetrics().requests,
 		stateMetrics().duration,
-	}, budgetCollectorList()...) {
+	}, append(budgetCollectorList(), egressCollectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -109,6 +110,11 @@ type Handler struct {
 	// connection, not about any pool. Default: 30s.
 	ClientWriteTimeout caddy.Duration `json:"client_write_timeout,omitempty"`
 
+	// Egress is the global list of egress exits (proxies) that upstream
+	// requests leave through, unless a pool has its own list or a key its
+	// own exit. See EgressConfig. Default: none (direct).
+	Egress *EgressConfig `json:"egress,omitempty"`
+
 	// State chooses where pool runtime state lives: in this instance's
 	// memory (default) or in Redis, shared by several instances. See
 	// StateConfig.
@@ -123,6 +129,7 @@ type Handler struct {
 	logger      *zap.Logger
 	metrics     *metrics    // nil until metrics are provisioned
 	budgets     *budgetBook // spend against budgets; nil books nothing
+	egress      *egressSet  // the exits this instance holds (egress.go)
 	// parseFor is, by client dialect, the upstream dialect that every key
 	// of every pool serves that client in (0 when they differ): the
 	// request is parsed for it (translate.ParseRequestFor)
@@ -169,6 +176,9 @@ type pool struct {
 	priority       int
 	rawModelNames  []string   // non-wildcard names for /v1/models
 	disc           *discovery // model discovery, nil when off
+
+	// egress is the pool's exit list (its own or the global); nil: direct
+	egress *egressPlan
 }
 
 // upstreamKey is a provisioned KeyConfig. It holds the resolved secret and
@@ -193,6 +203,10 @@ type upstreamKey struct {
 	attemptTimeout time.Duration
 	// host is the upstream's host:port, to skip keys of a host that is down
 	host string
+	// egress is the key's exit list (its exclusive exit, its pool's or the
+	// global list); nil: direct
+	egress   *egressPlan
+	exitSeen atomic.Value // *egressExit of the last diagnose or discovery request
 }
 
 // Provision resolves secrets, builds the pools and attaches them to the
@@ -216,6 +230,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.MaxBufferedBytes = defaultMaxBufferedBytes(h.MaxRequestBody)
 	}
 	if err := h.provisionGatewayKeys(repl); err != nil {
+		return err
+	}
+	if err := h.provisionEgress(repl); err != nil {
 		return err
 	}
 	for i, pc := range h.Pools {
@@ -300,6 +317,9 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 	if len(pc.Keys) == 0 {
 		return nil, errors.New("at least one key is required")
 	}
+	if err := h.poolEgress(p, pc, repl); err != nil {
+		return nil, err
+	}
 	kcs := make([]keypool.KeyConfig, 0, len(pc.Keys))
 	for i, kc := range pc.Keys {
 		if kc == nil {
@@ -315,6 +335,9 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		}
 		if _, dup := p.keys[uk.fp]; dup {
 			return nil, fmt.Errorf("key %s: the same secret and base_url are configured twice", uk.id)
+		}
+		if uk.egress, err = h.egress.keyPlan(kc, p.egress, repl); err != nil {
+			return nil, fmt.Errorf("key %s: %v", uk.id, err)
 		}
 		p.keys[uk.fp] = uk
 		p.order = append(p.order, uk.fp)
@@ -543,6 +566,7 @@ func (h *Handler) Cleanup() error {
 		detachPool(k, h.loadID)
 	}
 	h.stored = nil
+	h.egress.release()
 	h.cleanupState()
 	return nil
 }

@@ -253,6 +253,9 @@ type call struct {
 	stream        bool
 	hideUsage     bool // the usage chunk was added for accounting only
 	mixed         bool // a failure other than a 403 or a model 404 happened
+
+	// exitsTried are the egress exits that failed in this request (egress.go)
+	exitsTried []*egressExit
 }
 
 // body returns the request body for an upstream dialect, built once per
@@ -331,6 +334,9 @@ type attemptResult struct {
 	clientErr []byte // the upstream's answer in the client's dialect, relayed when no other key can be tried
 	routedVia string // X-Routed-Via of clientErr
 	key       string // the log's id of the key that answered clientErr
+
+	// exitsDown: every exit of the key failed (egress.go)
+	exitsDown *exitsUnreachableError
 }
 
 // attemptLoop leases keys of pool p and tries them until one answers,
@@ -372,6 +378,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				return true // refused, DNS or TLS failure: the host is down
 			}
 		}
+		if uk.egress != nil && uk.egress.exhausted(c.exitsTried) {
+			return true // every exit of the key failed in this request
+		}
 		if c.kind == kindPassthrough && !c.pass.servedBy(uk) {
 			return true // a passthrough endpoint goes to the keys that serve it
 		}
@@ -409,6 +418,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if c.relayKept(w, rl, last) {
 				return nil
 			}
+			if f := exitsFailure(last); f != nil {
+				return f
+			}
 			return unavailable(err, last, rl)
 		}
 		uk := p.keys[lease.Key().Fingerprint()]
@@ -445,6 +457,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	}
 	if c.relayKept(w, rl, last) {
 		return nil
+	}
+	if f := exitsFailure(last); f != nil {
+		return f
 	}
 	return exhausted(last, rl)
 }
@@ -509,6 +524,7 @@ type exchange struct {
 	connect  time.Duration // a new connection's set-up, for the log (0: reused)
 	timedOut atomic.Bool
 	d        translate.Dialect // the upstream's (upstreamFor)
+	exit     *egressExit       // the egress exit that carried the attempt, nil: direct
 }
 
 // start picks the key's upstream and arms the attempt's timer: until the
@@ -564,7 +580,7 @@ func (x *exchange) finish(o keypool.Outcome) {
 	}
 	x.lease.Release(o)
 	x.rl.attempts = append(x.rl.attempts, attemptLog{key: x.uk.id, outcome: o.Kind.String(), status: o.Status,
-		connect: x.connect, dur: time.Since(x.t0)})
+		connect: x.connect, dur: time.Since(x.t0), exit: x.exit.label()})
 }
 
 // fail books an outcome with no upstream error body (a network error, a
@@ -652,9 +668,15 @@ func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool)
 			}
 		},
 	}))
-	resp, err := upstreamClient.Do(req)
+	resp, exit, err := egressDo(x.uk.egress, req, x.c.session, &x.c.exitsTried, x.attemptEnded)
 	x.connect = time.Duration(connDur.Load())
+	x.exit = exit
+	x.rl.exit = exit.label()
 	if err != nil {
+		var eu *exitsUnreachableError
+		if errors.As(err, &eu) {
+			return nil, x.exitsUnreachable(eu), false
+		}
 		return nil, x.fail(x.classifyErr(err, 0)), false
 	}
 	x.upTTFB = time.Since(x.t0)
@@ -732,7 +754,7 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	}
 	if relay {
 		x.rl.key = x.uk.id
-		relayUpstreamError(x.w, x.rl, c.dialect, x.p.name+"/"+x.uk.public, status, hdr,
+		relayUpstreamError(x.w, x.rl, c.dialect, x.routedVia(), status, hdr,
 			scrubbedError(up, c.dialect, status, errBody, x.uk.forms))
 		return attemptResult{done: true}
 	}
@@ -741,7 +763,7 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 		// kept in case no other key can be tried: the client then gets
 		// this answer, not a gateway error
 		res.clientErr = scrubbedError(up, c.dialect, status, errBody, x.uk.forms)
-		res.routedVia, res.key = x.p.name+"/"+x.uk.public, x.uk.id
+		res.routedVia, res.key = x.routedVia(), x.uk.id
 	}
 	return res
 }

@@ -25,7 +25,7 @@ import (
 var gatewayPoolFields = map[string]bool{
 	"Priority": true, "Name": true, "Models": true, "Refresh": true, "ModelMap": true, "DefaultModel": true,
 	"Keys": true, "MaxRetries": true, "AcquireTimeout": true, "RequestTimeout": true, "AttemptTimeout": true,
-	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true, "Budget": true,
+	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true, "Budget": true, "Egress": true,
 	"Affinity": true, // as AffinityTTL, through Affinity.TTL
 }
 
@@ -225,6 +225,7 @@ func TestGenericOptionsRoundTrip(t *testing.T) {
 		reflect.TypeOf(KeyDialect("")):      {"responses", `"responses"`},
 		reflect.TypeOf(PreferEndpoint("")):  {"anthropic", `"anthropic"`},
 		reflect.TypeOf(QuotaSpec("")):       {"10 requests per 1h", `"10 requests per 1h"`},
+		reflect.TypeOf(EgressExit("")):      {"socks5://127.0.0.1:1080", `"socks5://127.0.0.1:1080"`},
 	}
 	sample := func(ft reflect.Type, of optionField) (arg string, want string) {
 		if s, ok := typed[ft]; ok {

@@ -62,7 +62,7 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	rl.key, rl.status = x.uk.id, resp.StatusCode
 	rl.ttfb = time.Since(rl.start)
 	hdr := x.w.Header()
-	hdr.Set("X-Routed-Via", x.p.name+"/"+x.uk.public)
+	hdr.Set("X-Routed-Via", x.routedVia())
 	if ct == "" {
 		ct = "application/json"
 	}
@@ -163,7 +163,7 @@ func (x *exchange) commitStream(status int) {
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("X-Routed-Via", x.p.name+"/"+x.uk.public)
+	hdr.Set("X-Routed-Via", x.routedVia())
 	hdr.Del("Content-Length")
 	x.w.WriteHeader(http.StatusOK)
 }

@@ -15,9 +15,9 @@ import (
 // own (TestSubdirectiveListsAreAccepted checks that every name listed is
 // accepted).
 var (
-	handlerSubdirectives = optionNames(Handler{}, "api_key", "state", "pool")
+	handlerSubdirectives = optionNames(Handler{}, "api_key", "state", "pool", "egress")
 	apiKeySubdirectives  = optionNames(GatewayKeyConfig{}, "budget")
-	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key", "budget")
+	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key", "budget", "egress")
 	keySubdirectives     = optionNames(KeyConfig{}, "provider", "budget")
 )
 

@@ -1,0 +1,855 @@
+package caddymodule
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"golang.org/x/net/proxy"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// egressRegistry holds every exit of the process by a hash of its resolved
+// URL, so that a config reload keeps each exit's transport (its open
+// connections), health and counters, as pool state is kept (registry).
+var egressRegistry = caddy.NewUsagePool()
+
+// egressExit is one exit: a proxy with its own http.Transport (connection
+// reuse per exit), or the gateway host itself (direct). It holds resolved
+// credentials inside its transport only; name is the masked URL.
+type egressExit struct {
+	name   string // masked URL (credentials as ***), for logs, admin, metrics
+	regKey string // egressRegistry key
+	direct bool
+	client *http.Client
+	tr     *http.Transport // nil for direct
+	// proxyAddr is the proxy's host:port, "" for direct
+	proxyAddr string
+	forms     []*secretForms // the credentials' forms, to redact error texts
+
+	mu        sync.Mutex
+	coolUntil time.Time
+	lastError string // redacted
+	latency   time.Duration
+	latencyN  int64
+
+	shared egressShared // cluster-wide cooldowns (state redis), nil: local only
+
+	requests atomic.Int64 // requests that got an answer through the exit
+	failures atomic.Int64 // connect or handshake failures of the exit
+	errors   atomic.Int64 // other failures through the exit (the upstream's)
+}
+
+// Destruct implements caddy.Destructor: the last config using the exit is
+// gone; its idle connections are closed.
+func (e *egressExit) Destruct() error {
+	if e.tr != nil {
+		e.tr.CloseIdleConnections()
+	}
+	return nil
+}
+
+// cooling reports whether the exit is cooling at now and until when.
+func (e *egressExit) cooling(now time.Time) (bool, time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.shared != nil {
+		if u := e.shared.until(e); u.After(e.coolUntil) {
+			e.coolUntil = u
+		}
+	}
+	return now.Before(e.coolUntil), e.coolUntil
+}
+
+// cool takes the exit out of use for d after a connect failure.
+func (e *egressExit) cool(d time.Duration, err error) {
+	e.failures.Add(1)
+	msg := e.redact(err.Error())
+	until := time.Now().Add(d)
+	e.mu.Lock()
+	if until.After(e.coolUntil) {
+		e.coolUntil = until
+	}
+	e.lastError = msg
+	sh := e.shared
+	e.mu.Unlock()
+	egressMetricsInc(e.name, "unreachable")
+	if sh != nil {
+		sh.publish(e, until)
+	}
+}
+
+// answered books a request that got an HTTP answer through the exit after
+// d (time to response headers).
+func (e *egressExit) answered(d time.Duration) {
+	e.requests.Add(1)
+	e.mu.Lock()
+	if e.latencyN == 0 {
+		e.latency = d
+	} else {
+		e.latency = (e.latency*4 + d) / 5 // EWMA, alpha 0.2
+	}
+	e.latencyN++
+	e.mu.Unlock()
+	egressMetricsInc(e.name, "success")
+}
+
+// redact removes the exit's credentials, in every form, from a text.
+func (e *egressExit) redact(s string) string {
+	b := []byte(s)
+	for _, f := range e.forms {
+		b = f.redact(b)
+	}
+	return string(b)
+}
+
+// egressPlan is the resolved exit list of a key: its exclusive exit, or
+// its pool's list, or the global list.
+type egressPlan struct {
+	exits          []*egressExit
+	strategy       string
+	cooldown       time.Duration
+	connectTimeout time.Duration
+	next           atomic.Uint64 // rotate's turn
+}
+
+// order returns the exits to try for a request, in order: the healthy
+// ones as the strategy ranks them, or, when every exit is cooling, the one
+// whose cooldown ends first alone (tried once). Exits in tried are left
+// out.
+func (pl *egressPlan) order(session string, tried []*egressExit) []*egressExit {
+	n := len(pl.exits)
+	start := 0
+	switch pl.strategy {
+	case "failover":
+	case "random":
+		start = rand.IntN(n)
+	case "sticky":
+		if session != "" {
+			h := fnv.New64a()
+			_, _ = io.WriteString(h, session)
+			start = int(h.Sum64() % uint64(n))
+			break
+		}
+		start = int(pl.next.Add(1)-1) % n
+	default: // rotate
+		start = int(pl.next.Add(1)-1) % n
+	}
+	now := time.Now()
+	var healthy []*egressExit
+	var soonest *egressExit
+	var soonestAt time.Time
+	for i := 0; i < n; i++ {
+		e := pl.exits[(start+i)%n]
+		if containsExit(tried, e) {
+			continue
+		}
+		if c, until := e.cooling(now); c {
+			if soonest == nil || until.Before(soonestAt) {
+				soonest, soonestAt = e, until
+			}
+			continue
+		}
+		healthy = append(healthy, e)
+	}
+	if len(healthy) == 0 && soonest != nil && len(tried) == 0 {
+		return []*egressExit{soonest}
+	}
+	return healthy
+}
+
+// exhausted reports whether every exit of the plan failed in this request.
+func (pl *egressPlan) exhausted(tried []*egressExit) bool {
+	for _, e := range pl.exits {
+		if !containsExit(tried, e) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsExit(es []*egressExit, e *egressExit) bool {
+	for _, x := range es {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// exitError marks a failure of the exit itself (reaching the proxy, its
+// handshake or authentication), as opposed to a failure of the upstream
+// behind it.
+type exitError struct{ err error }
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitsUnreachableError is the failure of a request whose every exit
+// failed: the key is not charged, and the client gets 503.
+type exitsUnreachableError struct {
+	names []string // masked
+	last  string   // redacted
+	retry time.Duration
+}
+
+func (e *exitsUnreachableError) Error() string {
+	return "egress exits unreachable: " + strings.Join(e.names, ", ") + " (last: " + e.last + ")"
+}
+
+// egressTry is one request through one exit, carried in the request's
+// context for the transport's hooks.
+type egressTry struct {
+	exit           *egressExit
+	connectTimeout time.Duration
+	gotConn        atomic.Bool
+	connTimedOut   atomic.Bool
+}
+
+type egressTryKey struct{}
+
+// egressRootCAs, when set, replaces the system roots for upstreams reached
+// through exits (tests set it to trust their TLS mock upstream); nil in
+// production.
+var egressRootCAs *x509.CertPool
+
+// egressTransport returns a transport that leaves through the proxy u.
+func egressTransport(u *url.URL) *http.Transport {
+	t := &http.Transport{
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+	if egressRootCAs != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: egressRootCAs, MinVersion: tls.VersionTLS12}
+	}
+	fwd := exitDialer{}
+	switch u.Scheme {
+	case "http", "https":
+		// a CONNECT tunnel for every upstream, http or https: the proxy
+		// never sees the request (nor the key), TLS is end to end, and
+		// the tunnel is kept alive like any connection
+		t.DialContext = connectDialer(u)
+	case "socks5", "socks5h":
+		var auth *proxy.Auth
+		if u.User != nil {
+			pass, _ := u.User.Password()
+			auth = &proxy.Auth{User: u.User.Username(), Password: pass}
+		}
+		d, _ := proxy.SOCKS5("tcp", u.Host, auth, fwd) // errors only for a bad network
+		cd := d.(proxy.ContextDialer)
+		localDNS := u.Scheme == "socks5"
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := boundConnect(ctx)
+			defer cancel()
+			if localDNS {
+				host, port, err := net.SplitHostPort(addr)
+				if err == nil && net.ParseIP(host) == nil {
+					ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+					if err != nil {
+						return nil, err // the upstream's name: not the exit's fault
+					}
+					if len(ips) > 0 {
+						addr = net.JoinHostPort(ips[0].IP.String(), port)
+					}
+				}
+			}
+			c, err := cd.DialContext(ctx, network, addr)
+			if err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) || !socksTargetFailure(err) {
+					return nil, &exitError{err}
+				}
+				return nil, err // the proxy could not reach the upstream
+			}
+			return c, nil
+		}
+	}
+	return t
+}
+
+// connectDialer returns a DialContext that opens an HTTP/1.1 CONNECT
+// tunnel to the upstream through the HTTP or HTTPS proxy u (per RFC 9110
+// section 9.3.6), with Proxy-Authorization: Basic when u has
+// credentials. Failing to reach the proxy, its TLS, an I/O failure or a
+// refusal (403, 405, 407, 429) during the exchange are the exit's
+// (exitError); another non-2xx answer means the proxy could not reach the
+// upstream.
+func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var auth string
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := boundConnect(ctx)
+		defer cancel()
+		c, err := dialer.DialContext(ctx, "tcp", u.Host)
+		if err != nil {
+			return nil, &exitError{err}
+		}
+		if u.Scheme == "https" {
+			tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+			if err := tc.HandshakeContext(ctx); err != nil {
+				c.Close()
+				return nil, &exitError{fmt.Errorf("TLS with the proxy: %w", err)}
+			}
+			c = tc
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = c.SetDeadline(dl)
+		}
+		stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+		req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: addr}, Host: addr, Header: http.Header{}}
+		if auth != "" {
+			req.Header.Set("Proxy-Authorization", auth)
+		}
+		var resp *http.Response
+		br := bufio.NewReader(c)
+		if err = req.Write(c); err == nil {
+			resp, err = http.ReadResponse(br, req)
+		}
+		if !stop() && err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			c.Close()
+			return nil, &exitError{fmt.Errorf("proxy CONNECT: %w", err)}
+		}
+		_ = resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusProxyAuthRequired, resp.StatusCode == http.StatusForbidden,
+			resp.StatusCode == http.StatusMethodNotAllowed, resp.StatusCode == http.StatusTooManyRequests:
+			c.Close()
+			return nil, &exitError{fmt.Errorf("proxy refused CONNECT: %s", resp.Status)}
+		case resp.StatusCode < 200 || resp.StatusCode > 299:
+			c.Close()
+			return nil, fmt.Errorf("proxy could not reach the upstream: %s", resp.Status)
+		case br.Buffered() > 0:
+			c.Close()
+			return nil, &exitError{errors.New("proxy sent data before the tunnel was used")}
+		}
+		_ = c.SetDeadline(time.Time{})
+		return c, nil
+	}
+}
+
+// boundConnect bounds a dial through an exit by the exit's connect
+// timeout (carried by the request's egressTry): the transport may go on
+// dialing after the request that started the dial has gone.
+func boundConnect(ctx context.Context) (context.Context, context.CancelFunc) {
+	if try, ok := ctx.Value(egressTryKey{}).(*egressTry); ok && try.connectTimeout > 0 {
+		return context.WithTimeout(ctx, try.connectTimeout)
+	}
+	return context.WithTimeout(ctx, DefaultEgressConnectTimeout)
+}
+
+// socksTargetFailure reports whether a SOCKS5 error is the proxy's reply
+// that the upstream could not be reached (RFC 1928 reply codes 3-6),
+// rather than a failure of the proxy itself.
+func socksTargetFailure(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	m := err.Error()
+	for _, s := range []string{"network unreachable", "host unreachable", "connection refused", "TTL expired"} {
+		if strings.Contains(m, "unknown error "+s) {
+			return true
+		}
+	}
+	return false
+}
+
+// exitDialer dials a proxy; its errors are the exit's (exitError).
+type exitDialer struct{}
+
+// Dial implements proxy.Dialer.
+func (d exitDialer) Dial(network, addr string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, addr)
+}
+
+// DialContext implements proxy.ContextDialer.
+func (exitDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, &exitError{err}
+	}
+	return c, nil
+}
+
+// newEgressExit builds the exit of a configured proxy URL (placeholders
+// resolved with repl), or returns the one the process already has for the
+// same resolved URL; the caller holds a reference (regKey) until Cleanup.
+func newEgressExit(raw string, repl *caddy.Replacer) (*egressExit, error) {
+	if raw == "direct" {
+		val, _, err := egressRegistry.LoadOrNew("egress:direct", func() (caddy.Destructor, error) {
+			return &egressExit{name: "direct", regKey: "egress:direct", direct: true, client: upstreamClient}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return val.(*egressExit), nil
+	}
+	v := raw
+	if strings.Contains(raw, "{") {
+		var err error
+		if v, err = resolveSecretValue(repl, raw); err != nil {
+			return nil, fmt.Errorf("egress proxy %s: %v", maskProxyURL(raw), err)
+		}
+	}
+	u, err := parseProxyURL(v)
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy %s: %v", maskProxyURL(raw), err)
+	}
+	sum := sha256.Sum256([]byte(v))
+	regKey := "egress:" + hex.EncodeToString(sum[:12])
+	val, _, err := egressRegistry.LoadOrNew(regKey, func() (caddy.Destructor, error) {
+		e := &egressExit{name: maskProxyURL(raw), regKey: regKey}
+		if u.User != nil {
+			e.name = u.Scheme + "://***@" + u.Host
+			if user := u.User.Username(); user != "" {
+				e.forms = append(e.forms, newSecretForms(user))
+			}
+			if pass, ok := u.User.Password(); ok && pass != "" {
+				e.forms = append(e.forms, newSecretForms(pass))
+			}
+		} else {
+			e.name = u.Scheme + "://" + u.Host
+		}
+		e.tr = egressTransport(u)
+		e.proxyAddr = u.Host
+		e.client = &http.Client{Transport: e.tr, CheckRedirect: upstreamClient.CheckRedirect}
+		return e, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return val.(*egressExit), nil
+}
+
+// egressSet is what a handler provisioned: the plans and the registry
+// references it holds.
+type egressSet struct {
+	global  *egressPlan // nil: direct
+	regKeys []string
+	exits   []*egressExit // every exit referenced, for the admin API
+}
+
+// plan builds a plan from a config (nil config or Direct: nil, direct).
+// defaults are the cooldown and connect timeout of the wider list.
+func (s *egressSet) plan(ec *EgressConfig, repl *caddy.Replacer) (*egressPlan, error) {
+	if ec == nil || ec.Direct {
+		if ec != nil && len(ec.Proxies) > 0 {
+			return nil, errors.New("egress: give either direct or proxies, not both")
+		}
+		return nil, nil
+	}
+	if len(ec.Proxies) == 0 {
+		return nil, errors.New("egress: at least one proxy is required (or direct)")
+	}
+	pl := &egressPlan{strategy: ec.Strategy,
+		cooldown:       durationOr(ec.Cooldown, DefaultEgressCooldown),
+		connectTimeout: durationOr(ec.ConnectTimeout, DefaultEgressConnectTimeout)}
+	if pl.strategy == "" {
+		pl.strategy = "rotate"
+	}
+	if !containsWord(egressStrategies, pl.strategy) {
+		return nil, fmt.Errorf("egress strategy %q: want %s", pl.strategy, strings.Join(egressStrategies, ", "))
+	}
+	for _, raw := range ec.Proxies {
+		e, err := s.exit(raw, repl)
+		if err != nil {
+			return nil, err
+		}
+		if containsExit(pl.exits, e) {
+			return nil, fmt.Errorf("egress proxy %s is listed twice", e.name)
+		}
+		pl.exits = append(pl.exits, e)
+	}
+	return pl, nil
+}
+
+// exit returns the exit of raw, taking a registry reference.
+func (s *egressSet) exit(raw string, repl *caddy.Replacer) (*egressExit, error) {
+	e, err := newEgressExit(raw, repl)
+	if err != nil {
+		return nil, err
+	}
+	s.regKeys = append(s.regKeys, e.regKey)
+	if !containsExit(s.exits, e) {
+		s.exits = append(s.exits, e)
+	}
+	return e, nil
+}
+
+// release drops the handler's registry references.
+func (s *egressSet) release() {
+	if s == nil {
+		return
+	}
+	for _, k := range s.regKeys {
+		_, _ = egressRegistry.Delete(k)
+	}
+	s.regKeys = nil
+}
+
+// keyPlan resolves a key's plan: its exclusive exit (with the pool's or
+// the global cooldown and connect timeout), "direct", else the pool's.
+func (s *egressSet) keyPlan(kc *KeyConfig, pool *egressPlan, repl *caddy.Replacer) (*egressPlan, error) {
+	switch kc.Egress {
+	case "":
+		return pool, nil
+	case "direct":
+		return nil, nil
+	}
+	if err := (new(EgressExit)).UnmarshalText([]byte(kc.Egress)); err != nil {
+		return nil, err
+	}
+	e, err := s.exit(string(kc.Egress), repl)
+	if err != nil {
+		return nil, err
+	}
+	pl := &egressPlan{exits: []*egressExit{e}, strategy: "failover",
+		cooldown: DefaultEgressCooldown, connectTimeout: DefaultEgressConnectTimeout}
+	if wider := pool; wider != nil {
+		pl.cooldown, pl.connectTimeout = wider.cooldown, wider.connectTimeout
+	} else if s.global != nil {
+		pl.cooldown, pl.connectTimeout = s.global.cooldown, s.global.connectTimeout
+	}
+	return pl, nil
+}
+
+// egressDo sends req through the plan's exits (nil plan: directly):
+// serially, moving to the next exit when one cannot be reached, cooling
+// it. It returns the answer (or the upstream's failure) and the exit that
+// carried it; *exitsUnreachableError when every exit tried failed. tried
+// collects the exits that failed in this request (shared across its
+// keys), so no exit is tried twice per request. attemptFailed reports
+// whether the attempt itself ended (client gone, attempt timeout): the
+// exit is then not blamed.
+func egressDo(pl *egressPlan, req *http.Request, session string, tried *[]*egressExit, attemptFailed func() bool) (*http.Response, *egressExit, error) {
+	if pl == nil {
+		resp, err := upstreamClient.Do(req)
+		return resp, nil, err
+	}
+	exits := pl.order(session, *tried)
+	if len(exits) == 0 {
+		return nil, nil, unreachable(pl, *tried)
+	}
+	for i, e := range exits {
+		r := req
+		if i > 0 {
+			if req.GetBody == nil {
+				break
+			}
+			body, err := req.GetBody()
+			if err != nil {
+				break
+			}
+			r = req.Clone(req.Context())
+			r.Body = body
+		}
+		if e.direct {
+			resp, err := upstreamClient.Do(r)
+			if err == nil {
+				e.answered(0)
+			}
+			return resp, e, err
+		}
+		resp, err, exitFault := e.do(r, pl.connectTimeout, attemptFailed)
+		if err == nil {
+			return resp, e, nil
+		}
+		if !exitFault {
+			e.errors.Add(1)
+			egressMetricsInc(e.name, "error")
+			return nil, e, err
+		}
+		e.cool(pl.cooldown, err)
+		*tried = append(*tried, e)
+		if attemptFailed() {
+			break
+		}
+	}
+	return nil, nil, unreachable(pl, *tried)
+}
+
+// unreachable builds the failure of a request whose exits all failed.
+func unreachable(pl *egressPlan, tried []*egressExit) *exitsUnreachableError {
+	eu := &exitsUnreachableError{}
+	now := time.Now()
+	for _, e := range pl.exits {
+		eu.names = append(eu.names, e.name)
+		e.mu.Lock()
+		if containsExit(tried, e) && e.lastError != "" {
+			eu.last = e.name + ": " + e.lastError
+		}
+		if d := e.coolUntil.Sub(now); d > 0 && (eu.retry == 0 || d < eu.retry) {
+			eu.retry = d
+		}
+		e.mu.Unlock()
+	}
+	if eu.last == "" {
+		eu.last = "every exit is cooling"
+	}
+	return eu
+}
+
+// do sends one request through the exit, bounding the connection's set-up
+// (proxy, handshake, TLS) by connectTimeout. exitFault says the failure is
+// the exit's (the request may go through another exit).
+func (e *egressExit) do(req *http.Request, connectTimeout time.Duration, attemptFailed func() bool) (*http.Response, error, bool) {
+	try := &egressTry{exit: e, connectTimeout: connectTimeout}
+	ctx, cancel := context.WithCancel(context.WithValue(req.Context(), egressTryKey{}, try))
+	timer := time.AfterFunc(connectTimeout, func() {
+		if !try.gotConn.Load() {
+			try.connTimedOut.Store(true)
+			cancel()
+		}
+	})
+	// composed with the caller's trace hooks, which run too
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			try.gotConn.Store(true)
+			timer.Stop()
+		},
+	})
+	t0 := time.Now()
+	resp, err := e.client.Do(req.WithContext(ctx))
+	timer.Stop()
+	if err == nil {
+		e.answered(time.Since(t0))
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		return resp, nil, false
+	}
+	cancel()
+	if attemptFailed() {
+		return nil, err, false
+	}
+	if try.connTimedOut.Load() {
+		return nil, &exitError{fmt.Errorf("connect timeout (%v)", connectTimeout)}, true
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return nil, err, true
+	}
+	if !ioFailure(err) {
+		return nil, err, false
+	}
+	if !try.gotConn.Load() {
+		// the proxy dropped the connection or stalled before it was set up
+		return nil, &exitError{err}, true
+	}
+	if !e.reachable(connectTimeout) {
+		// a kept-alive tunnel broke because the proxy is gone
+		return nil, &exitError{err}, true
+	}
+	return nil, err, false
+}
+
+// reachable reports whether the exit's proxy accepts a TCP connection
+// within timeout: it tells a broken tunnel of a dead proxy from an
+// upstream that dropped the connection.
+func (e *egressExit) reachable(timeout time.Duration) bool {
+	if e.proxyAddr == "" {
+		return true
+	}
+	c, err := net.DialTimeout("tcp", e.proxyAddr, min(timeout, 2*time.Second))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// cancelOnClose ends a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// ioFailure reports whether err is a dropped or stalled connection.
+func ioFailure(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// egressView is an exit in the admin API.
+type egressView struct {
+	Exit            string  `json:"exit"` // masked URL
+	State           string  `json:"state"`
+	CooldownSeconds int     `json:"cooldown_seconds_left,omitempty"`
+	Requests        int64   `json:"requests"`
+	Failures        int64   `json:"failures"`
+	Errors          int64   `json:"upstream_errors"`
+	LatencyMS       float64 `json:"latency_ms,omitempty"`
+	LastError       string  `json:"last_error,omitempty"`
+}
+
+// egressViews lists every exit of the process, by name.
+func egressViews() []egressView {
+	var exits []*egressExit
+	egressRegistry.Range(func(_, v any) bool {
+		exits = append(exits, v.(*egressExit))
+		return true
+	})
+	sort.Slice(exits, func(i, j int) bool { return exits[i].name < exits[j].name })
+	now := time.Now()
+	out := make([]egressView, 0, len(exits))
+	for _, e := range exits {
+		c, until := e.cooling(now)
+		v := egressView{Exit: e.name, State: "healthy", Requests: e.requests.Load(), Failures: e.failures.Load(), Errors: e.errors.Load()}
+		if c {
+			v.State, v.CooldownSeconds = "cooling", secondsLeft(until.Sub(now))
+		}
+		e.mu.Lock()
+		v.LatencyMS, v.LastError = millis(e.latency), e.lastError
+		e.mu.Unlock()
+		out = append(out, v)
+	}
+	return out
+}
+
+// provisionEgress builds the handler's global exit list (h.egress is set
+// even without one, so pools and keys can add theirs).
+func (h *Handler) provisionEgress(repl *caddy.Replacer) error {
+	h.egress = &egressSet{}
+	pl, err := h.egress.plan(h.Egress, repl)
+	if err != nil {
+		return err
+	}
+	h.egress.global = pl
+	return nil
+}
+
+// poolEgress sets a pool's exit list: its own, else the global one.
+func (h *Handler) poolEgress(p *pool, pc *PoolConfig, repl *caddy.Replacer) error {
+	if pc.Egress == nil {
+		p.egress = h.egress.global
+		return nil
+	}
+	pl, err := h.egress.plan(pc.Egress, repl)
+	if err != nil {
+		return err
+	}
+	p.egress = pl
+	return nil
+}
+
+// label is the exit's name for logs and headers, "" for none (nil).
+func (e *egressExit) label() string {
+	if e == nil {
+		return ""
+	}
+	return e.name
+}
+
+// routedVia is the attempt's X-Routed-Via: "<pool>/<key>", followed by
+// " via <exit>" (masked URL) when it left through an egress exit.
+func (x *exchange) routedVia() string {
+	if x.exit == nil {
+		return x.p.name + "/" + x.uk.public
+	}
+	return x.p.name + "/" + x.uk.public + " via " + x.exit.name
+}
+
+// attemptEnded reports whether the attempt itself is over (the client went
+// away or the attempt timed out): a connect failure is then not the exit's.
+func (x *exchange) attemptEnded() bool {
+	return x.timedOut.Load() || x.r.Context().Err() != nil
+}
+
+// exitsUnreachable ends an attempt whose every exit failed: the key is not
+// charged (its lease is released as if the attempt never happened), the
+// log names the failure, and the loop moves on to keys whose exits are
+// not exhausted.
+func (x *exchange) exitsUnreachable(eu *exitsUnreachableError) attemptResult {
+	x.lease.Release(keypool.Outcome{Kind: keypool.Canceled})
+	x.rl.attempts = append(x.rl.attempts, attemptLog{key: x.uk.id, outcome: "exit_unreachable",
+		dur: time.Since(x.t0)})
+	if x.r.Context().Err() != nil {
+		x.rl.status = 499
+		return attemptResult{done: true}
+	}
+	return attemptResult{outcome: keypool.Outcome{Kind: keypool.Canceled, Message: eu.Error()}, exitsDown: eu}
+}
+
+// exitsFailure is the client's answer when the last attempt found every
+// exit of its key unreachable: 503 naming the exits (masked), with
+// Retry-After the soonest end of their cooldowns.
+func exitsFailure(last *attemptResult) *loopFailure {
+	if last == nil || last.exitsDown == nil {
+		return nil
+	}
+	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable,
+		msg: last.exitsDown.Error(), retryAfter: max(last.exitsDown.retry, time.Second)}
+}
+
+// do sends a request the gateway makes for key uk itself (a diagnose
+// probe, a models list) through the key's exits, as client requests go.
+func (k *upstreamKey) do(req *http.Request) (*http.Response, error) {
+	var tried []*egressExit
+	resp, exit, err := egressDo(k.egress, req, "", &tried, func() bool { return req.Context().Err() != nil })
+	if exit != nil {
+		k.exitSeen.Store(exit)
+	}
+	return resp, err
+}
+
+// lastExit names the exit of the key's last gateway-made request ("" for
+// none or direct).
+func (k *upstreamKey) lastExit() string {
+	if e, ok := k.exitSeen.Load().(*egressExit); ok && k.egress != nil {
+		return e.name
+	}
+	return ""
+}
+
+// egressProbeFailed fills a diagnose result whose probe found every exit
+// of the key unreachable, and reports whether it did: the key's state is
+// then kept (verifyKey), since the failure is not the key's.
+func egressProbeFailed(err error, res *probeResult) bool {
+	var eu *exitsUnreachableError
+	if !errors.As(err, &eu) {
+		return false
+	}
+	res.Error, res.Hint = "egress_unreachable", eu.Error()
+	res.outcome = keypool.Outcome{Kind: keypool.Canceled}
+	return true
+}
