@@ -5,10 +5,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
 
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
@@ -325,5 +329,64 @@ func TestBudgetSpendSurvivesRestart(t *testing.T) {
 	restoreSpend(back.Budgets)
 	if spent, _ := ledgerScope(id).state(r, now); spent != 0.75 {
 		t.Fatalf("after the restart: spent %v, want 0.75 (file %s)", spent, b)
+	}
+}
+
+// TestBudgetClusterSharesSpend: two instances on one Redis share a
+// caller's spend: what one books, the other refuses on; and with requests
+// racing on both, the budget is exceeded by no more than the requests in
+// flight when it ran out.
+func TestBudgetClusterSharesSpend(t *testing.T) {
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
+	r, _ := (&BudgetSpec{AmountUSD: 1, Period: "daily"}).compile()
+	instance := func(name string) *budgetBook {
+		rb := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, time.Second, zap.NewNop())
+		t.Cleanup(func() { _ = rb.Destruct() })
+		e := &budgetEntry{rule: r, scope: budgetScopeGatewayKey, name: name, spend: &scopeSpend{buckets: map[int64]float64{}, shared: true},
+			shared: prefix + "spend:{gateway_key:" + name + "}:" + r.period.signature()}
+		return &budgetBook{logger: zap.NewNop(), shared: rb, gws: map[string]*budgetEntry{name: e}, all: []*budgetEntry{e}}
+	}
+	a, b := instance("team"), instance("team")
+	gk := &gwKey{id: "team"}
+	a.charge(spendCharge{GatewayKey: "team", USD: 0.6, Known: true})
+	if f := b.gatewayGate(gk); f != nil {
+		t.Fatalf("b refused at 0.6 of 1 USD: %s", f.msg)
+	}
+	b.charge(spendCharge{GatewayKey: "team", USD: 0.5, Known: true})
+	f := a.gatewayGate(gk)
+	if f == nil || f.status != http.StatusTooManyRequests || !strings.Contains(f.msg, "spent 1.1000 USD") {
+		t.Fatalf("a after b's charge: %+v, want 429 at 1.1 USD", f)
+	}
+	c := redisClient(t, addr)
+	vals, err := c.HVals(t.Context(), a.gws["team"].shared).Result()
+	if err != nil || len(vals) != 1 || vals[0] != "1.1" {
+		t.Fatalf("the shared record: %v %v, want one bucket of 1.1", vals, err)
+	}
+
+	// racing: 4 callers on each instance, each a request in flight at a
+	// time (admitted, then charged 0.1 when it ends), until refused
+	x, y := instance("race"), instance("race")
+	race := &gwKey{id: "race"}
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for i := 0; i < 8; i++ {
+		bk := x
+		if i%2 == 1 {
+			bk = y
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 100 && bk.gatewayGate(race) == nil; n++ {
+				admitted.Add(1)
+				bk.charge(spendCharge{GatewayKey: "race", USD: 0.1, Known: true})
+			}
+		}()
+	}
+	wg.Wait()
+	spent, _ := x.gws["race"].spend.state(r, budgetNow())
+	if n := admitted.Load(); n < 10 || n > 10+8 || spent < 1-1e-9 || spent > 1.8+1e-9 {
+		t.Fatalf("racing on two instances: %d requests admitted, %.4f USD spent; want 10 to 18 requests and at most 1.8 USD (1 + 8 in flight)", n, spent)
 	}
 }

@@ -56,6 +56,10 @@ type probeResult struct {
 	// and verify" did: "cleared", "recooled" or "kept".
 	State  keypool.KeyState `json:"state,omitempty"`
 	Action string           `json:"action,omitempty"`
+	// Balance is the key's balance or credit as its vendor reports it,
+	// for keys on a host with a balance endpoint (OpenRouter, DeepSeek;
+	// see balanceAPIs); absent otherwise.
+	Balance *balanceView `json:"balance,omitempty"`
 
 	outcome keypool.Outcome
 }
@@ -120,6 +124,7 @@ func (adminAPI) handleDiagnose(w http.ResponseWriter, r *http.Request) error {
 			// checking the key
 			generate := verify && credentialReason(j.st.Reason)
 			probeKey(r.Context(), j.p, uk, j.res, generate)
+			j.res.Balance = probeBalance(r.Context(), uk)
 		}()
 	}
 	wg.Wait()

@@ -152,6 +152,11 @@ type KeyBehavior struct {
 	// endpoints keep working, e.g. 404 for an upstream without a models
 	// list. It takes precedence over Status for those paths.
 	ModelsStatus int `json:"models_status,omitempty"`
+
+	// Credit is what the vendors' balance endpoints report for the key
+	// (GET /api/v1/key as OpenRouter, GET /user/balance as DeepSeek; see
+	// balance.go). Nil: no limit and nothing used.
+	Credit *Credit `json:"credit,omitempty"`
 }
 
 // Config is the static configuration of a Server. Its JSON form is

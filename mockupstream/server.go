@@ -15,6 +15,8 @@
 //	POST /v1/responses/input_tokens  {"object":"response.input_tokens","input_tokens":N}
 //	POST /v1/embeddings              OpenAI embeddings (deterministic vectors, see Embedding)
 //	POST /v1/replay                  recorded fixture bytes, verbatim
+//	GET  /api/v1/key                 OpenRouter's key info (limit, usage, limit_remaining; see Credit)
+//	GET  /user/balance               DeepSeek's balance (is_available, balance_infos; see Credit)
 //
 // Unknown paths get 404 and wrong methods 405, with an OpenAI error body;
 // unparsable JSON gets 400. Errors on /v1/messages* use the Anthropic error
@@ -266,6 +268,8 @@ const (
 	epResponses
 	epResponsesInputTokens
 	epEmbeddings
+	epKeyInfo
+	epBalance
 	numEndpoints
 )
 
@@ -281,6 +285,8 @@ var endpointNames = [numEndpoints]string{
 	epResponses:            "responses",
 	epResponsesInputTokens: "responses/input_tokens",
 	epEmbeddings:           "embeddings",
+	epKeyInfo:              "api/v1/key",
+	epBalance:              "user/balance",
 }
 
 // route maps a URL path to an endpoint; for epModel it also returns the id.
@@ -309,6 +315,10 @@ func route(p string) (endpoint, string) {
 		return epResponsesInputTokens, ""
 	case "/embeddings":
 		return epEmbeddings, ""
+	case "/api/v1/key":
+		return epKeyInfo, ""
+	case "/user/balance":
+		return epBalance, ""
 	}
 	if id, ok := strings.CutPrefix(p, "/models/"); ok && id != "" && !strings.Contains(id, "/") {
 		return epModel, id
@@ -393,7 +403,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	want := http.MethodPost
-	if ep == epModels || ep == epModel {
+	if ep == epModels || ep == epModel || ep == epKeyInfo || ep == epBalance {
 		want = http.MethodGet
 	}
 	if r.Method != want {
@@ -441,6 +451,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.ks.ok.Add(1)
 	case epCountTokens, epResponsesInputTokens:
 		c.countTokens(ep)
+	case epKeyInfo, epBalance:
+		c.balance(ep)
 	default:
 		c.generate(ep)
 	}
