@@ -86,6 +86,10 @@ func (e *egressExit) cooling(now time.Time) (bool, time.Time) {
 // cool takes the exit out of use for d after a connect failure.
 func (e *egressExit) cool(d time.Duration, err error) {
 	e.failures.Add(1)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the upstream's URL says nothing of the exit
+	}
 	msg := e.redact(err.Error())
 	until := time.Now().Add(d)
 	e.mu.Lock()
@@ -298,9 +302,9 @@ func egressTransport(u *url.URL) *http.Transport {
 // tunnel to the upstream through the HTTP or HTTPS proxy u (per RFC 9110
 // section 9.3.6), with Proxy-Authorization: Basic when u has
 // credentials. Failing to reach the proxy, its TLS, an I/O failure or a
-// refusal (403, 405, 407, 429) during the exchange are the exit's
-// (exitError); another non-2xx answer means the proxy could not reach the
-// upstream.
+// refusal (any 4xx: 401 or 407 for credentials, 403, 429) during the
+// exchange are the exit's (exitError); a 5xx means the proxy could not
+// reach the upstream.
 func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	var auth string
 	if u.User != nil {
@@ -344,8 +348,9 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 		}
 		_ = resp.Body.Close()
 		switch {
-		case resp.StatusCode == http.StatusProxyAuthRequired, resp.StatusCode == http.StatusForbidden,
-			resp.StatusCode == http.StatusMethodNotAllowed, resp.StatusCode == http.StatusTooManyRequests:
+		case resp.StatusCode >= 400 && resp.StatusCode < 500:
+			// 401/407 (credentials), 403 (ACL), 405, 429: the proxy
+			// refuses us, whatever the upstream
 			c.Close()
 			return nil, &exitError{fmt.Errorf("proxy refused CONNECT: %s", resp.Status)}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
