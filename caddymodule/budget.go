@@ -229,7 +229,7 @@ func (b *budgetBook) gatewayGate(gk *gwKey) *loopFailure {
 		return nil
 	}
 	msg, wait := e.refusal("gateway key "+gk.id, spent, reset, now)
-	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait}
+	return budgetFailure(msg, wait)
 }
 
 // poolGate refreshes the budgets of a pool and its keys before the pool
@@ -261,7 +261,15 @@ func (b *budgetBook) poolGate(p *pool) *loopFailure {
 		return nil
 	}
 	msg, wait := pe.refusal("pool "+strconv.Quote(p.name), spent, reset, now)
-	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait}
+	return budgetFailure(msg, wait)
+}
+
+// budgetFailure is the answer to a request a used-up budget refuses: 429
+// (rate_limited in the client's dialect) with Retry-After until the
+// reset, and x-should-retry: false when that is more than a minute away
+// (the SDKs' own retries would only be refused again).
+func budgetFailure(msg string, wait time.Duration) *loopFailure {
+	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait, noRetry: wait > time.Minute}
 }
 
 // scopeSpend is the spend counted for one budget scope and period scheme,

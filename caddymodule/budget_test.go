@@ -242,7 +242,7 @@ func TestGatewayKeyBudget(t *testing.T) {
 		resp, b := post(t, gw+c.path, []byte(c.body), "Anthropic-Version", "2023-06-01")
 		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		msg := gjson.GetBytes(b, "error.message").Str
-		if resp.StatusCode != http.StatusTooManyRequests || ra < 3595 || ra > 3601 ||
+		if resp.StatusCode != http.StatusTooManyRequests || ra < 3595 || ra > 3601 || resp.Header.Get("X-Should-Retry") != "false" ||
 			!strings.Contains(msg, "gateway key capped is over its budget of 2 USD daily (spent 2.5000 USD)") {
 			t.Fatalf("%s over budget: %d Retry-After %q %s", c.path, resp.StatusCode, resp.Header.Get("Retry-After"), b)
 		}

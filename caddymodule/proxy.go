@@ -211,12 +211,16 @@ type loopFailure struct {
 	class      translate.ErrorClass
 	msg        string
 	retryAfter time.Duration
+	noRetry    bool // x-should-retry: false (a wait longer than SDKs honour, e.g. a budget's reset)
 }
 
 // failWith writes a loopFailure in the client's dialect.
 func (rl *requestLog) failWith(w http.ResponseWriter, d translate.Dialect, f *loopFailure) {
 	if f.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(f.retryAfter.Seconds())))))
+	}
+	if f.noRetry {
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	rl.fail(w, d, f.status, f.class, f.msg)
 }
