@@ -47,6 +47,7 @@ type egressExit struct {
 	tr     *http.Transport // nil for direct
 	// proxyAddr is the proxy's host:port, "" for direct
 	proxyAddr string
+	material  [32]byte // SHA-256 of the resolved URL, to name the exit in Redis
 	forms     []*secretForms // the credentials' forms, to redact error texts
 
 	mu        sync.Mutex
@@ -75,11 +76,6 @@ func (e *egressExit) Destruct() error {
 func (e *egressExit) cooling(now time.Time) (bool, time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.shared != nil {
-		if u := e.shared.until(e); u.After(e.coolUntil) {
-			e.coolUntil = u
-		}
-	}
 	return now.Before(e.coolUntil), e.coolUntil
 }
 
@@ -434,7 +430,7 @@ func newEgressExit(raw string, repl *caddy.Replacer) (*egressExit, error) {
 		return nil, fmt.Errorf("egress proxy %s: %v", maskProxyURL(raw), err)
 	}
 	sum := sha256.Sum256([]byte(v))
-	regKey := "egress:" + hex.EncodeToString(sum[:12])
+	regKey := "egress:" + hex.EncodeToString(sum[:12]) // the registry is in memory only
 	val, _, err := egressRegistry.LoadOrNew(regKey, func() (caddy.Destructor, error) {
 		e := &egressExit{name: maskProxyURL(raw), regKey: regKey}
 		if u.User != nil {
@@ -449,7 +445,7 @@ func newEgressExit(raw string, repl *caddy.Replacer) (*egressExit, error) {
 			e.name = u.Scheme + "://" + u.Host
 		}
 		e.tr = egressTransport(u)
-		e.proxyAddr = u.Host
+		e.proxyAddr, e.material = u.Host, sum
 		e.client = &http.Client{Transport: e.tr, CheckRedirect: upstreamClient.CheckRedirect}
 		return e, nil
 	})

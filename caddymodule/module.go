@@ -252,6 +252,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionState(repl); err != nil {
 		return err
 	}
+	h.shareEgress() // exit cooldowns through the state backend (cluster mode)
 	if err := h.provisionBudgets(); err != nil {
 		return err
 	}
