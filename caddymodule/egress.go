@@ -47,7 +47,7 @@ type egressExit struct {
 	tr     *http.Transport // nil for direct
 	// proxyAddr is the proxy's host:port, "" for direct
 	proxyAddr string
-	material  [32]byte // SHA-256 of the resolved URL, to name the exit in Redis
+	material  [32]byte       // SHA-256 of the resolved URL, to name the exit in Redis
 	forms     []*secretForms // the credentials' forms, to redact error texts
 
 	mu        sync.Mutex
