@@ -31,6 +31,10 @@ func init() {
 //	POST /llm_gateway/keys/enable?pool=&key=
 //	POST /llm_gateway/diagnose[?pool=&key=&clear=1]
 //	GET  /llm_gateway/events            server-sent events of key state changes
+//	GET  /llm_gateway/requests[?status=&pool=&key=&gateway_key=&q=&id=&before=&limit=]
+//	GET  /llm_gateway/sessions[?pool=&limit=]
+//	POST /llm_gateway/sessions/unpin?pool=&session=
+//	POST /llm_gateway/playground        {model, dialect, stream, prompt}: one request through the gateway
 //
 // Keys appear by id (configured label or masked secret), never by secret.
 // The module has no configuration: admin modules are built before the
@@ -57,6 +61,10 @@ func (a adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm_gateway/events", Handler: caddy.AdminHandlerFunc(a.handleEvents)},
 		{Pattern: "/llm_gateway/budgets", Handler: caddy.AdminHandlerFunc(a.handleBudgets)},
 		{Pattern: "/llm_gateway/egress", Handler: caddy.AdminHandlerFunc(a.handleEgress)},
+		{Pattern: "/llm_gateway/requests", Handler: caddy.AdminHandlerFunc(a.handleRequests)},
+		{Pattern: "/llm_gateway/sessions", Handler: caddy.AdminHandlerFunc(a.handleSessions)},
+		{Pattern: "/llm_gateway/sessions/unpin", Handler: caddy.AdminHandlerFunc(a.handleUnpin)},
+		{Pattern: "/llm_gateway/playground", Handler: caddy.AdminHandlerFunc(a.handlePlayground)},
 	}
 }
 
@@ -151,6 +159,15 @@ type poolView struct {
 	// Reason summarises why none can.
 	Ready  bool   `json:"ready"`
 	Reason string `json:"reason,omitempty"`
+	// Waiting counts the requests waiting for a key of the pool now.
+	Waiting int `json:"waiting"`
+	// Pacing is true when no key is ready only because the pool rests
+	// by design (cooldown_after_success, pace, rpm/tpm/quota, every slot
+	// busy), not because of failures; Summary reads the pool's state in
+	// one line: "serving: 3 of 5 keys ready", "pacing: next key in 2s
+	// (all 5 resting after a success)", "no key: all 5 rate limited".
+	Pacing  bool   `json:"pacing,omitempty"`
+	Summary string `json:"summary"`
 	// State says where the pool's runtime state lives; with Redis, each
 	// key also carries its cluster-wide state (keyView.Cluster).
 	State stateView `json:"state"`
@@ -366,6 +383,8 @@ func viewPool(kp *keypool.Pool) poolView {
 		}
 		pv.Keys = append(pv.Keys, kv)
 	}
+	pv.Waiting = kp.Waiting()
+	summarize(&pv)
 	return pv
 }
 

@@ -131,6 +131,7 @@ type metrics struct{}
 // collectors could not be registered.
 func (h *Handler) provisionInstrumentation(ctx caddy.Context) *metrics {
 	publishPools(ctx, h.pools)
+	publishHandler(ctx, h)
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		if h.logger != nil {
 			h.logger.Error("registering metrics", zap.Error(err))

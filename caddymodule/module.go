@@ -77,6 +77,12 @@ type Handler struct {
 	// Default: false.
 	LogPayloads bool `json:"log_payloads,omitempty"`
 
+	// RecentRequests is how many finished requests the admin API's
+	// request log (GET /llm_gateway/requests, the status page's Requests
+	// tab) keeps in memory; default 1000. Nothing is persisted; bodies are
+	// kept (clipped to 16 KiB) only with LogPayloads.
+	RecentRequests int `json:"recent_requests,omitempty"`
+
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Larger bodies get 413 and never go upstream. Default: 8 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty" caddyfile:"size"`
@@ -216,6 +222,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	protectServerLogs(ctx, h.logger)
 	initUsagePersistence(h.UsageFile, h.logger)
+	recent.resize(h.RecentRequests)
 	if h.LogPayloads {
 		h.logger.Warn("log_payloads is on: request and response bodies (prompts and answers) are written to the log")
 	}
@@ -548,6 +555,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.ClientWriteTimeout < 0 {
 		return errors.New("client_write_timeout must not be negative")
+	}
+	if h.RecentRequests < 0 || h.RecentRequests > 1_000_000 {
+		return fmt.Errorf("recent_requests must be between 0 (the default, 1000) and 1000000, got %d", h.RecentRequests)
 	}
 	names := map[string]bool{}
 	for _, p := range h.pools {

@@ -4,6 +4,7 @@ package caddymodule
 // record (status, pool, key id, dialects, attempts with their outcomes,
 // durations, usage). It feeds metrics; it must not block or log.
 func (h *Handler) observe(rl *requestLog) {
+	h.recordRecent(rl)
 	if h.metrics != nil {
 		h.metrics.observe(rl)
 	}

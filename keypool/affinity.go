@@ -15,6 +15,7 @@ type affEntry struct {
 	session    string
 	fp         string // key fingerprint: survives reloads
 	at         time.Time
+	hits       int64 // requests placed on the session's key while pinned (put calls)
 	prev, next *affEntry
 }
 
@@ -53,6 +54,7 @@ func (t *affinityTable) put(session, fp string, now time.Time, max int) {
 		t.m[session] = e
 	}
 	e.fp, e.at = fp, now
+	e.hits++
 	e.next = t.head
 	if t.head != nil {
 		t.head.prev = e
