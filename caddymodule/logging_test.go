@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
@@ -58,9 +59,9 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("stream status %d", resp.StatusCode)
 	}
-	if m.Stats(upstreamSecret).OK != 2 {
-		t.Fatal("upstream did not serve both")
-	}
+	// the mock counts a stream once its handler returns, which may be
+	// after the client has read the last event
+	eventually(t, 2*time.Second, "upstream served both", func() bool { return m.Stats(upstreamSecret).OK == 2 })
 	// wrong key: also never logged
 	post(t, gw+"/v1/chat/completions", chatBody("gpt-4o", "x", false), "Authorization", "", "X-Api-Key", "sk-typo-of-a-real-key-99999")
 	// embeddings: the same log line, told apart by its endpoint
@@ -68,12 +69,18 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 		t.Fatalf("embeddings %d: %s", resp.StatusCode, body)
 	}
 
+	// a request's log line is written when its handler returns, which may
+	// be after the client has read the answer
 	var entries []map[string]any
-	for _, e := range readJSONLines(t, appLog) {
-		if e["msg"] == "llm request" {
-			entries = append(entries, e)
+	eventually(t, 2*time.Second, "4 llm request entries", func() bool {
+		entries = entries[:0]
+		for _, e := range readJSONLines(t, appLog) {
+			if e["msg"] == "llm request" {
+				entries = append(entries, e)
+			}
 		}
-	}
+		return len(entries) >= 4
+	})
 	if len(entries) != 4 {
 		t.Fatalf("%d llm request entries, want 4", len(entries))
 	}
