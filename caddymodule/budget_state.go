@@ -112,7 +112,7 @@ func (h *Handler) provisionBudgets() error {
 	}
 	for _, e := range b.all {
 		if e.scope == budgetScopeKey {
-			e.spend.resetHold() // the pool may be new to this process
+			e.spend.resetHold() // the pool may be new to this process, the budget changed
 		}
 		b.check(e, now)
 	}
@@ -160,12 +160,17 @@ func (s *scopeSpend) setShared(shared bool) {
 	s.shared = shared
 }
 
-// resetHold forgets the hold placed, so the next check places it again.
+// resetHold forgets what the pool was told, so the next check places
+// or lifts the hold whatever it was (a new process, or a reload that
+// changed the budget).
 func (s *scopeSpend) resetHold() {
 	s.mu.Lock()
-	s.heldUntil = time.Time{}
+	s.heldUntil = holdUnknown
 	s.mu.Unlock()
 }
+
+// holdUnknown marks a key's hold as not known to match the budget.
+var holdUnknown = time.Unix(1, 0)
 
 // The budgets' metrics:
 //

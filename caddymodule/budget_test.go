@@ -390,3 +390,35 @@ func TestBudgetClusterSharesSpend(t *testing.T) {
 		t.Fatalf("racing on two instances: %d requests admitted, %.4f USD spent; want 10 to 18 requests and at most 1.8 USD (1 + 8 in flight)", n, spent)
 	}
 }
+
+// TestKeyBudgetReload: a reload that raises a used-up key budget puts the
+// key back at once, one that lowers it below the spend takes it out, and
+// one that removes it puts it back; the spend is kept across reloads.
+func TestKeyBudgetReload(t *testing.T) {
+	shiftBudgetClock(t, time.Date(2031, 4, 1, 10, 0, 0, 0, time.UTC))
+	_, base := mock(t, mockupstream.Config{})
+	site := func(budget string) string {
+		return "\tllm_gateway {\n\t\tauth off\n\t\tpool budr {\n\t\t\tmodels *\n\t\t\tkey sk-r1 " + base + " {\n\t\t\t\tid r1\n" + budget +
+			"\t\t\t}\n\t\t\tkey sk-r2 " + base + " {\n\t\t\t\tid r2\n\t\t\t}\n\t\t}\n\t}\n"
+	}
+	gateway(t, site("\t\t\t\tbudget 1 usd per daily\n"))
+	book(t).charge(spendCharge{Pool: "budr", KeyID: "r1", USD: 1.5, Known: true})
+	if st := keyStatus(t, "budr", "r1"); st.State != keypool.StateBudget {
+		t.Fatalf("r1 over 1 USD: %+v", st)
+	}
+	gateway(t, site("\t\t\t\tbudget 2 usd per daily\n"))
+	if st := keyStatus(t, "budr", "r1"); st.State != keypool.StateReady {
+		t.Fatalf("r1 after raising its budget to 2 USD: %+v", st)
+	}
+	if v := keyBudgetView("budr", "r1", budgetNow()); v == nil || v.SpentUSD != 1.5 || v.Exceeded {
+		t.Fatalf("r1's budget after the reload: %+v", v)
+	}
+	gateway(t, site("\t\t\t\tbudget 1.25 usd per daily\n"))
+	if st := keyStatus(t, "budr", "r1"); st.State != keypool.StateBudget {
+		t.Fatalf("r1 after lowering its budget to 1.25 USD: %+v", st)
+	}
+	gateway(t, site(""))
+	if st := keyStatus(t, "budr", "r1"); st.State != keypool.StateReady {
+		t.Fatalf("r1 after its budget was removed: %+v", st)
+	}
+}
