@@ -40,6 +40,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    client_write_timeout <duration>  # cut a stream the client stops reading; default 30s
 //	    usage_file <path>|off
 //	    log_payloads
+//	    recent_requests <n>              # requests the admin API's request log keeps; default 1000
 //	    state memory|redis [{ ... }]     # see StateConfig
 //	    egress direct|<url>...|{         # the global exits; see EgressConfig
 //	        proxy <url>|direct           # repeatable: http, https, socks5, socks5h

@@ -287,3 +287,23 @@ func TestPlayground(t *testing.T) {
 		t.Fatalf("without a gateway key: %d", resp.StatusCode)
 	}
 }
+
+// TestRecentRequestsOption sizes the request log from the Caddyfile and
+// refuses a negative size at load.
+func TestRecentRequestsOption(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	gw, admin := adminGateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\trecent_requests 2\n"+poolBlock("con-size", base, 1, "")+"\t}\n", "")
+	for range 3 {
+		if resp, b := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false)); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	}
+	if page := adminRequests(t, admin, ""); page.Capacity != 2 || len(page.Requests) != 2 || page.Total < 3 {
+		t.Fatalf("capacity %d, %d kept, total %d; want 2, 2, >= 3", page.Capacity, len(page.Requests), page.Total)
+	}
+	err := loadCaddyfileErr(fmt.Sprintf("{\n\tadmin off\n}\nhttp://127.0.0.1:%d {\n\tllm_gateway {\n\t\tapi_key %s\n\t\trecent_requests -1\n%s\t}\n}\n",
+		freePort(t), gatewayKey, poolBlock("con-bad", base, 1, "")))
+	if err == nil || !strings.Contains(err.Error(), "recent_requests") {
+		t.Fatalf("recent_requests -1: %v", err)
+	}
+}
