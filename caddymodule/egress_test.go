@@ -366,3 +366,53 @@ func TestEgressStreamingEachKind(t *testing.T) {
 		})
 	}
 }
+
+// TestEgressKeptAcrossReload: a reload that keeps an exit keeps its
+// transport, health and counters (like pool state); one that drops it
+// releases it.
+func TestEgressKeptAcrossReload(t *testing.T) {
+	a := startTinyproxy(t, "", "")
+	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	_, base := mockPerRequest(t)
+	gateway(t, gatewayBlock(egressPool(base, 1, egressBlock("failover", "1m", dead, a.url("http", "")))))
+	before := egressRegistryExit(t, a.url("http", ""))
+	gw := gateway(t, gatewayBlock(egressPool(base, 1, egressBlock("failover", "1m", dead, a.url("http", "")))))
+	chatOK(t, gw)
+	chatOK(t, gw)
+	gw = gateway(t, gatewayBlock(egressPool(base, 1, "\t\t\tmax_retries 2\n"+egressBlock("failover", "1m", dead, a.url("http", "")))))
+	if after := egressRegistryExit(t, a.url("http", "")); after != before {
+		t.Fatal("the reload built a new exit: its connections and counters were lost")
+	}
+	if v := exitView(t, a.url("http", "")); v.Requests != 2 {
+		t.Fatalf("after the reload: %+v, want the 2 requests counted before it", v)
+	}
+	if v := exitView(t, dead); v.State != "cooling" || v.Failures != 1 {
+		t.Fatalf("the dead exit's cooldown did not survive the reload: %+v", v)
+	}
+	chatOK(t, gw) // the cooling exit is not tried again
+	if v := exitView(t, dead); v.Failures != 1 {
+		t.Fatalf("dead exit: %+v", v)
+	}
+	gateway(t, gatewayBlock(egressPool(base, 1, "")))
+	for _, v := range egressViews() {
+		if v.Exit == a.url("http", "") || v.Exit == dead {
+			t.Fatalf("exit %s still held after a reload that dropped it", v.Exit)
+		}
+	}
+}
+
+// egressRegistryExit returns the live exit named name.
+func egressRegistryExit(t testing.TB, name string) *egressExit {
+	t.Helper()
+	var found *egressExit
+	egressRegistry.Range(func(_, v any) bool {
+		if e := v.(*egressExit); e.name == name {
+			found = e
+		}
+		return found == nil
+	})
+	if found == nil {
+		t.Fatalf("exit %s not in the registry", name)
+	}
+	return found
+}

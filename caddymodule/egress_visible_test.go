@@ -153,6 +153,9 @@ http://127.0.0.1:%d {
 	for _, path := range []string{"/llm_gateway/egress", "/llm_gateway/pools", "/config/", "/llm_gateway/"} {
 		_, b := adminDo(t, http.MethodGet, admin+path)
 		seen.Write(b)
+		if path == "/llm_gateway/" && !strings.Contains(string(b), `id="egress"`) {
+			t.Fatal("the status page has no egress section")
+		}
 		if path == "/config/" && !strings.Contains(string(b), "{env.LLMGW_EG_HP}") {
 			t.Fatalf("/config/ lost the placeholder: %s", b)
 		}
