@@ -211,6 +211,9 @@ type clusterView struct {
 	QuotaTokens   int64 `json:"quota_tokens,omitempty"`
 	// TTFBMillis is the shared time-to-first-byte average.
 	TTFBMillis float64 `json:"ttfb_ema_ms,omitempty"`
+	// Learned are the latest limits any instance learned from the
+	// upstream's rate-limit headers, per model.
+	Learned []keypool.LearnedLimit `json:"learned,omitempty"`
 }
 
 // viewState fills pv.State and returns the keys' cluster state (nil in
@@ -289,6 +292,9 @@ type keyView struct {
 	TTFBMillis int64 `json:"ttfb_ema_ms,omitempty"`
 	// LastUsed is when the key was last leased.
 	LastUsed *time.Time `json:"last_used,omitempty"`
+	// Learned are the limits the upstream reported in its rate-limit
+	// headers, per model, most recent first (keypool.KeyStatus.Learned).
+	Learned []keypool.LearnedLimit `json:"learned,omitempty"`
 
 	// Cluster is the key's cluster-wide state with `state redis`; the
 	// fields above are this instance's view.
@@ -347,6 +353,7 @@ func viewPool(kp *keypool.Pool) poolView {
 			Successes:           st.Successes,
 			Errors:              st.Failures,
 			TTFBMillis:          st.TTFBMillis,
+			Learned:             st.Learned,
 		}
 		if !st.Until.IsZero() {
 			u := st.Until.UTC()
@@ -379,7 +386,7 @@ func viewPool(kp *keypool.Pool) poolView {
 			kv.Cluster = &clusterView{InFlight: c.InFlight, CooldownReason: c.CooldownReason, CooldownSecondsLeft: secondsLeft(c.CooldownLeft),
 				Breaker: c.Breaker, BreakerSecondsLeft: secondsLeft(c.BreakerLeft), ProbeInFlight: c.ProbeInFlight,
 				RPMUsed: c.RPMUsed, TPMLevel: c.TPMLevel, QuotaRequests: c.QuotaRequests, QuotaTokens: c.QuotaTokens,
-				TTFBMillis: millis(c.LatencyEMA)}
+				TTFBMillis: millis(c.LatencyEMA), Learned: sharedLearnedView(c.Learned, time.Now())}
 		}
 		pv.Keys = append(pv.Keys, kv)
 	}

@@ -38,6 +38,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_in_flight <n>                # requests served at once; default 1024 x GOMAXPROCS
 //	    max_buffered_bytes <size>        # request bodies in memory at once, e.g. 1GiB
 //	    client_write_timeout <duration>  # cut a stream the client stops reading; default 30s
+//	    learn_limits on|off              # every pool's default; default on
 //	    usage_file <path>|off
 //	    log_payloads
 //	    recent_requests <n>              # requests the admin API's request log keeps; default 1000
@@ -68,14 +69,15 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            quota <n> requests|tokens per <duration>
 //	            attempt_timeout <duration>
 //	            max_concurrency <n>
-//	            weight <n>
+//	            weight <n>                        # 0: a standby under weighted
 //	            budget <amount> usd per <24h|30d|daily|monthly> [{ warn <n>%; timezone <zone> }]
 //	            egress <url>|direct           # the key's exclusive exit
 //	        }
 //	        budget <amount> usd per <period> [{ ... }]   # across the pool's keys
 //	        priority <n>
-//	        strategy round_robin|priority|weighted|least_used|lowest_latency|pace|random
+//	        strategy round_robin|priority|weighted|least_used|lowest_latency|pace|random|smart
 //	        least_used_by requests|tokens
+//	        learn_limits on|off               # read the upstreams' rate-limit headers; default on
 //	        affinity <ttl>|off
 //	        affinity_max_entries <n>
 //	        max_concurrency_per_key <n>
@@ -303,6 +305,13 @@ func unmarshalKey(d *caddyfile.Dispenser) (*KeyConfig, error) {
 			}
 			kc.Budget = bs
 			continue
+		}
+		if d.Val() == "weight" && d.CountRemainingArgs() == 1 {
+			if d.NextArg(); d.Val() == "0" {
+				kc.Standby = true // weight 0: a standby under weighted
+				continue
+			}
+			d.Prev()
 		}
 		if d.Val() == "provider" {
 			if !d.AllArgs(&kc.Provider) {

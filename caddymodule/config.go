@@ -127,13 +127,25 @@ type PoolConfig struct {
 	// next only while better ones are not eligible), "weighted" (shares by
 	// key weight, smooth), "least_used" (fewest requests or tokens in the
 	// current window), "lowest_latency" (fastest time to first byte, with
-	// exploration), "pace" (spread each key's quota over its period) or
-	// "random". Default: "round_robin".
+	// exploration), "pace" (spread each key's quota over its period),
+	// "random" or "smart" (the most budget left relative to its limit, as
+	// the upstreams' rate-limit headers report it, recent failures
+	// penalised). Default: "round_robin".
 	Strategy string `json:"strategy,omitempty"`
 
 	// LeastUsedBy is what least_used counts: "requests" or "tokens".
 	// Default: "requests".
 	LeastUsedBy string `json:"least_used_by,omitempty"`
+
+	// LearnLimits says whether the pool reads the upstreams' rate-limit
+	// headers on every answer (OpenAI's x-ratelimit-*, Anthropic's
+	// anthropic-ratelimit-*, and the relays that copy them) and keeps a
+	// key out of rotation, for the model, while they say it has no
+	// requests or too few tokens left, until their reset, instead of
+	// letting the upstream answer 429 (KeyStatus reason "learned"; not a
+	// failure). Configured rpm and tpm still apply. "on" or "off".
+	// Default: the handler's LearnLimits, else "on".
+	LearnLimits LearnSwitch `json:"learn_limits,omitempty"`
 
 	// Affinity keeps a conversation on the key that served it last, for
 	// this long after its last request, while that key is eligible (prompt
@@ -279,6 +291,11 @@ type KeyConfig struct {
 
 	// Weight is the key's share for weighted strategies. Default: 1.
 	Weight int `json:"weight,omitempty"`
+
+	// Standby makes the key a standby under the weighted strategy (in
+	// the Caddyfile also written "weight 0"): it serves only when no key
+	// with a positive weight is eligible. Default: false.
+	Standby bool `json:"standby,omitempty"`
 
 	// AttemptTimeout overrides the pool's AttemptTimeout for this key.
 	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`

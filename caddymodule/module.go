@@ -121,6 +121,11 @@ type Handler struct {
 	// own exit. See EgressConfig. Default: none (direct).
 	Egress *EgressConfig `json:"egress,omitempty"`
 
+	// LearnLimits is the default of every pool's LearnLimits (reading the
+	// upstreams' rate-limit headers to keep keys short of a 429): "on" or
+	// "off". A pool's own setting wins. Default: "on".
+	LearnLimits LearnSwitch `json:"learn_limits,omitempty"`
+
 	// State chooses where pool runtime state lives: in this instance's
 	// memory (default) or in Redis, shared by several instances. See
 	// StateConfig.
@@ -350,7 +355,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		p.keys[uk.fp] = uk
 		p.order = append(p.order, uk.fp)
 		kcfg := keypool.KeyConfig{Fingerprint: uk.fp, ID: uk.id, MaxConcurrency: kc.MaxConcurrency, Weight: kc.Weight,
-			Priority: kc.Priority, Host: uk.host, RPM: kc.RPM, TPM: kc.TPM}
+			Standby: kc.Standby, Priority: kc.Priority, Host: uk.host, RPM: kc.RPM, TPM: kc.TPM}
 		if kc.RPM < 0 || kc.TPM < 0 {
 			return nil, fmt.Errorf("key %s: rpm and tpm must not be negative", uk.id)
 		}
@@ -364,6 +369,9 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 	settings, err := poolSettings(pc)
 	if err != nil {
 		return nil, err
+	}
+	if pc.LearnLimits == "" && h.LearnLimits == LearnOff {
+		settings.LearnLimitsOff = true // the handler's default
 	}
 	kp, regKey, err := attachPool(pc.Name, settings, kcs, loadID)
 	if err != nil {

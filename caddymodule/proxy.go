@@ -687,11 +687,15 @@ func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool)
 	return resp, attemptResult{}, true
 }
 
-// check classifies the upstream's status: a non-2xx answer (its body read,
+// check hands the answer's rate-limit headers to the key's pool
+// (learned limits) and classifies the upstream's status: a non-2xx answer (its body read,
 // bounded and redacted) or a redirect (never followed: the key would
 // travel with it, so a base_url that needs one is misconfigured) settles
 // the attempt; ok is true for a 2xx.
 func (x *exchange) check(resp *http.Response, body io.Reader) (attemptResult, bool) {
+	if rl, ok := keypool.ParseRateLimits(resp.Header, time.Now()); ok {
+		x.lease.Learn(rl) // every answer, success or not, streamed or not (ignored with learn_limits off)
+	}
 	var errBody []byte
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))

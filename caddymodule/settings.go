@@ -28,6 +28,9 @@ type (
 	// ReasoningSwitch is PoolConfig.ReasoningContent: "on" (the default)
 	// or "off".
 	ReasoningSwitch string
+	// LearnSwitch is Handler.LearnLimits and PoolConfig.LearnLimits: "on"
+	// (the default) or "off".
+	LearnSwitch string
 	// KeyDialect is KeyConfig.Dialect, the API an upstream key speaks:
 	// "openai", "anthropic" or "responses" ("openai_responses" is the
 	// same as "responses").
@@ -54,6 +57,9 @@ const (
 
 	ReasoningOn  ReasoningSwitch = "on"
 	ReasoningOff ReasoningSwitch = "off"
+
+	LearnOn  LearnSwitch = "on"
+	LearnOff LearnSwitch = "off"
 
 	DialectOpenAI          KeyDialect = "openai"
 	DialectAnthropic       KeyDialect = "anthropic"
@@ -103,6 +109,14 @@ func (r ReasoningSwitch) MarshalText() ([]byte, error) { return []byte(r), nil }
 // UnmarshalText accepts "", "on" or "off".
 func (r *ReasoningSwitch) UnmarshalText(b []byte) error {
 	return oneOf(r, b, "reasoning_content: want on or off, got '%s'", ReasoningOn, ReasoningOff)
+}
+
+// MarshalText returns the value as written.
+func (l LearnSwitch) MarshalText() ([]byte, error) { return []byte(l), nil }
+
+// UnmarshalText accepts "", "on" or "off".
+func (l *LearnSwitch) UnmarshalText(b []byte) error {
+	return oneOf(l, b, "learn_limits: want on or off, got '%s'", LearnOn, LearnOff)
 }
 
 // MarshalText returns the dialect as written.

@@ -26,7 +26,8 @@ var gatewayPoolFields = map[string]bool{
 	"Priority": true, "Name": true, "Models": true, "Refresh": true, "ModelMap": true, "DefaultModel": true,
 	"Keys": true, "MaxRetries": true, "AcquireTimeout": true, "RequestTimeout": true, "AttemptTimeout": true,
 	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true, "Budget": true, "Egress": true,
-	"Affinity": true, // as AffinityTTL, through Affinity.TTL
+	"Affinity":    true, // as AffinityTTL, through Affinity.TTL
+	"LearnLimits": true, // as LearnLimitsOff
 }
 
 // keypoolOnlySettings are keypool.Settings fields the gateway does not
@@ -35,6 +36,7 @@ var keypoolOnlySettings = map[string]bool{
 	"RateLimitWindow": true, "ModelNotFoundThreshold": true, "ModelNotFoundWindow": true, "ModelNotFoundCooldown": true,
 	"ProbeBackoff": true, "MaxProbeBackoff": true, "AffinityTTL": true, "UsageWindow": true,
 	"LatencyAlpha": true, "LatencyExplore": true, "PaceLead": true,
+	"LearnLimitsOff": true, // from PoolConfig.LearnLimits (and Handler.LearnLimits)
 }
 
 // TestPoolSettingsOneDefinition: a pool setting is one PoolConfig field;
@@ -221,6 +223,7 @@ func TestGenericOptionsRoundTrip(t *testing.T) {
 	typed := map[reflect.Type][2]string{
 		reflect.TypeOf(Affinity("")):        {"2h", `"2h"`},
 		reflect.TypeOf(ReasoningSwitch("")): {"off", `"off"`},
+		reflect.TypeOf(LearnSwitch("")):     {"off", `"off"`},
 		reflect.TypeOf(AuthMode("")):        {"off", `"off"`},
 		reflect.TypeOf(KeyDialect("")):      {"responses", `"responses"`},
 		reflect.TypeOf(PreferEndpoint("")):  {"anthropic", `"anthropic"`},
@@ -290,6 +293,7 @@ func TestTypedConfigValues(t *testing.T) {
 		{new(AuthMode), []string{"", "on", "off"}, "maybe", "auth: want 'off' or 'on', got 'maybe'"},
 		{new(Affinity), []string{"", "off", "30m", "1d"}, "0s", `affinity "0s": want a duration or off`},
 		{new(ReasoningSwitch), []string{"", "on", "off"}, "yes", "reasoning_content: want on or off, got 'yes'"},
+		{new(LearnSwitch), []string{"", "on", "off"}, "auto", "learn_limits: want on or off, got 'auto'"},
 		{new(KeyDialect), []string{"", "openai", "anthropic", "responses", "openai_responses"}, "gemini", "dialect: want openai, anthropic or responses, got 'gemini'"},
 		{new(PreferEndpoint), []string{"", "auto", "openai", "anthropic", "responses"}, "chat", "prefer: want auto, openai, anthropic or responses, got 'chat'"},
 		{new(QuotaSpec), []string{"", "1000 requests per 24h", "5 requests and 900 tokens per 1h"}, "many per day", `quota "many per day"`},

@@ -253,7 +253,7 @@ var poolSettingFields = func() []int {
 // poolSettings converts a pool's configuration to keypool.Settings: every
 // PoolConfig field named like a Settings field is copied (caddy.Duration
 // to time.Duration, typed strings to strings), and Affinity becomes
-// AffinityTTL. Zero values stay zero, so keypool applies its defaults
+// AffinityTTL, LearnLimits "off" sets LearnLimitsOff. Zero values stay zero, so keypool applies its defaults
 // (keypool.DefaultSettings). Errors: a bad Affinity, or what
 // keypool.Settings.Validate reports.
 func poolSettings(pc *PoolConfig) (keypool.Settings, error) {
@@ -270,6 +270,7 @@ func poolSettings(pc *PoolConfig) (keypool.Settings, error) {
 		return s, err
 	}
 	s.AffinityTTL = ttl
+	s.LearnLimitsOff = pc.LearnLimits == LearnOff
 	return s, s.Validate()
 }
 

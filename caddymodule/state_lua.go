@@ -201,7 +201,10 @@ redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. fl
 // releaseScript: KEYS = hash, leases. ARGV = lease id, tpm, token delta,
 // quota tokens, quota period, clear (1/0), cooldown ms, reason, breaker
 // open ms, breaker trips, probe pending (1/0), ttfb ns, alpha, channel,
-// pool, instance, fingerprint, heuristic (1/0).
+// pool, instance, fingerprint, heuristic (1/0), learned limits
+// (encodeLearned; "" for none: kept per model in the hash field
+// "lr:<model>" as "<now ms>|<encoded>" and published as
+// "L|pool|instance|fp|<encoded>").
 var releaseScript = redis.NewScript(luaPrelude + luaDead + `
 local H, L = KEYS[1], KEYS[2]
 local lease = ARGV[1]
@@ -231,6 +234,12 @@ if cool > 0 then
 end
 if bopen > 0 then redis.call('HSET', H, 'br', 1, 'bu', now + bopen, 'bt', trips) end
 if pp then redis.call('HSET', H, 'pp', 1) end
+local learned = ARGV[19] or ''
+if learned ~= '' then
+  local model = string.match(learned, '^[^;]*;[^;]*;[^;]*;[^;]*;(.*)$') or ''
+  redis.call('HSET', H, 'lr:' .. model, now .. '|' .. learned)
+  redis.call('PUBLISH', channel, 'L|' .. pool .. '|' .. instance .. '|' .. fp .. '|' .. learned)
+end
 local ema = 0
 if ttfb > 0 then
   ema = tonumber(h[6]) or 0
@@ -292,7 +301,8 @@ return 1
 
 // snapshotScript: KEYS = hash, leases, rpm log. Reply: in flight,
 // cooldown ms left, reason, breaker, breaker ms left, probe held (1/0),
-// rpm used, tpm level, quota period, quota requests, quota tokens, ema.
+// rpm used, tpm level, quota period, quota requests, quota tokens, ema,
+// now ms, then the learned limits stored per model ("<ms>|<encoded>").
 var snapshotScript = redis.NewScript(luaPrelude + `
 local H, L, R = KEYS[1], KEYS[2], KEYS[3]
 local h = redis.call('HMGET', H, 'cu', 'cr', 'br', 'bu', 'pl', 'pe', 'tl', 'qp', 'qr', 'qt', 'ema')
@@ -302,9 +312,14 @@ if now < cu then left, why = cu - now, h[2] or '' end
 if br == 1 and now < bu then bleft = bu - now end
 local probe = 0
 if h[5] and h[5] ~= '' and now < (tonumber(h[6]) or 0) then probe = 1 end
-return {redis.call('ZCOUNT', L, '(' .. now, '+inf'), left, why, br, bleft, probe,
+local out = {redis.call('ZCOUNT', L, '(' .. now, '+inf'), left, why, br, bleft, probe,
   redis.call('ZCOUNT', R, '(' .. (now - 60000), '+inf'), math.floor(tonumber(h[7]) or 0),
-  h[8] or '', tonumber(h[9]) or 0, tonumber(h[10]) or 0, math.floor(tonumber(h[11]) or 0)}
+  h[8] or '', tonumber(h[9]) or 0, tonumber(h[10]) or 0, math.floor(tonumber(h[11]) or 0), now}
+local all = redis.call('HGETALL', H)
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 3) == 'lr:' then out[#out + 1] = all[i + 1] end
+end
+return out
 `)
 
 // abortScript: KEYS = per candidate hash, leases, rpm log. ARGV = lease

@@ -509,7 +509,7 @@ func (b *redisBackend) runRelease(ctx context.Context, rel *keypool.SharedReleas
 		rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
 		boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
 		boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
-		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic)).Err()
+		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic), encodeLearned(rel.Learned)).Err()
 }
 
 // Sync implements keypool.Backend: one pipelined round trip for all keys.
@@ -585,6 +585,20 @@ func (b *redisBackend) Snapshot(ctx context.Context, pool string, fps []string) 
 		if s, _ := v[8].(string); s != "" {
 			st.QuotaPeriod, _ = strconv.ParseInt(s, 10, 64)
 		}
+		if len(v) > 12 {
+			now := toInt(v[12])
+			for _, x := range v[13:] {
+				s, _ := x.(string)
+				at, enc, ok := strings.Cut(s, "|")
+				ms, err := strconv.ParseInt(at, 10, 64)
+				if !ok || err != nil {
+					continue
+				}
+				if l, ok := decodeLearned(enc, time.Duration(now-ms)*time.Millisecond); ok {
+					st.Learned = append(st.Learned, l)
+				}
+			}
+		}
 		out[i] = st
 	}
 	return out, nil
@@ -607,6 +621,9 @@ func (b *redisBackend) subscribe() {
 				return
 			}
 			pool, ev, ok := parseStateEvent(msg.Payload)
+			if !ok {
+				pool, ev, ok = parseLearnedEvent(msg.Payload)
+			}
 			if !ok || ev.Instance == b.instance {
 				continue // this instance's pools already applied their own releases
 			}

@@ -418,7 +418,7 @@ type LearnedLimit struct {
 	// request named none).
 	Model string `json:"model"`
 	// LearnedAt is when the answer arrived.
-	LearnedAt time.Time `json:"learned_at"`
+	LearnedAt time.Time `json:"learned_at,omitzero"`
 	// Requests, Tokens, InputTokens and OutputTokens are the windows the
 	// answer reported (nil: not reported, or reset since).
 	Requests     *LearnedWindow `json:"requests,omitempty"`
