@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,7 +19,7 @@ import (
 // budget is used up is held out of rotation, a key that has no budget
 // (any more) is released. It runs after provisionState, so the shared
 // store is known.
-func (h *Handler) provisionBudgets() error {
+func (h *Handler) provisionBudgets(ctx caddy.Context) error {
 	b := &budgetBook{logger: h.logger.Named("budget"),
 		keys: map[string]map[string]*budgetEntry{}, pkeys: map[string][]*budgetEntry{},
 		gws: map[string]*budgetEntry{}, pools: map[string]*budgetEntry{}}
@@ -103,7 +105,6 @@ func (h *Handler) provisionBudgets() error {
 	}
 	if len(b.all) == 0 {
 		h.budgets = nil
-		publishBudgets(h, nil)
 		return nil
 	}
 	now := budgetNow()
@@ -117,7 +118,7 @@ func (h *Handler) provisionBudgets() error {
 		b.check(e, now)
 	}
 	h.budgets = b
-	publishBudgets(h, b)
+	publishBudgets(ctx, b)
 	return nil
 }
 
@@ -315,36 +316,62 @@ func (e *budgetEntry) view(now time.Time) budgetView {
 	return v
 }
 
-// liveBudgets is the budget book of the configuration last provisioned,
-// for the admin API (which has no handler at hand).
+// liveBudgets are the budget books of the running configurations (one
+// per llm_gateway handler), the most recently provisioned last, for the
+// admin API (which has no handler at hand). A book leaves when its
+// configuration ends.
 var liveBudgets struct {
 	sync.Mutex
-	book *budgetBook
+	books []*budgetBook
 }
 
-func publishBudgets(_ *Handler, b *budgetBook) {
+// publishBudgets makes b visible to the admin API until ctx is done, and
+// sets its limits' metric.
+func publishBudgets(ctx caddy.Context, b *budgetBook) {
 	liveBudgets.Lock()
-	liveBudgets.book = b
+	liveBudgets.books = append(liveBudgets.books, b)
 	liveBudgets.Unlock()
-	if b == nil {
-		return
-	}
 	m := budgetMetrics()
 	for _, e := range b.all {
 		m.limit.WithLabelValues(e.scope, e.name).Set(e.rule.limit)
 	}
+	if ctx.Context == nil {
+		return
+	}
+	context.AfterFunc(ctx, func() {
+		liveBudgets.Lock()
+		defer liveBudgets.Unlock()
+		for i, x := range liveBudgets.books {
+			if x == b {
+				liveBudgets.books = append(liveBudgets.books[:i:i], liveBudgets.books[i+1:]...)
+				break
+			}
+		}
+	})
+}
+
+// liveEntries returns the entries of the live books, the most recent
+// configuration's where two name the same budget.
+func liveEntries() []*budgetEntry {
+	liveBudgets.Lock()
+	defer liveBudgets.Unlock()
+	seen := map[string]bool{}
+	var out []*budgetEntry
+	for i := len(liveBudgets.books) - 1; i >= 0; i-- {
+		for _, e := range liveBudgets.books[i].all {
+			if id := e.scope + "\x00" + e.name; !seen[id] {
+				seen[id] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // budgetViews returns every live budget at now, sorted by scope and name.
 func budgetViews(now time.Time) []budgetView {
-	liveBudgets.Lock()
-	b := liveBudgets.book
-	liveBudgets.Unlock()
 	out := []budgetView{}
-	if b == nil {
-		return out
-	}
-	for _, e := range b.all {
+	for _, e := range liveEntries() {
 		out = append(out, e.view(now))
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -358,18 +385,13 @@ func budgetViews(now time.Time) []budgetView {
 
 // keyBudgetView returns the budget of a pool's key, nil when it has none.
 func keyBudgetView(pool, keyID string, now time.Time) *budgetView {
-	liveBudgets.Lock()
-	b := liveBudgets.book
-	liveBudgets.Unlock()
-	if b == nil {
-		return nil
+	for _, e := range liveEntries() {
+		if e.scope == budgetScopeKey && e.pool == pool && e.keyID == keyID {
+			v := e.view(now)
+			return &v
+		}
 	}
-	e := b.keys[pool][keyID]
-	if e == nil {
-		return nil
-	}
-	v := e.view(now)
-	return &v
+	return nil
 }
 
 // savedSpend is one scope's spend in the usage file: USD by bucket

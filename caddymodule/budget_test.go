@@ -31,10 +31,10 @@ func book(t *testing.T) *budgetBook {
 	t.Helper()
 	liveBudgets.Lock()
 	defer liveBudgets.Unlock()
-	if liveBudgets.book == nil {
+	if len(liveBudgets.books) == 0 {
 		t.Fatal("no budgets provisioned")
 	}
-	return liveBudgets.book
+	return liveBudgets.books[len(liveBudgets.books)-1]
 }
 
 // TestBudgetCalendarPeriods: daily and monthly periods are counted in the

@@ -265,7 +265,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.shareEgress() // exit cooldowns through the state backend (cluster mode)
-	if err := h.provisionBudgets(); err != nil {
+	if err := h.provisionBudgets(ctx); err != nil {
 		return err
 	}
 	h.metrics = h.provisionInstrumentation(ctx)
