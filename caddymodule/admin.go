@@ -35,6 +35,9 @@ func init() {
 //	GET  /llm_gateway/sessions[?pool=&limit=]
 //	POST /llm_gateway/sessions/unpin?pool=&session=
 //	POST /llm_gateway/playground        {model, dialect, stream, prompt}: one request through the gateway
+//	GET  /llm_gateway/usage?by=gateway_key|key|model|pool[&from=&to=&granularity=&format=csv]
+//	GET  /llm_gateway/spend             cost totals by key, gateway key, model; unpriced models
+//	GET  /llm_gateway/prices            the built-in price table
 //
 // Keys appear by id (configured label or masked secret), never by secret.
 // The module has no configuration: admin modules are built before the
@@ -65,6 +68,9 @@ func (a adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm_gateway/sessions", Handler: caddy.AdminHandlerFunc(a.handleSessions)},
 		{Pattern: "/llm_gateway/sessions/unpin", Handler: caddy.AdminHandlerFunc(a.handleUnpin)},
 		{Pattern: "/llm_gateway/playground", Handler: caddy.AdminHandlerFunc(a.handlePlayground)},
+		{Pattern: "/llm_gateway/usage", Handler: caddy.AdminHandlerFunc(a.handleUsage)},
+		{Pattern: "/llm_gateway/spend", Handler: caddy.AdminHandlerFunc(a.handleSpend)},
+		{Pattern: "/llm_gateway/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 	}
 }
 
@@ -303,6 +309,8 @@ type keyView struct {
 	// Budget is the key's spend budget and its spend in the current
 	// period; nil when it has none.
 	Budget *budgetView `json:"budget,omitempty"`
+	// Spend is the key's cost in US dollars (see GET /llm_gateway/spend).
+	Spend costFigures `json:"spend"`
 }
 
 // tokenCounts are a key's upstream-reported tokens since process start,
@@ -369,6 +377,7 @@ func viewPool(kp *keypool.Pool) poolView {
 		kv.Budget = keyBudgetView(pv.Name, st.ID, budgetNow())
 		f := peekKeyStats(pv.Name, st.ID)
 		kv.Tokens = tokenCounts{f.tokens[0], f.tokens[1], f.tokens[2], f.tokens[3], f.tokens[4]}
+		kv.Spend = peekCost(costKey{kind: costByKey, a: pv.Name, b: st.ID})
 		kv.Latency = latencyView{EMA: millis(f.ema), P50: millis(f.p50), P95: millis(f.p95), Samples: f.n}
 		if i < len(shared) {
 			c := shared[i]

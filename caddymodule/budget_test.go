@@ -144,7 +144,9 @@ func TestBudgetCaddyfileMistakes(t *testing.T) {
 func budgetGateway(t *testing.T, extraPool string) (*mockupstream.Server, string) {
 	t.Helper()
 	m, base := mock(t, mockupstream.Config{})
-	gw := gateway(t, "\tllm_gateway {\n"+
+	// the requests themselves cost nothing here (price * 0): the tests
+	// book exact charges
+	gw := gateway(t, "\tllm_gateway {\n\t\tprice * input 0 output 0\n"+
 		"\t\tapi_key "+gatewayKey+" {\n\t\t\tid capped\n\t\t\tbudget 2 usd per daily\n\t\t}\n"+
 		"\t\tapi_key sk-free-caller-0123456789 {\n\t\t\tid free\n\t\t}\n"+
 		"\t\tpool budk {\n\t\t\tmodels *\n\t\t\tstrategy priority\n"+extraPool+
@@ -276,7 +278,7 @@ func TestPoolBudget(t *testing.T) {
 	day := time.Date(2031, 3, 8, 12, 0, 0, 0, time.UTC)
 	shiftBudgetClock(t, day)
 	_, base := mock(t, mockupstream.Config{})
-	site := "\tllm_gateway {\n\t\tauth off\n" +
+	site := "\tllm_gateway {\n\t\tauth off\n\t\tprice * input 0 output 0\n" +
 		"\t\tpool budp {\n\t\t\tmodels gpt-*\n\t\t\tbudget 3 usd per 24h\n\t\t\tkey sk-p1 " + base + " {\n\t\t\t\tid p1\n\t\t\t}\n\t\t}\n%s\t}\n"
 	gw := gateway(t, strings.Replace(site, "%s", "", 1))
 	bk := book(t)

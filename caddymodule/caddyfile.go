@@ -49,7 +49,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        cooldown <duration>
 //	        connect_timeout <duration>
 //	    }
+//	    price <model-pattern> input <usd> output <usd> [cache_read <usd>] [cache_write <usd>] [reasoning <usd>]   # per 1M tokens; repeatable
 //	    pool <name> {
+//	        price <model-pattern> input <usd> output <usd> ...   # this pool's prices; repeatable
 //	        models <pattern...>|auto          # auto: the names learned from the keys' models lists
 //	        refresh <duration>|off            # how often the models lists are fetched; default 1h
 //	        egress direct|<url>...|{ ... }    # the pool's exits, replacing the global ones
@@ -148,6 +150,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			h.Pools = append(h.Pools, pc)
+		case "price":
+			pr, err := unmarshalPrice(d)
+			if err != nil {
+				return err
+			}
+			h.Prices = append(h.Prices, pr)
 		default:
 			if ok, err := setOption(d, h); ok {
 				if err != nil {
@@ -238,6 +246,12 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 				return nil, err
 			}
 			pc.Keys = append(pc.Keys, kc)
+		case "price":
+			pr, err := unmarshalPrice(d)
+			if err != nil {
+				return nil, err
+			}
+			pc.Prices = append(pc.Prices, pr)
 		default:
 			ok, err := setOption(d, pc)
 			if err != nil {

@@ -57,6 +57,11 @@ type PoolConfig struct {
 	// matches. Default: empty (pass the client's model through).
 	DefaultModel string `json:"default_model,omitempty"`
 
+	// Prices add to or override the global and built-in prices for this
+	// pool's upstream models (Caddyfile: `price <model-pattern> input
+	// <usd> output <usd> ...`). See PriceConfig.
+	Prices []*PriceConfig `json:"prices,omitempty" caddyfile:"-"`
+
 	// Keys are the upstream API keys of the pool. At least one is
 	// required.
 	Keys []*KeyConfig `json:"keys,omitempty"`

@@ -38,6 +38,8 @@ type requestLog struct {
 	ttfb            time.Duration
 	acquireWait     time.Duration
 	usage           translate.Usage
+	estInput        int64        // the request's input token estimate (body bytes / 4), for costOf
+	cost            *requestCost // set by costRequest; nil when the request is not billable
 
 	// awaitsContinue: an HTTP/1 client that sent "Expect: 100-continue"
 	// and waits for it before sending its body; an error answered before
@@ -152,6 +154,7 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	addTokens("cache_read_tokens", rl.usage.CacheReadTokens)
 	addTokens("cache_write_tokens", rl.usage.CacheWriteTokens)
 	addTokens("reasoning_tokens", rl.usage.ReasoningTokens)
+	fields = appendCostFields(fields, rl.cost)
 	if rl.errMsg != "" {
 		fields = append(fields, zap.String("error", clipMessage(rl.errMsg, maxErrorMessage)))
 	}

@@ -23,6 +23,7 @@ import (
 //	llm_gateway_time_to_first_byte_seconds{pool}                  histogram
 //	llm_gateway_acquire_wait_seconds{pool}                        histogram
 //	llm_gateway_tokens_total{pool,key,kind}                       counter
+//	llm_gateway_cost_usd_total{pool,key,gateway_key,model}        counter (cost.go)
 //	llm_gateway_key_in_flight{pool,key}                           gauge
 //	llm_gateway_key_cooling{pool,key,reason}                      gauge
 //
@@ -107,6 +108,7 @@ func registerMetrics(reg *prometheus.Registry) error {
 		gatewayMetrics.acquireWait,
 		gatewayMetrics.tokens,
 		gatewayMetrics.keys,
+		costCollector(),
 		stateMetrics().up,
 		stateMetrics().requests,
 		stateMetrics().duration,

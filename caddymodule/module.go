@@ -131,6 +131,11 @@ type Handler struct {
 	// StateConfig.
 	State *StateConfig `json:"state,omitempty"`
 
+	// Prices add to or override the built-in price table for every pool
+	// (Caddyfile: `price <model-pattern> input <usd> output <usd> ...`);
+	// a pool's own Prices come first. See PriceConfig and prices.go.
+	Prices []*PriceConfig `json:"prices,omitempty" caddyfile:"-"`
+
 	gatewayKeys []*gwKey
 	pools       []*pool
 	sortedPools []*pool  // by priority, then configuration order
@@ -141,6 +146,7 @@ type Handler struct {
 	metrics     *metrics    // nil until metrics are provisioned
 	budgets     *budgetBook // spend against budgets; nil books nothing
 	egress      *egressSet  // the exits this instance holds (egress.go)
+	priceTab    *priceTable // the global price overrides, nil for none
 	// parseFor is, by client dialect, the upstream dialect that every key
 	// of every pool serves that client in (0 when they differ): the
 	// request is parsed for it (translate.ParseRequestFor)
@@ -190,6 +196,7 @@ type pool struct {
 
 	// egress is the pool's exit list (its own or the global); nil: direct
 	egress *egressPlan
+	prices *priceTable // the pool's price overrides, nil for none
 }
 
 // upstreamKey is a provisioned KeyConfig. It holds the resolved secret and
@@ -261,6 +268,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.sortedPools = append([]*pool(nil), h.pools...)
 	sort.SliceStable(h.sortedPools, func(i, j int) bool { return h.sortedPools[i].priority < h.sortedPools[j].priority })
 	h.parseFor = upstreamDialects(h.pools)
+	if err := h.provisionPrices(); err != nil {
+		return err
+	}
 	if err := h.provisionState(repl); err != nil {
 		return err
 	}

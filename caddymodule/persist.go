@@ -37,6 +37,11 @@ type usageFile struct {
 	Tokens  map[string][numTokenKinds]int64 `json:"tokens"` // "<pool>\x00<key id>"
 	// Budgets is the spend against budgets, by scope (see spendSnapshot).
 	Budgets map[string]savedSpend `json:"budgets,omitempty"`
+	// Spend, Hourly and Daily are the cost totals and the usage series
+	// (cost.go, usage_series.go); absent in files of earlier versions.
+	Spend  savedCosts  `json:"spend,omitempty"`
+	Hourly []seriesRow `json:"hourly,omitempty"`
+	Daily  []seriesRow `json:"daily,omitempty"`
 }
 
 var usageState struct {
@@ -79,6 +84,8 @@ func initUsagePersistence(path string, logger *zap.Logger) {
 			usageState.loaded = &f
 			usageState.last = b
 			restoreSpend(f.Budgets)
+			restoreCosts(f.Spend)
+			callerUsage.restore(f.Hourly, f.Daily)
 		}
 	}
 	if !usageState.saver {
@@ -147,6 +154,8 @@ func saveUsage() {
 		return true
 	})
 	f.Budgets = spendSnapshot()
+	f.Spend = snapshotCosts()
+	f.Hourly, f.Daily = callerUsage.snapshot()
 	body, err := json.Marshal(f.withoutTime())
 	if err != nil || string(body) == string(usageState.last) {
 		return

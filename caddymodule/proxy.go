@@ -133,6 +133,7 @@ func (h *Handler) servePools(w http.ResponseWriter, r *http.Request, rl *request
 		}
 		rl.pool = p.name
 		rl.upstreamModel = p.upstreamModel(routed)
+		rl.estInput = c.tokens
 		pc := new(call)
 		*pc = c
 		pc.upstreamModel = rl.upstreamModel

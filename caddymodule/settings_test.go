@@ -26,6 +26,7 @@ var gatewayPoolFields = map[string]bool{
 	"Priority": true, "Name": true, "Models": true, "Refresh": true, "ModelMap": true, "DefaultModel": true,
 	"Keys": true, "MaxRetries": true, "AcquireTimeout": true, "RequestTimeout": true, "AttemptTimeout": true,
 	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true, "Budget": true, "Egress": true,
+	"Prices":      true,
 	"Affinity":    true, // as AffinityTTL, through Affinity.TTL
 	"LearnLimits": true, // as LearnLimitsOff
 }

@@ -15,9 +15,9 @@ import (
 // own (TestSubdirectiveListsAreAccepted checks that every name listed is
 // accepted).
 var (
-	handlerSubdirectives = optionNames(Handler{}, "api_key", "state", "pool", "egress")
+	handlerSubdirectives = optionNames(Handler{}, "api_key", "state", "pool", "egress", "price")
 	apiKeySubdirectives  = optionNames(GatewayKeyConfig{}, "budget")
-	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key", "budget", "egress")
+	poolSubdirectives    = optionNames(PoolConfig{}, "refresh", "model_map", "key", "budget", "egress", "price")
 	keySubdirectives     = optionNames(KeyConfig{}, "provider", "budget")
 )
 

@@ -1,0 +1,406 @@
+package caddymodule
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// Cost of a request, from the usage its upstream reported.
+//
+// translate.Usage is normalised to OpenAI's semantics whatever the vendor:
+// InputTokens counts every input token, cache reads and cache writes
+// included (OpenAI prompt_tokens already includes cached_tokens;
+// Anthropic's input_tokens excludes cache_read_input_tokens and
+// cache_creation_input_tokens, so translate adds them back), and
+// OutputTokens counts every output token, reasoning included. The cost is
+// therefore, in US dollars with prices per million tokens:
+//
+//	(input - cache_read - cache_write) x input price
+//	+ cache_read x cache_read price + cache_write x cache_write price
+//	+ (output - reasoning) x output price + reasoning x reasoning price
+//
+// all divided by 1,000,000 (a missing cache or reasoning price is the
+// input or output price, so a split the vendor does not bill apart changes
+// nothing). A request whose upstream reported no input count (a stream the
+// client abandoned before the usage event, an upstream that reports none)
+// is costed with the request's own token estimate (its body's bytes / 4)
+// for the input and what was reported of the output (0 when nothing), and
+// marked estimated. A request answered with an upstream error and no usage
+// costs 0: vendors do not bill refused requests.
+
+// requestCost is the cost of one finished request.
+type requestCost struct {
+	usd       float64
+	known     bool   // false: the model has no price
+	estimated bool   // usage was (partly) estimated
+	pattern   string // the price pattern used
+}
+
+// costOf prices usage u at p (USD per million tokens). estIn is the
+// request's input estimate, used when u has no input figure.
+func costOf(p Price, u translate.Usage, estIn int64) (usd float64, estimated bool) {
+	val := func(v *int64) float64 {
+		if v == nil || *v < 0 {
+			return 0
+		}
+		return float64(*v)
+	}
+	in := val(u.InputTokens)
+	if u.InputTokens == nil {
+		in, estimated = float64(max(estIn, 0)), true
+	}
+	cr, cw := val(u.CacheReadTokens), val(u.CacheWriteTokens)
+	out, reas := val(u.OutputTokens), val(u.ReasoningTokens)
+	plain := max(in-cr-cw, 0)
+	text := max(out-reas, 0)
+	or := func(v *float64, d float64) float64 {
+		if v == nil {
+			return d
+		}
+		return *v
+	}
+	micro := plain*p.Input + cr*or(p.CacheRead, p.Input) + cw*or(p.CacheWrite, p.Input) +
+		text*p.Output + reas*or(p.Reasoning, p.Output)
+	return micro / 1e6, estimated
+}
+
+// provisionPrices checks the configured price overrides and builds the
+// handler's and each pool's lookup tables.
+func (h *Handler) provisionPrices() error {
+	if err := validatePrices("llm_gateway", h.Prices); err != nil {
+		return err
+	}
+	h.priceTab = priceTableOf(h.Prices)
+	for i, pc := range h.Pools {
+		if pc == nil || i >= len(h.pools) {
+			continue
+		}
+		if err := validatePrices(fmt.Sprintf("pool '%s'", pc.Name), pc.Prices); err != nil {
+			return err
+		}
+		h.pools[i].prices = priceTableOf(pc.Prices)
+	}
+	loadBuiltinPrices()
+	return nil
+}
+
+// priceFor returns the price of an upstream model served by the named
+// pool: the pool's own prices, then the global ones, then the built-in
+// table; in each the most specific pattern wins.
+func (h *Handler) priceFor(poolName, model string) (Price, string, bool) {
+	for _, p := range h.pools {
+		if p.name == poolName {
+			if pr, pat, ok := p.prices.lookup(model); ok {
+				return pr, pat, true
+			}
+			break
+		}
+	}
+	if pr, pat, ok := h.priceTab.lookup(model); ok {
+		return pr, pat, true
+	}
+	return loadBuiltinPrices().lookup(model)
+}
+
+// billable reports whether a finished request is charged: it reached a
+// key, and its endpoint generates tokens (the models list and token
+// counts are free).
+func billable(rl *requestLog) bool {
+	return rl.key != "" && rl.endpoint != "models" && rl.endpoint != "messages/count_tokens"
+}
+
+// costRequest prices a finished request (see billable) and books it: the
+// request log's cost fields, the spend totals, the cost metric and the
+// budgets. It is called once per request, from observe.
+func (h *Handler) costRequest(rl *requestLog) {
+	if !billable(rl) {
+		return
+	}
+	c := requestCost{}
+	switch {
+	case rl.status >= 400 && rl.status != 499 && rl.usage.IsZero():
+		c.known = true // refused upstream: nothing billed
+	default:
+		p, pat, ok := h.priceFor(rl.pool, rl.upstreamModel)
+		if ok {
+			c.usd, c.estimated = costOf(p, rl.usage, rl.estInput)
+			c.known, c.pattern = true, pat
+		}
+	}
+	rl.cost = &c
+	costFor(costKey{kind: costByKey, a: rl.pool, b: rl.key}).add(c)
+	if rl.gatewayKey != "" {
+		costFor(costKey{kind: costByGatewayKey, a: rl.gatewayKey}).add(c)
+	}
+	costFor(costKey{kind: costByModel, a: rl.upstreamModel}).add(c)
+	if !c.known {
+		noteUnknownModel(rl.pool, rl.upstreamModel)
+	} else if c.usd > 0 {
+		initCostMetric()
+		costMetric.WithLabelValues(rl.pool, rl.key, rl.gatewayKey, rl.upstreamModel).Add(c.usd)
+	}
+	h.budgets.charge(spendCharge{Pool: rl.pool, KeyID: rl.key, GatewayKey: rl.gatewayKey, Model: rl.upstreamModel,
+		USD: c.usd, Known: c.known, Estimated: c.estimated, At: budgetNow()})
+}
+
+// costMetric is llm_gateway_cost_usd_total{pool,key,gateway_key,model}.
+var (
+	costMetric     *prometheus.CounterVec
+	costMetricOnce sync.Once
+)
+
+func initCostMetric() {
+	costMetricOnce.Do(func() {
+		costMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace,
+			Name:      "cost_usd_total",
+			Help:      "Cost in US dollars of finished requests, from the usage their upstreams reported and the price table, by pool, upstream key id, gateway key id (empty without auth) and upstream model. Requests whose model has no price are not counted here (see GET /llm_gateway/spend).",
+		}, []string{"pool", "key", "gateway_key", "model"})
+	})
+}
+
+// costCollector returns the cost counter for registerMetrics.
+func costCollector() prometheus.Collector {
+	initCostMetric()
+	return costMetric
+}
+
+// The spend totals, process-wide (they survive config reloads) and saved
+// in the usage file.
+type costKind uint8
+
+const (
+	costByKey        costKind = iota + 1 // a: pool, b: key id
+	costByGatewayKey                     // a: gateway key id
+	costByModel                          // a: upstream model
+)
+
+type costKey struct {
+	kind costKind
+	a, b string
+}
+
+// costTotals are the totals of one key, gateway key or model.
+type costTotals struct {
+	mu sync.Mutex
+	costFigures
+}
+
+// costFigures is a copy of spend totals (and their saved form).
+type costFigures struct {
+	// USD is the summed cost of the priced requests.
+	USD float64 `json:"usd"`
+	// Priced counts requests with a known cost, Estimated those of them
+	// whose usage was (partly) estimated, Unknown requests whose model
+	// had no price.
+	Priced    int64 `json:"priced"`
+	Estimated int64 `json:"estimated,omitempty"`
+	Unknown   int64 `json:"unknown,omitempty"`
+}
+
+var costMap sync.Map // costKey -> *costTotals
+
+func costFor(k costKey) *costTotals {
+	if v, ok := costMap.Load(k); ok {
+		return v.(*costTotals)
+	}
+	v, _ := costMap.LoadOrStore(k, new(costTotals))
+	return v.(*costTotals)
+}
+
+func (s *costTotals) add(c requestCost) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !c.known {
+		s.Unknown++
+		return
+	}
+	s.USD += c.usd
+	s.Priced++
+	if c.estimated {
+		s.Estimated++
+	}
+}
+
+func (s *costTotals) figures() costFigures {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.costFigures
+}
+
+// peekCost returns the totals under k, zero when there are none.
+func peekCost(k costKey) costFigures {
+	if v, ok := costMap.Load(k); ok {
+		return v.(*costTotals).figures()
+	}
+	return costFigures{}
+}
+
+// unknownModels are the upstream models requested without a price, by
+// pool, with the number of such requests.
+var unknownModels = struct {
+	sync.Mutex
+	m map[[2]string]int64
+}{m: map[[2]string]int64{}}
+
+// maxUnknownModels bounds the unknown-model list (model names come from
+// clients through model_map passthrough).
+const maxUnknownModels = 1000
+
+func noteUnknownModel(pool, model string) {
+	unknownModels.Lock()
+	defer unknownModels.Unlock()
+	k := [2]string{pool, clipClient(model)}
+	if _, ok := unknownModels.m[k]; !ok && len(unknownModels.m) >= maxUnknownModels {
+		return
+	}
+	unknownModels.m[k]++
+}
+
+// savedCosts is the spend section of the usage file: totals by "key
+// <pool>\x00<id>", "gateway_key <id>" and "model <name>".
+type savedCosts map[string]costFigures
+
+func (k costKey) String() string {
+	switch k.kind {
+	case costByKey:
+		return "key " + k.a + "\x00" + k.b
+	case costByGatewayKey:
+		return "gateway_key " + k.a
+	case costByModel:
+		return "model " + k.a
+	}
+	return "?" + strconv.Itoa(int(k.kind))
+}
+
+func parseCostKey(s string) (costKey, bool) {
+	kind, rest, ok := cutSpace(s)
+	if !ok {
+		return costKey{}, false
+	}
+	switch kind {
+	case "key":
+		a, b, ok := cutNul(rest)
+		return costKey{kind: costByKey, a: a, b: b}, ok
+	case "gateway_key":
+		return costKey{kind: costByGatewayKey, a: rest}, true
+	case "model":
+		return costKey{kind: costByModel, a: rest}, true
+	}
+	return costKey{}, false
+}
+
+func cutSpace(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+func cutNul(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// snapshotCosts returns every spend total, for the usage file.
+func snapshotCosts() savedCosts {
+	out := savedCosts{}
+	costMap.Range(func(k, v any) bool {
+		out[k.(costKey).String()] = v.(*costTotals).figures()
+		return true
+	})
+	return out
+}
+
+// restoreCosts adds saved totals to the live ones (once per process, when
+// the usage file is read).
+func restoreCosts(s savedCosts) {
+	for ks, f := range s {
+		k, ok := parseCostKey(ks)
+		if !ok {
+			continue
+		}
+		t := costFor(k)
+		t.mu.Lock()
+		t.USD += f.USD
+		t.Priced += f.Priced
+		t.Estimated += f.Estimated
+		t.Unknown += f.Unknown
+		t.mu.Unlock()
+	}
+}
+
+// costView is one row of GET /llm_gateway/spend.
+type costView struct {
+	Pool       string `json:"pool,omitempty"`
+	Key        string `json:"key,omitempty"`
+	GatewayKey string `json:"gateway_key,omitempty"`
+	Model      string `json:"model,omitempty"`
+	costFigures
+}
+
+// unknownModelView is one model without a price.
+type unknownModelView struct {
+	Pool     string `json:"pool"`
+	Model    string `json:"model"`
+	Requests int64  `json:"requests"`
+}
+
+// costReport is GET /llm_gateway/spend: totals since the usage file was
+// started, by upstream key, gateway key and model, and the models
+// requested without a price.
+type costReport struct {
+	Keys          []costView         `json:"keys"`
+	GatewayKeys   []costView         `json:"gateway_keys"`
+	Models        []costView         `json:"models"`
+	UnknownModels []unknownModelView `json:"unknown_models"`
+}
+
+func buildCostReport() costReport {
+	r := costReport{Keys: []costView{}, GatewayKeys: []costView{}, Models: []costView{}, UnknownModels: []unknownModelView{}}
+	costMap.Range(func(k, v any) bool {
+		sk, f := k.(costKey), v.(*costTotals).figures()
+		switch sk.kind {
+		case costByKey:
+			r.Keys = append(r.Keys, costView{Pool: sk.a, Key: sk.b, costFigures: f})
+		case costByGatewayKey:
+			r.GatewayKeys = append(r.GatewayKeys, costView{GatewayKey: sk.a, costFigures: f})
+		case costByModel:
+			r.Models = append(r.Models, costView{Model: sk.a, costFigures: f})
+		}
+		return true
+	})
+	sort.Slice(r.Keys, func(i, j int) bool {
+		if r.Keys[i].Pool != r.Keys[j].Pool {
+			return r.Keys[i].Pool < r.Keys[j].Pool
+		}
+		return r.Keys[i].Key < r.Keys[j].Key
+	})
+	sort.Slice(r.GatewayKeys, func(i, j int) bool { return r.GatewayKeys[i].GatewayKey < r.GatewayKeys[j].GatewayKey })
+	sort.Slice(r.Models, func(i, j int) bool { return r.Models[i].Model < r.Models[j].Model })
+	unknownModels.Lock()
+	for k, n := range unknownModels.m {
+		r.UnknownModels = append(r.UnknownModels, unknownModelView{Pool: k[0], Model: k[1], Requests: n})
+	}
+	unknownModels.Unlock()
+	sort.Slice(r.UnknownModels, func(i, j int) bool {
+		a, b := r.UnknownModels[i], r.UnknownModels[j]
+		if a.Pool != b.Pool {
+			return a.Pool < b.Pool
+		}
+		return a.Model < b.Model
+	})
+	return r
+}
