@@ -231,8 +231,8 @@ type egressTry struct {
 type egressTryKey struct{}
 
 // egressRootCAs, when set, replaces the system roots for upstreams reached
-// through exits (tests set it to trust their TLS mock upstream); nil in
-// production.
+// through exits and for HTTPS proxies (tests set it to trust their TLS
+// mock upstream and proxy); nil in production.
 var egressRootCAs *x509.CertPool
 
 // egressTransport returns a transport that leaves through the proxy u.
@@ -315,7 +315,7 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 			return nil, &exitError{err}
 		}
 		if u.Scheme == "https" {
-			tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+			tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), RootCAs: egressRootCAs, MinVersion: tls.VersionTLS12})
 			if err := tc.HandshakeContext(ctx); err != nil {
 				c.Close()
 				return nil, &exitError{fmt.Errorf("TLS with the proxy: %w", err)}

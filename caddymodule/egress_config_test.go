@@ -142,6 +142,18 @@ func TestEgressPlanOrder(t *testing.T) {
 	if want := "a,b,c b,c,a c,a,b a,b,c"; strings.Join(got, " ") != want {
 		t.Fatalf("rotate: %q, want %q", got, want)
 	}
+	pl.strategy = "random"
+	starts := map[string]bool{}
+	for i := 0; i < 200; i++ {
+		o := pl.order("", nil)
+		if len(o) != 3 {
+			t.Fatalf("random: %q", names(o))
+		}
+		starts[o[0].name] = true
+	}
+	if len(starts) != 3 {
+		t.Fatalf("random: 200 requests started on %v only", starts)
+	}
 	pl.strategy = "failover"
 	b.coolUntil = time.Now().Add(time.Minute)
 	if got := names(pl.order("", nil)); got != "a,c" {

@@ -1,8 +1,13 @@
 package caddymodule
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +31,7 @@ type testProxy struct {
 	dir        string
 	logPath    string
 	cmd        *exec.Cmd
+	frontPort  int // a TLS front's port (startTLSFront), 0 for none
 }
 
 // needProxyBinary skips the test when a proxy binary is missing, and
@@ -156,4 +162,41 @@ func (p *testProxy) count() int {
 func (p *testProxy) logText() string {
 	b, _ := os.ReadFile(p.logPath)
 	return string(b)
+}
+
+// startTLSFront puts a TLS listener on a free loopback port in front of
+// p (an https:// proxy made of tinyproxy), with the certificate of Go's
+// httptest TLS servers; it returns the port and the pool that trusts it
+// (the same pool trusts httptest TLS upstreams).
+func startTLSFront(t testing.TB, p *testProxy) (int, *x509.CertPool) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	ts.StartTLS()
+	certs := ts.TLS.Certificates
+	roots := ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	ts.Close()
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.port))
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				go func() { _, _ = io.Copy(b, c); b.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, b)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port, roots
 }

@@ -305,6 +305,14 @@ func TestEgressStreamingEachKind(t *testing.T) {
 			func(p *testProxy) string { return p.url("http", "tpuser:tp-pass-0123456789") }, true},
 		{"socks5 with auth", func(t *testing.T) *testProxy { return startMicrosocks(t, "suser", "socks-pass-0123456789") },
 			func(p *testProxy) string { return p.url("socks5", "suser:socks-pass-0123456789") }, false},
+		{"https proxy (TLS to the proxy) with Basic auth, CONNECT to a TLS upstream", func(t *testing.T) *testProxy {
+			p := startTinyproxy(t, "tpuser", "tp-pass-0123456789")
+			port, _ := startTLSFront(t, p)
+			p.frontPort = port
+			return p
+		}, func(p *testProxy) string {
+			return fmt.Sprintf("https://tpuser:tp-pass-0123456789@127.0.0.1:%d", p.frontPort)
+		}, true},
 		{"socks5h over TLS", func(t *testing.T) *testProxy { return startMicrosocks(t, "", "") }, func(p *testProxy) string { return p.url("socks5h", "") }, true},
 	}
 	for _, tc := range cases {
