@@ -311,6 +311,10 @@ type keyView struct {
 	Budget *budgetView `json:"budget,omitempty"`
 	// Spend is the key's cost in US dollars (see GET /llm_gateway/spend).
 	Spend costFigures `json:"spend"`
+
+	// Egress lists the key's exits (masked URLs) in order, see GET
+	// /llm_gateway/egress; empty when it leaves directly.
+	Egress []string `json:"egress,omitempty"`
 }
 
 // tokenCounts are a key's upstream-reported tokens since process start,
@@ -373,6 +377,7 @@ func viewPool(kp *keypool.Pool) poolView {
 		}
 		if uk := prov.keyByID(st.ID); uk != nil {
 			kv.Host, kv.Dialect = uk.hostAndDialect()
+			kv.Egress = uk.egress.names()
 		}
 		kv.Budget = keyBudgetView(pv.Name, st.ID, budgetNow())
 		f := peekKeyStats(pv.Name, st.ID)

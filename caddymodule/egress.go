@@ -854,3 +854,15 @@ func egressProbeFailed(err error, res *probeResult) bool {
 	res.outcome = keypool.Outcome{Kind: keypool.Canceled}
 	return true
 }
+
+// names lists the plan's exits (masked), nil for none (direct).
+func (pl *egressPlan) names() []string {
+	if pl == nil {
+		return nil
+	}
+	out := make([]string, len(pl.exits))
+	for i, e := range pl.exits {
+		out[i] = e.name
+	}
+	return out
+}

@@ -150,6 +150,14 @@ http://127.0.0.1:%d {
 	if resp.StatusCode != 503 || !strings.Contains(gjson.GetBytes(body, "error.message").String(), "egress exits unreachable: "+bad.url("http", "***")) {
 		t.Fatalf("all down: %d %s", resp.StatusCode, body)
 	}
+	_, pb := adminDo(t, http.MethodGet, admin+"/llm_gateway/pools")
+	var got []string
+	for _, r := range gjson.GetBytes(pb, `#(name=="main").keys.0.egress`).Array() {
+		got = append(got, r.String())
+	}
+	if strings.Join(got, " ") != strings.Join([]string{bad.url("http", "***"), hp.url("http", "***"), sp.url("socks5", "***")}, " ") {
+		t.Fatalf("the pools view's key egress: %s", got)
+	}
 	for _, path := range []string{"/llm_gateway/egress", "/llm_gateway/pools", "/config/", "/llm_gateway/"} {
 		_, b := adminDo(t, http.MethodGet, admin+path)
 		seen.Write(b)
