@@ -448,10 +448,24 @@ func restoreSpend(saved map[string]savedSpend) {
 
 // handleBudgets serves GET /llm_gateway/budgets: every configured budget
 // (JSON array of budgetView) with its spend in the current period or
-// window, sorted by scope and name.
+// window, sorted by scope and name. In cluster mode the figures are read
+// from the shared store first (and key budgets applied), so every
+// instance answers alike.
 func (adminAPI) handleBudgets(w http.ResponseWriter, r *http.Request) error {
 	if err := requireMethod(r, http.MethodGet); err != nil {
 		return err
 	}
-	return writeAdminJSON(w, budgetViews(budgetNow()))
+	now := budgetNow()
+	liveBudgets.Lock()
+	books := append([]*budgetBook(nil), liveBudgets.books...)
+	liveBudgets.Unlock()
+	for _, b := range books {
+		if b.shared != nil {
+			b.pull(b.all, now)
+			for _, e := range b.all {
+				b.check(e, now)
+			}
+		}
+	}
+	return writeAdminJSON(w, budgetViews(now))
 }
