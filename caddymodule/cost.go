@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -134,11 +135,14 @@ func (h *Handler) costRequest(rl *requestLog) {
 		}
 	}
 	rl.cost = &c
-	costFor(costKey{kind: costByKey, a: rl.pool, b: rl.key}).add(c)
+	keys := []costKey{{kind: costByKey, a: rl.pool, b: rl.key}, {kind: costByModel, a: clipClient(rl.upstreamModel)}}
 	if rl.gatewayKey != "" {
-		costFor(costKey{kind: costByGatewayKey, a: rl.gatewayKey}).add(c)
+		keys = append(keys, costKey{kind: costByGatewayKey, a: rl.gatewayKey})
 	}
-	costFor(costKey{kind: costByModel, a: rl.upstreamModel}).add(c)
+	for _, k := range keys {
+		costFor(k).add(c)
+	}
+	shareCost(h.poolBackend(rl.pool), keys, c)
 	if !c.known {
 		noteUnknownModel(rl.pool, rl.upstreamModel)
 	} else if c.usd > 0 {
@@ -360,18 +364,32 @@ type unknownModelView struct {
 
 // costReport is GET /llm_gateway/spend: totals since the usage file was
 // started, by upstream key, gateway key and model, and the models
-// requested without a price.
+// requested without a price; with `state redis`, Cluster holds the totals
+// of every instance together.
 type costReport struct {
-	Keys          []costView         `json:"keys"`
-	GatewayKeys   []costView         `json:"gateway_keys"`
-	Models        []costView         `json:"models"`
+	costTables
 	UnknownModels []unknownModelView `json:"unknown_models"`
+	Cluster       *clusterCostView   `json:"cluster,omitempty"`
 }
 
-func buildCostReport() costReport {
-	r := costReport{Keys: []costView{}, GatewayKeys: []costView{}, Models: []costView{}, UnknownModels: []unknownModelView{}}
-	costMap.Range(func(k, v any) bool {
-		sk, f := k.(costKey), v.(*costTotals).figures()
+// costTables are totals by upstream key, gateway key and model.
+type costTables struct {
+	Keys        []costView `json:"keys"`
+	GatewayKeys []costView `json:"gateway_keys"`
+	Models      []costView `json:"models"`
+}
+
+// clusterCostView is the cluster's totals (state redis); Error says why
+// they could not be read.
+type clusterCostView struct {
+	costTables
+	Error string `json:"error,omitempty"`
+}
+
+// costTablesOf sorts totals into their tables.
+func costTablesOf(m map[costKey]costFigures) costTables {
+	r := costTables{Keys: []costView{}, GatewayKeys: []costView{}, Models: []costView{}}
+	for sk, f := range m {
 		switch sk.kind {
 		case costByKey:
 			r.Keys = append(r.Keys, costView{Pool: sk.a, Key: sk.b, costFigures: f})
@@ -380,8 +398,7 @@ func buildCostReport() costReport {
 		case costByModel:
 			r.Models = append(r.Models, costView{Model: sk.a, costFigures: f})
 		}
-		return true
-	})
+	}
 	sort.Slice(r.Keys, func(i, j int) bool {
 		if r.Keys[i].Pool != r.Keys[j].Pool {
 			return r.Keys[i].Pool < r.Keys[j].Pool
@@ -390,6 +407,24 @@ func buildCostReport() costReport {
 	})
 	sort.Slice(r.GatewayKeys, func(i, j int) bool { return r.GatewayKeys[i].GatewayKey < r.GatewayKeys[j].GatewayKey })
 	sort.Slice(r.Models, func(i, j int) bool { return r.Models[i].Model < r.Models[j].Model })
+	return r
+}
+
+func buildCostReport(ctx context.Context) costReport {
+	local := map[costKey]costFigures{}
+	costMap.Range(func(k, v any) bool {
+		local[k.(costKey)] = v.(*costTotals).figures()
+		return true
+	})
+	r := costReport{costTables: costTablesOf(local), UnknownModels: []unknownModelView{}}
+	if b := liveRedisBackend(); b != nil {
+		r.Cluster = &clusterCostView{}
+		if m, err := clusterCosts(ctx, b); err != nil {
+			r.Cluster.Error = "cluster totals unavailable: " + err.Error()
+		} else {
+			r.Cluster.costTables = costTablesOf(m)
+		}
+	}
 	unknownModels.Lock()
 	for k, n := range unknownModels.m {
 		r.UnknownModels = append(r.UnknownModels, unknownModelView{Pool: k[0], Model: k[1], Requests: n})

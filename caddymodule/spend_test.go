@@ -407,3 +407,73 @@ func TestSpendAbandonedStream(t *testing.T) {
 		t.Fatalf("key totals %+v, want one estimated request of %v", f, want)
 	}
 }
+
+// TestClusterSpendShared: with state redis, two instances add their
+// requests' cost to the cluster totals; GET /llm_gateway/spend on either
+// shows its own totals and the cluster's, which sum both.
+func TestClusterSpendShared(t *testing.T) {
+	addr := testRedis(t)
+	prefix := testPrefix(t, addr)
+	_, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{ReplayBody: []byte(spendOA2), ReplayContentType: "application/json"}})
+	site := clusterBlock(addr, prefix, "",
+		"\t\tprice mock-x input 1 output 2\n",
+		cpool("cs", []string{"models mock-* other-*"}, ckey("cs-1", base, "cs1"), ckey("cs-2", base, "cs2")))
+	insts := startCluster(t, 2, site)
+	c := clusterClient(t)
+	// 2000 input at $1, 100 output at $2 per million: 0.0022 each
+	const each = 0.0022
+	for i, n := range []int{3, 2} {
+		for range n {
+			if r := send(c, insts[i], i, "mock-x", "spend"); r.err != nil || r.code != 200 {
+				t.Fatalf("instance %d: %v %d %s", i, r.err, r.code, r.body)
+			}
+		}
+	}
+	if r := send(c, insts[1], 1, "other-x", "unpriced"); r.err != nil || r.code != 200 {
+		t.Fatalf("unpriced: %v %d", r.err, r.code)
+	}
+	report := func(i int) costReport {
+		t.Helper()
+		code, b := adminDo(t, http.MethodGet, insts[i].Admin+"/llm_gateway/spend")
+		var r costReport
+		if code != 200 || json.Unmarshal(b, &r) != nil {
+			t.Fatalf("instance %d spend: %d %s", i, code, b)
+		}
+		return r
+	}
+	total := func(vs []costView) (usd float64, priced, unknown int64) {
+		for _, v := range vs {
+			usd, priced, unknown = usd+v.USD, priced+v.Priced, unknown+v.Unknown
+		}
+		return
+	}
+	for i, want := range []int64{3, 2} {
+		var r costReport
+		eventually(t, 5*time.Second, "the cluster totals", func() bool {
+			r = report(i)
+			if r.Cluster == nil {
+				return false
+			}
+			_, p, u := total(r.Cluster.Keys)
+			return p == 5 && u == 1
+		})
+		if usd, p, _ := total(r.Keys); p != want || math.Abs(usd-float64(want)*each) > 1e-12 {
+			t.Fatalf("instance %d: own totals %v USD over %d requests, want %d", i, usd, p, want)
+		}
+		if usd, _, _ := total(r.Cluster.Keys); math.Abs(usd-5*each) > 1e-12 || r.Cluster.Error != "" {
+			t.Fatalf("instance %d: cluster totals %+v, want %v USD", i, r.Cluster, 5*each)
+		}
+		if usd, p, _ := total(r.Cluster.GatewayKeys); p != 5 || math.Abs(usd-5*each) > 1e-12 {
+			t.Fatalf("instance %d: cluster gateway-key totals %+v", i, r.Cluster.GatewayKeys)
+		}
+		var mx costView
+		for _, v := range r.Cluster.Models {
+			if v.Model == "mock-x" {
+				mx = v
+			}
+		}
+		if mx.Priced != 5 || math.Abs(mx.USD-5*each) > 1e-12 {
+			t.Fatalf("instance %d: cluster model totals %+v", i, r.Cluster.Models)
+		}
+	}
+}

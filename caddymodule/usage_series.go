@@ -435,7 +435,7 @@ func (adminAPI) handleSpend(w http.ResponseWriter, r *http.Request) error {
 	if err := requireMethod(r, http.MethodGet); err != nil {
 		return err
 	}
-	return writeAdminJSON(w, buildCostReport())
+	return writeAdminJSON(w, buildCostReport(r.Context()))
 }
 
 // handlePrices serves GET /llm_gateway/prices: the built-in price table
