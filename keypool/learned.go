@@ -369,7 +369,13 @@ func (p *Pool) learnLocked(k *Key, model string, rl *RateLimits, now time.Time, 
 		if i != lwRequests {
 			base = tok
 		}
-		e.w[i] = learnedWin{limit: r.Limit, remaining: r.Remaining, resetAt: now.Add(r.Reset), base: base, set: true}
+		// a reset further than max_hint_cooldown is capped like any
+		// upstream hint: a relay's bogus header cannot hold a key for a year
+		reset := r.Reset
+		if m := p.settings.MaxHintCooldown; m > 0 {
+			reset = min(reset, m)
+		}
+		e.w[i] = learnedWin{limit: r.Limit, remaining: r.Remaining, resetAt: now.Add(reset), base: base, set: true}
 	}
 	for i := range lk.entries {
 		if &lk.entries[i] == e {

@@ -397,3 +397,18 @@ func TestLearnedNoAllocationWithoutData(t *testing.T) {
 		t.Fatalf("%.1f allocations per Acquire+Release", base)
 	}
 }
+
+// TestLearnedResetCappedByMaxHint: a reported reset further than
+// MaxHintCooldown (a relay's bogus header) holds the key no longer than
+// that cap, as a Retry-After would.
+func TestLearnedResetCappedByMaxHint(t *testing.T) {
+	p, clk := newTestPool(t, 1, Settings{MaxConcurrencyPerKey: 4, MaxHintCooldown: time.Minute})
+	k := learn(t, p, "m", reqLimit(10, 0, 365*24*time.Hour))
+	if st := status(p, k.ID()); st.State != StateLimited || st.Reason != ReasonLearned || st.SecondsLeft != 60 {
+		t.Fatalf("status %+v, want limited for 60 s", st)
+	}
+	clk.Advance(time.Minute)
+	if st := status(p, k.ID()); st.State != StateReady {
+		t.Fatalf("after the cap: %+v", st)
+	}
+}
