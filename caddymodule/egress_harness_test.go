@@ -104,6 +104,7 @@ func (p *testProxy) start() {
 		defer f.Close()
 		cmd.Stdout, cmd.Stderr = f, f
 	}
+	setPdeathsig(cmd) // the proxy dies with the test process, however it ends
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", p.kind, err)
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,4 +425,55 @@ func egressRegistryExit(t testing.TB, name string) *egressExit {
 		t.Fatalf("exit %s not in the registry", name)
 	}
 	return found
+}
+
+// TestEgressStalledProxyTimesOut: a proxy that accepts connections but
+// never answers the handshake is cut at connect_timeout, cooled, and the
+// request goes on through the next exit without charging the key.
+func TestEgressStalledProxyTimesOut(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	stalled := "socks5://" + l.Addr().String()
+	b := startTinyproxy(t, "", "")
+	_, base := mockPerRequest(t)
+	block := "\t\t\tegress {\n\t\t\t\tproxy " + stalled + "\n\t\t\t\tproxy " + b.url("http", "") +
+		"\n\t\t\t\tstrategy failover\n\t\t\t\tconnect_timeout 300ms\n\t\t\t}\n"
+	gw := gateway(t, gatewayBlock(egressPool(base, 1, block)))
+	start := time.Now()
+	if via := chatOK(t, gw); via != "main/k1 via "+b.url("http", "") {
+		t.Fatalf("X-Routed-Via %q", via)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("answered in %v: the stalled exit was not waited for", d)
+	}
+	v := exitView(t, stalled)
+	if v.State != "cooling" || v.Failures != 1 || !strings.Contains(v.LastError, "timeout") {
+		t.Fatalf("stalled exit: %+v", v)
+	}
+	if st := keyStatus(t, "main", "k1"); st.Failures != 0 {
+		t.Fatalf("key: %+v", st)
+	}
 }
