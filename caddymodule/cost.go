@@ -135,6 +135,12 @@ func (h *Handler) costRequest(rl *requestLog) {
 		}
 	}
 	rl.cost = &c
+	for i := len(rl.attempts) - 1; i >= 0; i-- {
+		if rl.attempts[i].key == rl.key {
+			rl.attempts[i].cost = &c // the attempt that served the request
+			break
+		}
+	}
 	keys := []costKey{{kind: costByKey, a: rl.pool, b: rl.key}, {kind: costByModel, a: clipClient(rl.upstreamModel)}}
 	if rl.gatewayKey != "" {
 		keys = append(keys, costKey{kind: costByGatewayKey, a: rl.gatewayKey})

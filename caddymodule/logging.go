@@ -54,7 +54,8 @@ type attemptLog struct {
 	status  int
 	connect time.Duration // new connection set-up (0: reused)
 	dur     time.Duration
-	exit    string // egress exit (masked URL), "" for none
+	exit    string       // egress exit (masked URL), "" for none
+	cost    *requestCost // the request's cost, on the attempt that served it (costRequest)
 }
 
 // MarshalLogObject implements zapcore.ObjectMarshaler.
@@ -70,6 +71,9 @@ func (a attemptLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddDuration("duration", a.dur)
 	if a.exit != "" {
 		enc.AddString("exit", a.exit)
+	}
+	if a.cost != nil && a.cost.known {
+		enc.AddFloat64("cost_usd", a.cost.usd)
 	}
 	return nil
 }

@@ -200,6 +200,9 @@ func TestSpendScripted(t *testing.T) {
 		if !ok || math.Abs(got-want) > 1e-15 || e["cost"] != "known" {
 			t.Fatalf("%s: cost_usd %v (%v), want %v", id, e["cost_usd"], e["cost"], want)
 		}
+		if as, _ := e["attempt_log"].([]any); len(as) == 0 || num(as[len(as)-1].(map[string]any)["cost_usd"]) != got {
+			t.Fatalf("%s: attempt_log %v, want the serving attempt's cost_usd %v", id, e["attempt_log"], got)
+		}
 		logKey[e["pool"].(string)+"/"+e["key"].(string)] += got
 		logGK[e["gateway_key"].(string)] += got
 		logModel[e["upstream_model"].(string)] += got
