@@ -26,6 +26,8 @@ import (
 //	llm_gateway_cost_usd_total{pool,key,gateway_key,model}        counter (cost.go)
 //	llm_gateway_key_in_flight{pool,key}                           gauge
 //	llm_gateway_key_cooling{pool,key,reason}                      gauge
+//	llm_gateway_egress_requests_total{exit,outcome}               counter (egress_metrics.go)
+//	llm_gateway_egress_cooling{exit}                              gauge
 //
 // key is the key's id (configured label or masked secret), never the
 // secret. The collectors are package-level and re-registered into each
