@@ -323,6 +323,22 @@ func TestSpendScripted(t *testing.T) {
 		near("csv by "+by+" cost", cost, sum(wantGK))
 	}
 
+	// daily buckets give the same totals; bad parameters are 400s
+	code, b = adminDo(t, http.MethodGet, admin+"/llm_gateway/usage?by=pool&granularity=day&from="+start.UTC().Format(time.RFC3339))
+	var day usageQuery
+	if code != 200 || json.Unmarshal(b, &day) != nil || day.Granularity != "day" || day.Total.Requests != logReqs {
+		t.Fatalf("daily usage: %d %s", code, b)
+	}
+	near("daily usage cost", day.Total.CostUSD, sum(wantGK))
+	for _, q := range []string{"by=secret", "by=key&from=yesterday", "by=key&to=soon", "by=key&granularity=week", "by=key&format=xml"} {
+		if code, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/usage?"+q); code != http.StatusBadRequest {
+			t.Fatalf("usage?%s: %d %s, want 400", q, code, b)
+		}
+	}
+	if code, _ := adminDo(t, http.MethodPost, admin+"/llm_gateway/usage"); code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST usage: %d, want 405", code)
+	}
+
 	// restart: the totals and the series come back from the usage file
 	if err := caddy.Stop(); err != nil {
 		t.Fatal(err)
