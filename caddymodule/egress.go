@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 	"golang.org/x/net/proxy"
 
 	"github.com/llmgateway/llm_gateway/keypool"
@@ -757,6 +758,50 @@ func (h *Handler) provisionEgress(repl *caddy.Replacer) error {
 	}
 	h.egress.global = pl
 	return nil
+}
+
+// logEgress logs the handler's exits at provision (masked), and warns of
+// proxy credentials written literally: GET /config/ and autosave show
+// them, as they would a literal key.
+func (h *Handler) logEgress() {
+	if h.logger == nil || h.egress == nil || len(h.egress.exits) == 0 {
+		return
+	}
+	h.logger.Info("egress exits", zap.Strings("exits", (&egressPlan{exits: h.egress.exits}).names()))
+	var literal []string
+	check := func(raw string) {
+		scheme, rest, _ := strings.Cut(raw, "://")
+		if i := strings.LastIndexByte(rest, '@'); i >= 0 && scheme != "" {
+			// the password is the secret; a user alone is a token
+			user, pass, hasPass := strings.Cut(rest[:i], ":")
+			if secret := map[bool]string{true: pass, false: user}[hasPass]; !strings.Contains(secret, "{") {
+				literal = append(literal, maskProxyURL(raw))
+			}
+		}
+	}
+	lists := []*EgressConfig{h.Egress}
+	for _, pc := range h.Pools {
+		if pc == nil {
+			continue
+		}
+		lists = append(lists, pc.Egress)
+		for _, kc := range pc.Keys {
+			if kc != nil {
+				check(string(kc.Egress))
+			}
+		}
+	}
+	for _, ec := range lists {
+		if ec != nil {
+			for _, raw := range ec.Proxies {
+				check(raw)
+			}
+		}
+	}
+	if len(literal) > 0 {
+		h.logger.Warn("proxy credentials written literally in the config are shown by the admin API (GET /config/) and saved in autosave.json; write them as {env.NAME} or {file./path}",
+			zap.Strings("exits", literal))
+	}
 }
 
 // poolEgress sets a pool's exit list: its own, else the global one.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
 // TestEgressVisibleAndSecretsNeverShow: exits are named (masked) in
@@ -196,6 +198,42 @@ http://127.0.0.1:%d {
 				i := strings.Index(text, f)
 				t.Fatalf("%q shows up: ...%s...", f, text[max(0, i-200):min(len(text), i+100)])
 			}
+		}
+	}
+}
+
+// TestEgressLiteralCredentialsWarned: exits are logged at load, masked;
+// credentials written literally get a warning naming the exit (never the
+// credentials), placeholders none.
+func TestEgressLiteralCredentialsWarned(t *testing.T) {
+	t.Setenv("LLMGW_EG_PASS2", "placeholder-pass-0042")
+	appLog := filepath.Join(t.TempDir(), "app.log")
+	_, base := mock(t, mockupstream.Config{})
+	block := "\t\t\tegress {\n\t\t\t\tproxy http://lituser:literal-pass-7788@127.0.0.1:3128\n" +
+		"\t\t\t\tproxy socks5://u:{env.LLMGW_EG_PASS2}@127.0.0.1:1080\n\t\t\t}\n"
+	gateway(t, gatewayBlock(egressPool(base, 1, block)), "\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}")
+	_ = caddy.Stop()
+	var exits, warned []any
+	for _, e := range readJSONLines(t, appLog) {
+		switch e["msg"] {
+		case "egress exits":
+			exits = e["exits"].([]any)
+		default:
+			if strings.HasPrefix(fmt.Sprint(e["msg"]), "proxy credentials written literally") {
+				warned = e["exits"].([]any)
+			}
+		}
+	}
+	if fmt.Sprint(exits) != "[http://***@127.0.0.1:3128 socks5://***@127.0.0.1:1080]" {
+		t.Fatalf("exits logged: %v", exits)
+	}
+	if fmt.Sprint(warned) != "[http://***@127.0.0.1:3128]" {
+		t.Fatalf("literal credentials warned for: %v", warned)
+	}
+	b, _ := os.ReadFile(appLog)
+	for _, s := range []string{"literal-pass-7788", "lituser", "placeholder-pass-0042"} {
+		if strings.Contains(string(b), s) {
+			t.Fatalf("the log shows %q", s)
 		}
 	}
 }

@@ -275,6 +275,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.shareEgress() // exit cooldowns through the state backend (cluster mode)
+	h.logEgress()
 	if err := h.provisionBudgets(ctx); err != nil {
 		return err
 	}
