@@ -22,6 +22,13 @@ import (
 // real clock is untouched), until the test ends.
 func shiftBudgetClock(t *testing.T, at time.Time) {
 	t.Helper()
+	if budgetClockOffset.Load() == 0 {
+		// a fresh test: forget the spend earlier runs of the same test
+		// booked on the same day (go test -count=N)
+		spendLedger.Lock()
+		clear(spendLedger.m)
+		spendLedger.Unlock()
+	}
 	budgetClockOffset.Store(int64(time.Until(at)))
 	t.Cleanup(func() { budgetClockOffset.Store(0) })
 }
