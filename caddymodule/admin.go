@@ -38,6 +38,7 @@ func init() {
 //	GET  /llm_gateway/usage?by=gateway_key|key|model|pool[&from=&to=&granularity=&format=csv]
 //	GET  /llm_gateway/spend             cost totals by key, gateway key, model; unpriced models
 //	GET  /llm_gateway/prices            the built-in price table
+//	GET  /llm_gateway/models            the model names the gateway serves (for the playground)
 //
 // Keys appear by id (configured label or masked secret), never by secret.
 // The module has no configuration: admin modules are built before the
@@ -71,6 +72,7 @@ func (a adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm_gateway/usage", Handler: caddy.AdminHandlerFunc(a.handleUsage)},
 		{Pattern: "/llm_gateway/spend", Handler: caddy.AdminHandlerFunc(a.handleSpend)},
 		{Pattern: "/llm_gateway/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
+		{Pattern: "/llm_gateway/models", Handler: caddy.AdminHandlerFunc(a.handleModels)},
 	}
 }
 

@@ -59,6 +59,11 @@ type recentRequest struct {
 	FallbackFrom string `json:"fallback_from,omitempty"`
 	// Tokens are the upstream-reported tokens by kind.
 	Tokens tokenCounts `json:"tokens"`
+	// CostUSD is the request's cost in US dollars when its model has a
+	// price (absent otherwise); CostEstimated says its usage was partly
+	// estimated (see GET /llm_gateway/spend).
+	CostUSD       *float64 `json:"cost_usd,omitempty"`
+	CostEstimated bool     `json:"cost_estimated,omitempty"`
 	// Attempts is the attempt log: one entry per key tried, in order.
 	Attempts []recentAttempt `json:"attempts"`
 	// Request and Response are the bodies, clipped to 16 KiB, only with
@@ -153,6 +158,10 @@ func (h *Handler) recordRecent(rl *requestLog) {
 	}
 	if rl.errMsg != "" {
 		e.Error = clipMessage(rl.errMsg, maxErrorMessage)
+	}
+	if c := rl.cost; c != nil && c.known {
+		usd := c.usd
+		e.CostUSD, e.CostEstimated = &usd, c.estimated
 	}
 	u := rl.usage
 	for _, t := range []struct {
