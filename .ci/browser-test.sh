@@ -60,6 +60,8 @@ http://127.0.0.1:$gw_port {
 	bind 127.0.0.1
 	llm_gateway {
 		api_key $gateway_key
+		# made-up prices, so that the console shows costs
+		price mock-* input 3 output 15
 		pool browser {
 			models mock-gpt
 			key healthy-key-0123456789 http://127.0.0.1:$mock_port/v1 {

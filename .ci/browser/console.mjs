@@ -218,8 +218,8 @@ try {
 
   // ---- Exits
   await go("exits");
-  await page.locator("#exits [data-exits], #exits tr[data-exit]").first().waitFor({ timeout });
-  log(`exits tab: ${(await page.locator("#exits").innerText()).trim().slice(0, 80)}`);
+  await page.locator("#egress [data-exits], #egress tr[data-exit]").first().waitFor({ timeout });
+  log(`exits tab: ${(await page.locator("#egress").innerText()).trim().slice(0, 80)}`);
 
   // ---- Playground: streamed in more than one paint, all three dialects
   await go("playground");
