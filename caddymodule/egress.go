@@ -911,3 +911,20 @@ func (pl *egressPlan) names() []string {
 	}
 	return out
 }
+
+// exitLost reports whether a dropped connection of the attempt is its
+// egress exit's doing: the answer came through a proxy that no longer
+// accepts connections. The exit then cools, and the key is not charged
+// (the answer is lost all the same: a stream that had begun ends with an
+// error event).
+func (x *exchange) exitLost(err error) bool {
+	pl := x.uk.egress
+	if x.exit == nil || x.exit.direct || pl == nil || err == nil || !ioFailure(err) {
+		return false
+	}
+	if x.exit.reachable(pl.connectTimeout) {
+		return false
+	}
+	x.exit.cool(pl.cooldown, &exitError{err})
+	return true
+}

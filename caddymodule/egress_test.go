@@ -477,3 +477,40 @@ func TestEgressStalledProxyTimesOut(t *testing.T) {
 		t.Fatalf("key: %+v", st)
 	}
 }
+
+// TestEgressExitLostMidStream: a proxy that dies while a stream comes
+// through it cuts that stream (the client gets its dialect's error), but
+// the key is not charged: the exit cools instead, and the next request
+// goes through the other exit.
+func TestEgressExitLostMidStream(t *testing.T) {
+	a, b := startMicrosocks(t, "", ""), startTinyproxy(t, "", "")
+	m, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{TokensPerSecond: 20}})
+	gw := gateway(t, gatewayBlock(egressPool(base, 1, egressBlock("failover", "1m", a.url("socks5", ""), b.url("http", "")))))
+	req, _ := http.NewRequest(http.MethodPost, gw+"/v1/chat/completions", strings.NewReader(string(chatBody("mock-gpt", "one two three four five six seven eight nine ten", true))))
+	req.Header.Set("Authorization", "Bearer "+gatewayKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "data: ") {
+	}
+	a.stop() // mid-stream
+	rest := ""
+	for sc.Scan() {
+		rest += sc.Text() + "\n"
+	}
+	resp.Body.Close()
+	if strings.Contains(rest, "[DONE]") || m.Stats("mk-1").OK != 0 {
+		t.Fatalf("the stream was not cut: %s", rest)
+	}
+	if v := exitView(t, a.url("socks5", "")); v.State != "cooling" || v.Failures != 1 {
+		t.Fatalf("lost exit: %+v", v)
+	}
+	if st := keyStatus(t, "main", "k1"); st.Failures != 0 || st.State != keypool.StateReady {
+		t.Fatalf("key charged for its exit: %+v", st)
+	}
+	if via := chatOK(t, gw); via != "main/k1 via "+b.url("http", "") {
+		t.Fatalf("next request went %q", via)
+	}
+}

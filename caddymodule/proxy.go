@@ -601,13 +601,17 @@ func (x *exchange) fail(o keypool.Outcome) attemptResult {
 }
 
 // classifyErr classifies a transport or read error of the attempt: the
-// client's going away, the attempt's timeout, else the error itself.
+// client's going away, the attempt's timeout, the loss of its egress exit
+// (not the key's fault, see exitLost), else the error itself.
 func (x *exchange) classifyErr(err error, status int) keypool.Outcome {
 	if x.r.Context().Err() != nil {
 		return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
 	}
 	if x.timedOut.Load() {
 		return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout"}
+	}
+	if x.exitLost(err) {
+		return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "egress exit " + x.exit.name + " lost"}
 	}
 	o := keypool.Classify(0, nil, err, nil, time.Now())
 	o.Status = status
