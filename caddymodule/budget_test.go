@@ -3,6 +3,8 @@ package caddymodule
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -429,5 +432,49 @@ func TestKeyBudgetReload(t *testing.T) {
 	gateway(t, site(""))
 	if st := keyStatus(t, "budr", "r1"); st.State != keypool.StateReady {
 		t.Fatalf("r1 after its budget was removed: %+v", st)
+	}
+}
+
+// TestKeyBudgetSurvivesRestart: the spend of the current period is saved
+// in the usage file when the gateway stops, and a new process holds the
+// key out of rotation from its first request on.
+func TestKeyBudgetSurvivesRestart(t *testing.T) {
+	shiftBudgetClock(t, time.Date(2031, 7, 1, 9, 0, 0, 0, time.UTC))
+	_, base := mock(t, mockupstream.Config{})
+	file := filepath.Join(t.TempDir(), "usage.json")
+	block := "\tllm_gateway {\n\t\tauth off\n\t\tusage_file " + file + "\n\t\tprice * input 0 output 0\n" +
+		"\t\tpool budrs {\n\t\t\tmodels *\n\t\t\tstrategy priority\n" +
+		"\t\t\tkey sk-rs1 " + base + " {\n\t\t\t\tid rs1\n\t\t\t\tpriority 1\n\t\t\t\tbudget 1 usd per monthly\n\t\t\t}\n" +
+		"\t\t\tkey sk-rs2 " + base + " {\n\t\t\t\tid rs2\n\t\t\t\tpriority 2\n\t\t\t}\n\t\t}\n\t}\n"
+	forgetProcessState()
+	t.Cleanup(forgetProcessState)
+	gateway(t, block)
+	book(t).charge(spendCharge{Pool: "budrs", KeyID: "rs1", USD: 1.25, Known: true})
+	if st := keyStatus(t, "budrs", "rs1"); st.State != keypool.StateBudget {
+		t.Fatalf("rs1 over its budget: %+v", st)
+	}
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(saved), `"budgets"`) || !strings.Contains(string(saved), "1.25") || strings.Contains(string(saved), "sk-rs1") {
+		t.Fatalf("saved file: %v %s", err, saved)
+	}
+
+	// "restart": new process state, same file
+	forgetProcessState()
+	spendLedger.Lock()
+	clear(spendLedger.m)
+	spendLedger.Unlock()
+	gw := gateway(t, block)
+	if st := keyStatus(t, "budrs", "rs1"); st.State != keypool.StateBudget || st.Until.IsZero() {
+		t.Fatalf("rs1 after the restart: %+v, want state budget until August", st)
+	}
+	if v := keyBudgetView("budrs", "rs1", budgetNow()); v == nil || v.SpentUSD != 1.25 || !v.ResetsAt.Equal(time.Date(2031, 8, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("rs1's budget after the restart: %+v", v)
+	}
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-4o", "hi", false))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "budrs/rs2" {
+		t.Fatalf("after the restart: %d via %q %s, want rs2", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
 	}
 }
