@@ -478,3 +478,41 @@ func TestKeyBudgetSurvivesRestart(t *testing.T) {
 		t.Fatalf("after the restart: %d via %q %s, want rs2", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
 	}
 }
+
+// TestBudgetRedisOutage: while Redis is unreachable an instance counts
+// its spend alone (and refuses on it); when Redis answers again, what it
+// counted is added to the shared figures.
+func TestBudgetRedisOutage(t *testing.T) {
+	if os.Getenv(envTestRedis) != "" {
+		t.Skip("needs a private redis-server it can stop")
+	}
+	rp := privateRedis(t)
+	prefix := testPrefix(t, rp.Addr)
+	r, _ := (&BudgetSpec{AmountUSD: 1, Period: "daily"}).compile()
+	rb := newRedisBackend(&redis.Options{Addr: rp.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}, prefix, "", rp.Addr, time.Minute, 200*time.Millisecond, zap.NewNop())
+	t.Cleanup(func() { _ = rb.Destruct() })
+	name := prefix + "spend:{gateway_key:out}:" + r.period.signature()
+	e := &budgetEntry{rule: r, scope: budgetScopeGatewayKey, name: "out", spend: &scopeSpend{buckets: map[int64]float64{}, shared: true}, shared: name}
+	bk := &budgetBook{logger: zap.NewNop(), shared: rb, gws: map[string]*budgetEntry{"out": e}, all: []*budgetEntry{e}}
+	gk := &gwKey{id: "out"}
+	bk.charge(spendCharge{GatewayKey: "out", USD: 0.25, Known: true})
+	rp.Stop()
+	bk.charge(spendCharge{GatewayKey: "out", USD: 0.5, Known: true})
+	bk.charge(spendCharge{GatewayKey: "out", USD: 0.25, Known: true})
+	if f := bk.gatewayGate(gk); f == nil || !strings.Contains(f.msg, "spent 1.0000 USD") {
+		t.Fatalf("during the outage: %+v, want a refusal at 1 USD counted locally", f)
+	}
+	rp.Start()
+	c := redisClient(t, rp.Addr)
+	// the probe notices Redis within a second or so; the next gate
+	// pushes the spend counted meanwhile
+	eventually(t, 10*time.Second, "spend pushed after the outage", func() bool {
+		bk.gatewayGate(gk)
+		v, err := c.HVals(t.Context(), name).Result()
+		return err == nil && len(v) == 1 && v[0] == "0.75"
+	})
+	if spent, _ := e.spend.state(r, budgetNow()); spent != 0.75 {
+		t.Fatalf("after the outage the instance sees %v, want the shared 0.75 (the 0.25 before the outage was lost with Redis' memory)", spent)
+	}
+}
