@@ -344,7 +344,7 @@ func unmarshalState(d *caddyfile.Dispenser) (*StateConfig, error) {
 // The state backend's metrics:
 //
 //	llm_gateway_state_backend_up                               gauge: 1 while the state backend is usable (always 1 for memory), 0 while the gateway serves on local state
-//	llm_gateway_state_backend_requests_total{op,result}        counter: round trips (op acquire, release, renew, sync, clear, snapshot; result ok, error, skipped)
+//	llm_gateway_state_backend_requests_total{op,result}        counter: round trips (op acquire, release, renew, sync, clear, snapshot, spend, cost; result ok, error, skipped)
 //	llm_gateway_state_backend_duration_seconds{op}             histogram: round-trip time
 var stateMetricsOnce = struct {
 	sync.Once
