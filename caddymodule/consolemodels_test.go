@@ -1,9 +1,13 @@
 package caddymodule
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +83,65 @@ func TestConsoleRequestCost(t *testing.T) {
 	})
 	if u := adminRequests(t, admin, "id="+unpriced).Requests[0]; u.CostUSD != nil {
 		t.Fatalf("unpriced request has cost %v", *u.CostUSD)
+	}
+}
+
+// TestConsoleGzip: a large admin answer (the pools view of 60 keys) is
+// sent gzip-compressed to a client that accepts gzip, decompresses to the
+// same JSON, and is plain for one that does not; an error and a small
+// answer stay plain.
+func TestConsoleGzip(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	_, admin := adminGateway(t, gatewayBlock(poolBlock("con-gzip", base, 60, "")), "")
+	get := func(path, accept string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, admin+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept) // set by hand: the transport leaves the body compressed
+		}
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	plainResp, plain := get("/llm_gateway/pools", "")
+	if plainResp.StatusCode != 200 || plainResp.Header.Get("Content-Encoding") != "" || !json.Valid(plain) {
+		t.Fatalf("plain pools: %d %q %.100s", plainResp.StatusCode, plainResp.Header.Get("Content-Encoding"), plain)
+	}
+	zResp, z := get("/llm_gateway/pools", "br, gzip;q=0.8")
+	if zResp.StatusCode != 200 || zResp.Header.Get("Content-Encoding") != "gzip" || zResp.Header.Get("Content-Length") != strconv.Itoa(len(z)) {
+		t.Fatalf("gzip pools: %d %v, %d bytes", zResp.StatusCode, zResp.Header, len(z))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unz, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b []poolView
+	if json.Unmarshal(plain, &a) != nil || json.Unmarshal(unz, &b) != nil || len(a) != 1 || len(b) != 1 ||
+		len(a[0].Keys) != 60 || len(b[0].Keys) != 60 || b[0].Keys[59].ID != "k60" {
+		t.Fatalf("decompressed pools differ: %d pools plain, %d gzip", len(a), len(b))
+	}
+	if len(z)*4 > len(plain) {
+		t.Fatalf("gzip answer %d bytes for %d plain: less than 4x smaller", len(z), len(plain))
+	}
+	if r, _ := get("/llm_gateway/pools", "gzip;q=0"); r.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("gzip;q=0 got Content-Encoding %q", r.Header.Get("Content-Encoding"))
+	}
+	if r, body := get("/llm_gateway/pools?pool=no-such-pool", "gzip"); r.StatusCode != 404 || r.Header.Get("Content-Encoding") != "" ||
+		!strings.Contains(string(body), "unknown pool") {
+		t.Fatalf("error answer: %d %q %s", r.StatusCode, r.Header.Get("Content-Encoding"), body)
+	}
+	if r, body := get("/llm_gateway/sessions", "gzip"); r.StatusCode != 200 || r.Header.Get("Content-Encoding") != "" || !json.Valid(body) {
+		t.Fatalf("small answer: %d %q %s", r.StatusCode, r.Header.Get("Content-Encoding"), body)
 	}
 }

@@ -15,6 +15,7 @@ import { chromium } from "playwright-core";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { get as httpGet } from "node:http";
 
 const env = (name, def) => {
   const v = process.env[name] ?? def;
@@ -53,6 +54,14 @@ async function adminJSON(base, path) {
   const text = await resp.text();
   return { status: resp.status, body: resp.ok ? JSON.parse(text) : text, bytes: Buffer.byteLength(text) };
 }
+// wireBytes: the bytes of a GET as a browser receives it (gzip accepted)
+const wireBytes = (url) => new Promise((resolve, reject) => {
+  httpGet(url, { headers: { "Accept-Encoding": "gzip, deflate, br" } }, (res) => {
+    let n = 0;
+    res.on("data", (c) => { n += c.length; });
+    res.on("end", () => resolve({ bytes: n, encoding: res.headers["content-encoding"] || "identity" }));
+  }).on("error", reject);
+});
 // the mock's answer (mockupstream.Text) for a short one-line prompt
 const mockAnswer = (prompt) => "Mock answer to: " + prompt.trim().split(/\s+/).join(" ");
 
@@ -293,6 +302,7 @@ try {
   if (adminBig) {
     const big = await adminJSON(adminBig, "pools");
     const keys = big.body.reduce((n, p) => n + p.keys.length, 0);
+    const wire = await wireBytes(`${adminBig}/llm_gateway/pools`);
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${adminBig}/llm_gateway/`, { timeout });
     await page.waitForFunction((n) => document.querySelectorAll("tr[data-key]").length === n, keys, { timeout: 30000 });
@@ -309,9 +319,10 @@ try {
     // one refresh as the 1 s poll does it: fetch and parse
     const fetchMs = await page.evaluate(async () => { const t = performance.now(); JSON.parse(await (await fetch("pools")).text()); return performance.now() - t; });
     renders.sort((a, b) => a - b);
-    console.log(`browser: 1000 keys: GET /llm_gateway/pools ${big.bytes} bytes (${(big.bytes / 1024).toFixed(0)} KiB) for ${keys} keys, fetched and parsed in the page in ${fetchMs.toFixed(0)} ms; ` +
+    console.log(`browser: 1000 keys: GET /llm_gateway/pools ${big.bytes} bytes of JSON (${(big.bytes / 1024).toFixed(0)} KiB), ${wire.bytes} bytes on the wire (${wire.encoding}) for ${keys} keys, fetched and parsed in the page in ${fetchMs.toFixed(0)} ms; ` +
       `first full view drawn ${firstAt} ms after navigation; a redraw of 1000 rows takes median ${renders[2].toFixed(0)} ms (min ${renders[0].toFixed(0)}, max ${renders[4].toFixed(0)}); an unchanged answer is not redrawn`);
     check(keys === 1000, `big gateway has ${keys} keys`);
+    check(wire.encoding === "gzip" && wire.bytes < big.bytes / 4, `pools payload on the wire: ${wire.bytes} bytes ${wire.encoding}`);
     await page.screenshot({ path: join(artifacts, "console-pools-1000-keys-1280.png") });
   }
 
