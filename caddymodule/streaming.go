@@ -137,7 +137,11 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	case runErr == nil && st.Truncated():
 		// the upstream ended without a finish reason: the client was told
 		// in its dialect that the answer is cut short, the key is blamed
-		x.finish(keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"})
+		o := keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"}
+		if x.exitLost(io.ErrUnexpectedEOF) {
+			o = keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode, Message: "egress exit " + x.exit.name + " lost"}
+		}
+		x.finish(o)
 		rl.streamError, rl.streamOutcome = "truncated", streamTruncated
 	case runErr != nil:
 		// the upstream broke off mid-stream; the client got its dialect's
