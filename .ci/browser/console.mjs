@@ -264,6 +264,15 @@ try {
     log(`playground ${dialect}${stream ? " stream" : ""}: "${text}" in ${partial.length + 1} paints, X-Routed-Via ${routed}, TTFB ${ttfb}, total ${total}`);
   }
 
+  // the playground's request id opens that request in the Requests tab
+  const pgId = await page.locator("[data-pg-request-id]").getAttribute("data-pg-request-id");
+  await page.click("[data-pg-request-id]");
+  await page.locator(`#req-detail [data-detail-id="${pgId}"]`).waitFor({ timeout });
+  const pgDetail = await page.locator("#req-detail").innerText();
+  check(/playground/.test(pgDetail) && /play/.test(pgDetail), `the playground request's detail reads "${pgDetail.slice(0, 200)}"`);
+  await page.fill("#req-q", "");
+  log(`playground request ${pgId} opened in the Requests tab (gateway key playground)`);
+
   // ---- Masking: on, remembered over a reload, off
   await go("pools");
   await page.locator(`${row("browser", "healthy")}`).waitFor({ timeout });
@@ -306,15 +315,15 @@ try {
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${adminBig}/llm_gateway/`, { timeout });
     await page.waitForFunction((n) => document.querySelectorAll("tr[data-key]").length === n, keys, { timeout: 30000 });
-    const firstAt = Number(await page.locator("#pools").getAttribute("data-first-render-at"));
-    const renders = [Number(await page.locator("#pools").getAttribute("data-render-ms"))];
+    const firstAt = Number(await page.locator("#pool-list").getAttribute("data-first-render-at"));
+    const renders = [Number(await page.locator("#pool-list").getAttribute("data-render-ms"))];
     // redraws: switching back to the Pools tab draws it again
     for (let i = 0; i < 4; i++) {
-      const last = await page.locator("#pools").getAttribute("data-rendered");
+      const last = await page.locator("#pool-list").getAttribute("data-rendered");
       await go("requests");
       await go("pools");
-      await page.waitForFunction((l) => document.getElementById("pools").getAttribute("data-rendered") !== l, last, { timeout });
-      renders.push(Number(await page.locator("#pools").getAttribute("data-render-ms")));
+      await page.waitForFunction((l) => document.getElementById("pool-list").getAttribute("data-rendered") !== l, last, { timeout });
+      renders.push(Number(await page.locator("#pool-list").getAttribute("data-render-ms")));
     }
     // one refresh as the 1 s poll does it: fetch and parse
     const fetchMs = await page.evaluate(async () => { const t = performance.now(); JSON.parse(await (await fetch("pools")).text()); return performance.now() - t; });
