@@ -653,7 +653,7 @@ func resetHeaderHint(h http.Header, now time.Time) (time.Duration, bool) {
 		if err != nil {
 			continue
 		}
-		if d := max(t.Sub(now), 0); !found || d > best {
+		if d := min(max(t.Sub(now), 0), maxHint); !found || d > best {
 			best, found = d, true
 		}
 	}
@@ -688,7 +688,7 @@ func parseWait(s string) (time.Duration, bool) {
 		unit, known := waitUnits[rest[:j]]
 		if !known {
 			if n == 0 && j == 0 {
-				return time.Duration(v * float64(time.Second)), true // bare seconds
+				return clampWait(v * float64(time.Second)), true // bare seconds
 			}
 			break
 		}
@@ -699,7 +699,17 @@ func parseWait(s string) (time.Duration, bool) {
 	if n == 0 || total < 0 || total != total {
 		return 0, false
 	}
-	return time.Duration(total), true
+	return clampWait(total), true
+}
+
+// clampWait converts a non-negative wait in nanoseconds to a Duration no
+// longer than maxHint: a float beyond the int64 range would otherwise
+// convert to a negative Duration ("99999999h" read as no wait at all).
+func clampWait(ns float64) time.Duration {
+	if ns >= float64(maxHint) {
+		return maxHint
+	}
+	return time.Duration(ns)
 }
 
 var waitUnits = map[string]time.Duration{

@@ -116,7 +116,10 @@ func count(s string) (int64, bool) {
 		return 0, false
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, n >= 0
+		if n < 0 {
+			return 0, false // callers that ignore ok must not read a negative limit
+		}
+		return n, true
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f != f || f < 0 || f > 1e15 {
