@@ -232,6 +232,10 @@ try {
 
   // ---- Playground: streamed in more than one paint, all three dialects
   await go("playground");
+  // the model list (GET /llm_gateway/models) is loaded before typing
+  await page.waitForFunction(() => document.querySelectorAll("#pg-models option").length >= 4 && document.getElementById("pg-model").value !== "", null, { timeout });
+  const offered = await page.locator("#pg-models option").evaluateAll((os) => os.map((o) => o.value));
+  for (const m of ["mock-gpt", "mock-demo", "mock-slow", "mock-play"]) check(offered.includes(m), `playground models ${offered.join(",")} lack ${m}`);
   for (const [dialect, stream] of [["openai", true], ["anthropic", true], ["responses", true], ["openai", false]]) {
     const prompt = `hello from the console playground in ${dialect}`;
     await page.fill("#pg-model", "mock-play");
@@ -296,6 +300,13 @@ try {
     for (const tab of TABS) {
       await go(tab);
       await sleep(tab === "usage" ? 600 : 250);
+      if (tab === "playground") { // a finished answer in the picture
+        await page.waitForFunction(() => document.querySelectorAll("#pg-models option").length > 0, null, { timeout });
+        await page.fill("#pg-model", "mock-play");
+        await page.fill("#pg-prompt", "show the routing headers and timings");
+        await page.click("#pg-send");
+        await page.locator("#pg-output[data-done]").waitFor({ timeout });
+      }
       const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       check(over <= 0, `${tab} at ${width} px overflows by ${over} px`);
       if (tab === "pools") {
