@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -127,4 +129,73 @@ func countOf(s []string, v string) int {
 		}
 	}
 	return n
+}
+
+// TestBudgetEvents: the events stream sends a `budget` event when a key's
+// budget reaches its warning level and when it is used up, and a `key`
+// event budget_exceeded when the key leaves rotation.
+func TestBudgetEvents(t *testing.T) {
+	shiftBudgetClock(t, time.Date(2031, 9, 1, 9, 0, 0, 0, time.UTC))
+	_, base := mock(t, mockupstream.Config{})
+	_, admin := adminGateway(t, "\tllm_gateway {\n\t\tauth off\n\t\tpool budev {\n\t\t\tmodels *\n"+
+		"\t\t\tkey sk-ev1 "+base+" {\n\t\t\t\tid ev1\n\t\t\t\tbudget 2 usd per monthly {\n\t\t\t\t\twarn 50%\n\t\t\t\t}\n\t\t\t}\n"+
+		"\t\t\tkey sk-ev2 "+base+" {\n\t\t\t\tid ev2\n\t\t\t}\n\t\t}\n\t}\n", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on the test, not a measurement
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/llm_gateway/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sr := &sseReader{sc: bufio.NewScanner(resp.Body)}
+	if ev, _, err := sr.next(); err != nil || ev != "hello" {
+		t.Fatalf("first event %q, %v", ev, err)
+	}
+	next := func(want string) string {
+		t.Helper()
+		for {
+			ev, data, err := sr.next()
+			if err != nil {
+				t.Fatalf("waiting for a %s event: %v", want, err)
+			}
+			if ev == want {
+				return data
+			}
+		}
+	}
+	bk := book(t)
+	bk.charge(spendCharge{Pool: "budev", KeyID: "ev1", USD: 1.5, Known: true})
+	var be budgetEvent
+	if err := json.Unmarshal([]byte(next("budget")), &be); err != nil || be.Type != "budget_warning" || be.Scope != "key" ||
+		be.Name != "budev/ev1" || be.Key != "ev1" || be.SpentUSD != 1.5 || be.LimitUSD != 2 || be.Budget != "2 USD monthly" {
+		t.Fatalf("warning event %+v %v", be, err)
+	}
+	bk.charge(spendCharge{Pool: "budev", KeyID: "ev1", USD: 0.5, Known: true})
+	// the key's state change and the budget event come in the same tick,
+	// in either order
+	var ke keyEvent
+	be = budgetEvent{}
+	for ke.Type == "" || be.Type == "" {
+		ev, data, err := sr.next()
+		if err != nil {
+			t.Fatalf("waiting for the key and budget events: %v (key %+v, budget %+v)", err, ke, be)
+		}
+		switch ev {
+		case "key":
+			if err := json.Unmarshal([]byte(data), &ke); err != nil {
+				t.Fatal(err)
+			}
+		case "budget":
+			if err := json.Unmarshal([]byte(data), &be); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if be.Type != "budget_exceeded" || be.SpentUSD != 2 || !be.ResetsAt.Equal(time.Date(2031, 10, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("exceeded event %+v", be)
+	}
+	if ke.Type != "budget_exceeded" || ke.Key != "ev1" || ke.State != "budget" || ke.Prev != "ready" || ke.Reason != "budget" {
+		t.Errorf("key event %+v", ke)
+	}
 }
