@@ -106,6 +106,7 @@ func (adminAPI) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	marks := snapshotMarks()
+	_, budgetSeq := budgetEventsSince(^uint64(0)) // before hello: what follows it is sent
 	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
 		return nil
 	}
@@ -115,7 +116,6 @@ func (adminAPI) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	tick := time.NewTicker(eventInterval)
 	defer tick.Stop()
 	lastWrite := time.Now()
-	_, budgetSeq := budgetEventsSince(^uint64(0))
 	for {
 		select {
 		case <-r.Context().Done():
