@@ -155,6 +155,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
+			if err := priceGivenTwice(d, h.Prices, pr); err != nil {
+				return err
+			}
 			h.Prices = append(h.Prices, pr)
 		default:
 			if ok, err := setOption(d, h); ok {
@@ -249,6 +252,9 @@ func unmarshalPool(d *caddyfile.Dispenser) (*PoolConfig, error) {
 		case "price":
 			pr, err := unmarshalPrice(d)
 			if err != nil {
+				return nil, err
+			}
+			if err := priceGivenTwice(d, pc.Prices, pr); err != nil {
 				return nil, err
 			}
 			pc.Prices = append(pc.Prices, pr)

@@ -141,6 +141,9 @@ func parseProxyURL(v string) (*url.URL, error) {
 	default:
 		return nil, fmt.Errorf("unsupported scheme %q: want http, https, socks5 or socks5h", u.Scheme)
 	}
+	if u.Hostname() == "" {
+		return nil, errors.New("the host is missing (scheme://host:port)")
+	}
 	if u.Port() == "" {
 		return nil, errors.New("the port is missing (scheme://host:port)")
 	}
@@ -189,6 +192,10 @@ func maskProxyURL(raw string) string {
 // mistakes name the file and line.
 func unmarshalEgress(d *caddyfile.Dispenser) (*EgressConfig, error) {
 	ec := &EgressConfig{}
+	// a dispenser over the directive's token alone, so that an empty
+	// block is reported at the egress line, not at its closing brace
+	at := caddyfile.NewDispenser([]caddyfile.Token{d.Token()})
+	at.Next()
 	args := d.RemainingArgs()
 	if containsWord(args, "direct") {
 		if len(args) > 1 {
@@ -239,7 +246,7 @@ func unmarshalEgress(d *caddyfile.Dispenser) (*EgressConfig, error) {
 		}
 	}
 	if !ec.Direct && len(ec.Proxies) == 0 {
-		return nil, d.Err("egress needs at least one proxy (proxy <url>), or direct")
+		return nil, at.Err("egress needs at least one proxy (proxy <url>), or direct")
 	}
 	return ec, nil
 }

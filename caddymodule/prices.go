@@ -121,7 +121,22 @@ func parsePriceTable(b []byte) ([]PriceEntry, error) {
 	return f.Entries, nil
 }
 
-// check reports a negative, NaN or infinite price.
+// maxPriceUSD bounds a price (US dollars per million tokens): far above
+// any vendor's, and low enough that a request's cost and the totals stay
+// finite (an infinite cost cannot be written as JSON or added in Redis).
+const maxPriceUSD = 1e6
+
+// checkPricePattern reports a model pattern with a '*' anywhere but at
+// its end (such a pattern would be an exact name that matches nothing).
+func checkPricePattern(pattern string) error {
+	if i := strings.IndexByte(pattern, '*'); i >= 0 && i != len(pattern)-1 {
+		return fmt.Errorf("price pattern '%s': a '*' may only end a pattern (a prefix such as gpt-4o*)", pattern)
+	}
+	return nil
+}
+
+// check reports a negative, NaN, infinite or absurdly large price
+// (> maxPriceUSD).
 func (p Price) check() error {
 	for _, v := range []struct {
 		name string
@@ -129,6 +144,9 @@ func (p Price) check() error {
 	}{{"input", &p.Input}, {"output", &p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}, {"reasoning", p.Reasoning}} {
 		if v.v != nil && (*v.v < 0 || math.IsNaN(*v.v) || math.IsInf(*v.v, 0)) {
 			return fmt.Errorf("%s price %v is not a non-negative number", v.name, *v.v)
+		}
+		if v.v != nil && *v.v > maxPriceUSD {
+			return fmt.Errorf("%s price %v is above %v US dollars per million tokens", v.name, *v.v, maxPriceUSD)
 		}
 	}
 	return nil
@@ -236,6 +254,9 @@ func validatePrices(where string, cfgs []*PriceConfig) error {
 			return fmt.Errorf("%s: price for '%s' is given twice", where, c.Model)
 		}
 		seen[c.Model] = true
+		if err := checkPricePattern(c.Model); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
 		if err := (Price{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, Reasoning: c.Reasoning}).check(); err != nil {
 			return fmt.Errorf("%s: price '%s': %v", where, c.Model, err)
 		}
@@ -253,12 +274,23 @@ func unmarshalPrice(d *caddyfile.Dispenser) (*PriceConfig, error) {
 		return nil, d.Errf("want %s", usage)
 	}
 	pc := &PriceConfig{Model: args[0]}
+	if err := checkPricePattern(args[0]); err != nil {
+		return nil, d.Err(err.Error())
+	}
 	var haveIn, haveOut bool
+	given := map[string]bool{}
 	for i := 1; i < len(args); i += 2 {
 		v, err := strconv.ParseFloat(strings.TrimPrefix(args[i+1], "$"), 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 			return nil, d.Errf("price %s: %s '%s' is not a non-negative number of US dollars per million tokens", args[0], args[i], args[i+1])
 		}
+		if v > maxPriceUSD {
+			return nil, d.Errf("price %s: %s '%s' is above %v US dollars per million tokens", args[0], args[i], args[i+1], maxPriceUSD)
+		}
+		if given[args[i]] {
+			return nil, d.Errf("price %s: %s is given twice", args[0], args[i])
+		}
+		given[args[i]] = true
 		switch args[i] {
 		case "input":
 			pc.Input, haveIn = v, true
@@ -278,4 +310,15 @@ func unmarshalPrice(d *caddyfile.Dispenser) (*PriceConfig, error) {
 		return nil, d.Errf("price %s: input and output are required; want %s", args[0], usage)
 	}
 	return pc, nil
+}
+
+// priceGivenTwice reports, at the dispenser's line, a price whose pattern
+// an earlier price of the same block already gave.
+func priceGivenTwice(d *caddyfile.Dispenser, earlier []*PriceConfig, pr *PriceConfig) error {
+	for _, e := range earlier {
+		if e != nil && e.Model == pr.Model {
+			return d.Errf("price for '%s' is given twice", pr.Model)
+		}
+	}
+	return nil
 }
