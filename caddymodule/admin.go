@@ -156,7 +156,7 @@ func findPools(name string) ([]*keypool.Pool, error) {
 			return []*keypool.Pool{p}, nil
 		}
 	}
-	return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown pool %q", name)}
+	return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown pool %q", clipClient(name))}
 }
 
 // poolView is one pool in GET /llm_gateway/pools.

@@ -142,7 +142,7 @@ func (adminAPI) handleSessions(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", v)}
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", clipClient(v))}
 		}
 		limit = n
 	}

@@ -215,7 +215,7 @@ func (adminAPI) handleRequests(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", v)}
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", clipClient(v))}
 		}
 		limit = min(n, 1000)
 	}
@@ -223,7 +223,7 @@ func (adminAPI) handleRequests(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("before"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("before: want a sequence number, got %q", v)}
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("before: want a sequence number, got %q", clipClient(v))}
 		}
 		before = n
 	}

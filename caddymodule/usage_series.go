@@ -386,14 +386,19 @@ func (adminAPI) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// parseUsageTime reads an RFC 3339 time or Unix seconds.
+// parseUsageTime reads an RFC 3339 time or Unix seconds, in UTC between
+// the years 1 and 9999 (the answer echoes the range, and a JSON time
+// outside those years cannot be written).
 func parseUsageTime(v string) (time.Time, error) {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return time.Unix(n, 0), nil
-	}
 	t, err := time.Parse(time.RFC3339, v)
+	if n, nerr := strconv.ParseInt(v, 10, 64); nerr == nil {
+		t, err = time.Unix(n, 0), nil
+	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("want an RFC 3339 time or Unix seconds, got %q", clipClient(v))
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return time.Time{}, fmt.Errorf("%q is outside the years 1 to 9999", clipClient(v))
 	}
 	return t, nil
 }
