@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,6 +110,10 @@ func TestCostOf(t *testing.T) {
 	// no input reported: the estimate, marked
 	if got, est := costOf(Price{Input: 1, Output: 2}, translate.Usage{OutputTokens: i64p(10)}, 400); math.Abs(got-0.00042) > 1e-15 || !est {
 		t.Fatalf("estimated: %v %v, want 0.00042 estimated", got, est)
+	}
+	// 0.1 + 0.2 USD per million tokens: the float sum's noise is rounded off
+	if got, _ := costOf(Price{Input: 0.1, Output: 0.2}, translate.Usage{InputTokens: i64p(1), OutputTokens: i64p(1)}, 0); strconv.FormatFloat(got, 'g', -1, 64) != "3e-07" {
+		t.Fatalf("0.1 + 0.2 per million: %s, want 3e-07", strconv.FormatFloat(got, 'g', -1, 64))
 	}
 }
 
