@@ -130,3 +130,37 @@ func TestAttackJSONPrices(t *testing.T) {
 		t.Fatalf("cost of the largest usage at the largest price = %v", usd)
 	}
 }
+
+// TestAttackJSONConfig: hostile JSON values outside the Caddyfile's reach
+// fail at provision with a message naming the field (never the key's
+// secret), or load meaningfully.
+func TestAttackJSONConfig(t *testing.T) {
+	for _, c := range []struct{ handler, key, want string }{
+		{`"learn_limits":"maybe",`, ``, "learn_limits: want"},
+		{``, `"weight":-1,`, `pool "main": key #1: max_concurrency and weight must not be negative`},
+		{``, `"budget":{"amount_usd":5,"period":"1ns"},`, "budget: period '1ns' is neither daily, monthly nor a duration of at least 1m"},
+		{``, `"budget":{"amount_usd":-1,"period":"daily"},`, "budget: the amount must be a number of US dollars > 0, got -1"},
+		{``, `"budget":{"amount_usd":5,"period":"daily","warn_percent":150},`, "warn must be a percentage between 0 and 100"},
+		{``, `"budget":{"amount_usd":5,"period":"24h","timezone":"Europe/Berlin"},`, "timezone applies to daily and monthly budgets"},
+		{``, `"budget":{"amount_usd":5,"period":"monthly","timezone":"Local"},`, "unknown time zone 'Local'"},
+		{`"recent_requests":-5,`, ``, "recent_requests must be between 0"},
+		{`"egress":{"proxies":["http://user:p@ss:w@rd@127.0.0.1:3128"]},`, ``, ""},
+		{`"egress":{"proxies":["http://:3128"]},`, ``, "egress proxy http://:3128: the host is missing"},
+		{`"egress":{},`, ``, "egress: at least one proxy is required (or direct)"},
+		{`"egress":{"proxies":["http://127.0.0.1:3128"],"strategy":"x"},`, ``, `egress strategy "x": want rotate`},
+		{`"egress":{"proxies":["http://127.0.0.1:3128"],"cooldown":-1},`, ``, "egress: cooldown and connect_timeout must not be negative"},
+		{`"egress":{"proxies":["http://127.0.0.1:3128"],"connect_timeout":-1},`, ``, "egress: cooldown and connect_timeout must not be negative"},
+	} {
+		cfg := `{"admin":{"disabled":true},"apps":{"http":{"servers":{"s":{"listen":["127.0.0.1:0"],"routes":[{"handle":[{"handler":"llm_gateway","auth":"off",` +
+			c.handler + `"pools":[{"name":"main","keys":[{` + c.key + `"secret":"mk-secret-0123456789","base_url":"http://127.0.0.1:1/v1"}]}]}]}]}}}}}`
+		err := loadJSONErr(cfg)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s%s: %v, want it loaded", c.handler, c.key, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s%s: error %v, want %q", c.handler, c.key, err, c.want)
+		case err != nil && (strings.Contains(err.Error(), "mk-secret-0123456789") || strings.Contains(err.Error(), "p@ss")):
+			t.Errorf("error shows a secret: %v", err)
+		}
+	}
+}

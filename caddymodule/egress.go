@@ -476,6 +476,9 @@ func (s *egressSet) plan(ec *EgressConfig, repl *caddy.Replacer) (*egressPlan, e
 	if len(ec.Proxies) == 0 {
 		return nil, errors.New("egress: at least one proxy is required (or direct)")
 	}
+	if ec.Cooldown < 0 || ec.ConnectTimeout < 0 {
+		return nil, errors.New("egress: cooldown and connect_timeout must not be negative")
+	}
 	pl := &egressPlan{strategy: ec.Strategy,
 		cooldown:       durationOr(ec.Cooldown, DefaultEgressCooldown),
 		connectTimeout: durationOr(ec.ConnectTimeout, DefaultEgressConnectTimeout)}
