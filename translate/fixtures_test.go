@@ -54,6 +54,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestPassthroughStreams", TestPassthroughStreams},
 		{"TestPassthroughChatUsage", TestPassthroughChatUsage},
 		{"TestAddStreamUsageAndHide", TestAddStreamUsageAndHide},
+		{"TestChatChunkMembersAsHasMember", TestChatChunkMembersAsHasMember},
 		{"TestHoldPreambleHealthyStreamsUnchanged", TestHoldPreambleHealthyStreamsUnchanged},
 		{"TestHoldPreambleFirstContentNotDelayed", TestHoldPreambleFirstContentNotDelayed},
 		{"TestMultiTurnChatClientAnthropicUpstream", TestMultiTurnChatClientAnthropicUpstream},

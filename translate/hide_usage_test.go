@@ -229,3 +229,52 @@ func FuzzHideUsageMember(f *testing.F) {
 		}
 	})
 }
+
+// TestChatChunkMembersAsHasMember: the one-pass test of a Chat chunk's
+// members answers as the three hasMember searches do, on every event of
+// the recorded and written Chat streams and on hand-made edge cases
+// (white space around the colon, escaped quotes, names ending in the
+// searched ones, nested members, values of the wrong type, truncation).
+func TestChatChunkMembersAsHasMember(t *testing.T) {
+	datas := [][]byte{
+		[]byte(`{"error":{"message":"x"}}`), []byte(`{"error" :  "boom"}`), []byte(`{"error":`), []byte(`{"error": `),
+		[]byte(`{"usage":null}`), []byte(`{"usage" : {"prompt_tokens":1}}`), []byte(`{"x":{"usage":{}}}`),
+		[]byte(`{"finish_reason":null}`), []byte(`{"finish_reason":"stop"}`), []byte("{\"finish_reason\"\t:\n\"length\"}"),
+		[]byte(`{"content":"\"error\": not a member"}`), []byte(`{"content":"a:b \"usage\":{"}`), []byte(`{"my\"error":1}`),
+		[]byte(`{"xerror":1,"xusage":{},"xfinish_reason":"s"}`), []byte(`:`), []byte(`"error":`), []byte(``), []byte(`::"usage":{`),
+	}
+	for _, fx := range streamsIn(t, fixtureDirs(t), OpenAIChat) {
+		r := NewSSEReader(bytes.NewReader(fx.body))
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			datas = append(datas, bytes.Clone(ev.Data))
+		}
+	}
+	if len(datas) < 80 {
+		t.Fatalf("only %d chunks to compare", len(datas))
+	}
+	for _, d := range datas {
+		e, u, f := chatChunkMembers(d)
+		we, wu, wf := hasMember(d, keyError, 0), hasMember(d, keyUsage, '{'), hasMember(d, keyFinishReason, '"')
+		if e != we || u != wu || f != wf {
+			t.Errorf("%q: chatChunkMembers = %v %v %v, hasMember = %v %v %v", d, e, u, f, we, wu, wf)
+		}
+	}
+}
+
+// FuzzChatChunkMembers: chatChunkMembers answers as the three hasMember
+// searches on any bytes.
+func FuzzChatChunkMembers(f *testing.F) {
+	for _, s := range []string{`{"error":{}}`, `{"usage" : {}}`, `{"finish_reason":"stop"}`, `{"a":"\"usage\":{"}`, `"finish_reason"` + "\t:" + `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, d []byte) {
+		e, u, fr := chatChunkMembers(d)
+		if we, wu, wf := hasMember(d, keyError, 0), hasMember(d, keyUsage, '{'), hasMember(d, keyFinishReason, '"'); e != we || u != wu || fr != wf {
+			t.Fatalf("%q: chatChunkMembers = %v %v %v, hasMember = %v %v %v", d, e, u, fr, we, wu, wf)
+		}
+	})
+}

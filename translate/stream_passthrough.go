@@ -58,7 +58,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		// findings count only where the byte test agrees, so that a
 		// chunk means the same parsed or not (a member name written with
 		// \u escapes is not seen either way).
-		hasErr, hasUsage, hasFinish := hasMember(data, keyError, 0), hasMember(data, keyUsage, '{'), hasMember(data, keyFinishReason, '"')
+		hasErr, hasUsage, hasFinish := chatChunkMembers(data)
 		if classify || hasErr || hasUsage || hasFinish {
 			t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
 			f := t.scratch
@@ -255,6 +255,44 @@ func hasMember(data, qkey []byte, first byte) bool {
 		off += i + 1
 	}
 	return false
+}
+
+// chatChunkMembers is hasMember for the three members a Chat chunk is
+// parsed for, in one pass over its colons instead of three searches for
+// quoted names (a '"' is the commonest byte of JSON, so each search tests
+// many false starts): "error" with any value, "usage" with an object,
+// "finish_reason" with a string. Like hasMember it never misses such a
+// member and may find one that is not at the top level.
+func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool) {
+	for off := 0; off < len(data); {
+		c := bytes.IndexByte(data[off:], ':')
+		if c < 0 {
+			break
+		}
+		c += off
+		off = c + 1
+		q := c - 1 // the name's closing quote, before any white space
+		for q >= 0 && isJSONSpace(data[q]) {
+			q--
+		}
+		if q < 0 || data[q] != '"' {
+			continue
+		}
+		v := skipSpace(data, c+1)
+		if v >= len(data) {
+			break
+		}
+		name := data[:q+1]
+		switch {
+		case bytes.HasSuffix(name, keyError):
+			hasErr = true
+		case bytes.HasSuffix(name, keyUsage):
+			hasUsage = hasUsage || data[v] == '{'
+		case bytes.HasSuffix(name, keyFinishReason):
+			hasFinish = hasFinish || data[v] == '"'
+		}
+	}
+	return hasErr, hasUsage, hasFinish
 }
 
 // skipSpace returns the index of the first byte of data at or after i
