@@ -97,9 +97,11 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		st.started = true
 		var eds [2]dataEdit
 		n := 0
-		if m := gjson.Get(sd, "model"); t.model != "" && m.Type == gjson.String && m.Str != t.model {
-			eds[n] = modelEdit(data, m)
-			n++
+		if t.model != "" { // the chunk is read for its model only when one is to be rewritten
+			if m := gjson.Get(sd, "model"); m.Type == gjson.String && m.Str != t.model {
+				eds[n] = modelEdit(data, m)
+				n++
+			}
 		}
 		if t.hideUsage {
 			if from, to, ok := usageNullMember(data); ok {
