@@ -164,3 +164,29 @@ func TestAttackJSONConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackCostModelsBounded: model names come from clients, so the
+// spend totals keep at most maxCostModels models apart; further new
+// names are counted under otherCostModel, while models that already have
+// spend keep their own line.
+func TestAttackCostModelsBounded(t *testing.T) {
+	forgetCostState()
+	t.Cleanup(forgetCostState)
+	costModels.Store(maxCostModels - 1)
+	costFor(costKey{kind: costByModel, a: boundedCostModel("model-a")}).add(requestCost{known: true, usd: 1})
+	if n := costModels.Load(); n != maxCostModels {
+		t.Fatalf("model entries %d, want %d", n, maxCostModels)
+	}
+	for model, want := range map[string]string{"model-a": "model-a", "model-b": otherCostModel, strings.Repeat("z", 5000): otherCostModel} {
+		if got := boundedCostModel(model); got != want {
+			t.Errorf("boundedCostModel(%.20q) = %q, want %q", model, got, want)
+		}
+	}
+	costFor(costKey{kind: costByModel, a: boundedCostModel("model-c")}).add(requestCost{known: true, usd: 2})
+	if f := peekCost(costKey{kind: costByModel, a: otherCostModel}); f.USD != 2 || f.Priced != 1 {
+		t.Fatalf("other models: %+v", f)
+	}
+	if f := peekCost(costKey{kind: costByModel, a: "model-c"}); f.Priced != 0 {
+		t.Fatalf("model-c kept apart past the bound: %+v", f)
+	}
+}

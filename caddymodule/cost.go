@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -145,7 +146,8 @@ func (h *Handler) costRequest(rl *requestLog) {
 			break
 		}
 	}
-	keys := []costKey{{kind: costByKey, a: rl.pool, b: rl.key}, {kind: costByModel, a: clipClient(rl.upstreamModel)}}
+	model := boundedCostModel(rl.upstreamModel)
+	keys := []costKey{{kind: costByKey, a: rl.pool, b: rl.key}, {kind: costByModel, a: model}}
 	if rl.gatewayKey != "" {
 		keys = append(keys, costKey{kind: costByGatewayKey, a: rl.gatewayKey})
 	}
@@ -157,7 +159,7 @@ func (h *Handler) costRequest(rl *requestLog) {
 		noteUnknownModel(rl.pool, rl.upstreamModel)
 	} else if c.usd > 0 {
 		initCostMetric()
-		costMetric.WithLabelValues(rl.pool, rl.key, rl.gatewayKey, rl.upstreamModel).Add(c.usd)
+		costMetric.WithLabelValues(rl.pool, rl.key, rl.gatewayKey, model).Add(c.usd)
 	}
 	h.budgets.charge(spendCharge{Pool: rl.pool, KeyID: rl.key, GatewayKey: rl.gatewayKey, Model: rl.upstreamModel,
 		USD: c.usd, Known: c.known, Estimated: c.estimated, At: budgetNow()})
@@ -224,8 +226,39 @@ func costFor(k costKey) *costTotals {
 	if v, ok := costMap.Load(k); ok {
 		return v.(*costTotals)
 	}
-	v, _ := costMap.LoadOrStore(k, new(costTotals))
+	v, loaded := costMap.LoadOrStore(k, new(costTotals))
+	if !loaded && k.kind == costByModel {
+		costModels.Add(1)
+	}
 	return v.(*costTotals)
+}
+
+// costModels counts the costByModel entries of costMap.
+var costModels atomic.Int64
+
+// maxCostModels bounds the models the spend totals and the cost metric
+// keep apart: model names come from clients (a wildcard pool passes any
+// name upstream), so past this many the further ones are counted under
+// otherCostModel rather than growing memory, the usage file, Redis and
+// the metric's series without end.
+const maxCostModels = 10000
+
+// otherCostModel is the model name the models past maxCostModels are
+// counted under.
+const otherCostModel = "(other models)"
+
+// boundedCostModel is the name model's spend is counted under: itself
+// (clipped) while fewer than maxCostModels models have spend, or when it
+// already has some; otherCostModel past that.
+func boundedCostModel(model string) string {
+	m := clipClient(model)
+	if costModels.Load() < maxCostModels {
+		return m
+	}
+	if _, ok := costMap.Load(costKey{kind: costByModel, a: m}); ok {
+		return m
+	}
+	return otherCostModel
 }
 
 func (s *costTotals) add(c requestCost) {

@@ -28,6 +28,7 @@ func forgetCostState() {
 		costMap.Delete(k)
 		return true
 	})
+	costModels.Store(0)
 	unknownModels.Lock()
 	unknownModels.m = map[[2]string]int64{}
 	unknownModels.Unlock()
