@@ -242,6 +242,8 @@ func TestChatChunkMembersAsHasMember(t *testing.T) {
 		[]byte(`{"finish_reason":null}`), []byte(`{"finish_reason":"stop"}`), []byte("{\"finish_reason\"\t:\n\"length\"}"),
 		[]byte(`{"content":"\"error\": not a member"}`), []byte(`{"content":"a:b \"usage\":{"}`), []byte(`{"my\"error":1}`),
 		[]byte(`{"xerror":1,"xusage":{},"xfinish_reason":"s"}`), []byte(`:`), []byte(`"error":`), []byte(``), []byte(`::"usage":{`),
+		[]byte(`{"a":1,"usage":null}`), []byte(`{"usage":null,"a":1}`), []byte(`{"usage" : null , "obfuscation":"x"}`), []byte(`{"usage":null,"x":{"usage":1}}`),
+		[]byte(`{"usage":null,"t":"usage"}`), []byte(`{"t":"usage","usage":null}`), []byte(`{"usage":null}`), []byte(`{"c":"\"usage\":null"}`),
 	}
 	for _, fx := range streamsIn(t, fixtureDirs(t), OpenAIChat) {
 		r := NewSSEReader(bytes.NewReader(fx.body))
@@ -257,10 +259,15 @@ func TestChatChunkMembersAsHasMember(t *testing.T) {
 		t.Fatalf("only %d chunks to compare", len(datas))
 	}
 	for _, d := range datas {
-		e, u, f := chatChunkMembers(d)
+		e, u, f, at := chatChunkMembers(d)
 		we, wu, wf := hasMember(d, keyError, 0), hasMember(d, keyUsage, '{'), hasMember(d, keyFinishReason, '"')
 		if e != we || u != wu || f != wf {
 			t.Errorf("%q: chatChunkMembers = %v %v %v, hasMember = %v %v %v", d, e, u, f, we, wu, wf)
+		}
+		a1, b1, ok1 := usageNullMemberAt(d, at)
+		a2, b2, ok2 := usageNullMember(d)
+		if a1 != a2 || b1 != b2 || ok1 != ok2 {
+			t.Errorf("%q: usageNullMemberAt(%d) = %d %d %v, usageNullMember = %d %d %v", d, at, a1, b1, ok1, a2, b2, ok2)
 		}
 	}
 }
@@ -272,9 +279,14 @@ func FuzzChatChunkMembers(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, d []byte) {
-		e, u, fr := chatChunkMembers(d)
+		e, u, fr, at := chatChunkMembers(d)
 		if we, wu, wf := hasMember(d, keyError, 0), hasMember(d, keyUsage, '{'), hasMember(d, keyFinishReason, '"'); e != we || u != wu || fr != wf {
 			t.Fatalf("%q: chatChunkMembers = %v %v %v, hasMember = %v %v %v", d, e, u, fr, we, wu, wf)
+		}
+		a1, b1, ok1 := usageNullMemberAt(d, at)
+		a2, b2, ok2 := usageNullMember(d)
+		if a1 != a2 || b1 != b2 || ok1 != ok2 {
+			t.Fatalf("%q: usageNullMemberAt(%d) = %d %d %v, usageNullMember = %d %d %v", d, at, a1, b1, ok1, a2, b2, ok2)
 		}
 	})
 }

@@ -58,7 +58,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		// findings count only where the byte test agrees, so that a
 		// chunk means the same parsed or not (a member name written with
 		// \u escapes is not seen either way).
-		hasErr, hasUsage, hasFinish := chatChunkMembers(data)
+		hasErr, hasUsage, hasFinish, usageAt := chatChunkMembers(data)
 		if classify || hasErr || hasUsage || hasFinish {
 			t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
 			f := t.scratch
@@ -104,7 +104,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			}
 		}
 		if t.hideUsage {
-			if from, to, ok := usageNullMember(data); ok {
+			if from, to, ok := usageNullMemberAt(data, usageAt); ok {
 				eds[n] = dataEdit{from, to, false}
 				n++
 			}
@@ -264,8 +264,11 @@ func hasMember(data, qkey []byte, first byte) bool {
 // quoted names (a '"' is the commonest byte of JSON, so each search tests
 // many false starts): "error" with any value, "usage" with an object,
 // "finish_reason" with a string. Like hasMember it never misses such a
-// member and may find one that is not at the top level.
-func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool) {
+// member and may find one that is not at the top level. usageAt is where
+// the last "usage" name followed by a colon starts, -1 when there is none
+// (usageNullMemberAt's starting point).
+func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt int) {
+	usageAt = -1
 	for off := 0; off < len(data); {
 		c := bytes.IndexByte(data[off:], ':')
 		if c < 0 {
@@ -290,11 +293,12 @@ func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool) {
 			hasErr = true
 		case bytes.HasSuffix(name, keyUsage):
 			hasUsage = hasUsage || data[v] == '{'
+			usageAt = q + 1 - len(keyUsage)
 		case bytes.HasSuffix(name, keyFinishReason):
 			hasFinish = hasFinish || data[v] == '"'
 		}
 	}
-	return hasErr, hasUsage, hasFinish
+	return hasErr, hasUsage, hasFinish, usageAt
 }
 
 // skipSpace returns the index of the first byte of data at or after i
@@ -317,7 +321,12 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // (", \"usage\": null" after another member; "\"usage\":null, " as the first
 // member; the member alone when it is the only one).
 func usageNullMember(data []byte) (from, to int, ok bool) {
-	ks := bytes.LastIndex(data, keyUsage)
+	return usageNullMemberAt(data, bytes.LastIndex(data, keyUsage))
+}
+
+// usageNullMemberAt is usageNullMember starting from ks, where a "usage"
+// name starts (the last one of the chunk), -1 when the chunk has none.
+func usageNullMemberAt(data []byte, ks int) (from, to int, ok bool) {
 	if ks < 0 {
 		return 0, 0, false
 	}
