@@ -35,7 +35,8 @@ type BudgetSpec struct {
 	// AmountUSD is the limit in US dollars, > 0.
 	AmountUSD float64 `json:"amount_usd"`
 	// Period is "daily" or "monthly" (calendar periods in Timezone), or a
-	// Caddy duration such as "24h" or "30d" (a rolling window, >= 1m).
+	// Caddy duration such as "24h" or "30d" (a rolling window, from 1m
+	// to 366d).
 	Period string `json:"period"`
 	// WarnPercent, when > 0 (and < 100), is the share of AmountUSD at
 	// which a warning is raised once per period. Default: 0, none.
@@ -84,6 +85,10 @@ func (s *BudgetSpec) compile() (*budgetRule, error) {
 		d, err := caddy.ParseDuration(s.Period)
 		if err != nil || d < time.Minute {
 			return nil, fmt.Errorf("budget: period '%s' is neither daily, monthly nor a duration of at least 1m such as 24h or 30d", s.Period)
+		}
+		if d > maxBudgetWindow {
+			// the window's bucket times would overflow (a reset in 1738)
+			return nil, fmt.Errorf("budget: a rolling window of at most 366d, got '%s' (use monthly for a calendar month)", s.Period)
 		}
 		if s.Timezone != "" {
 			return nil, fmt.Errorf("budget: timezone applies to daily and monthly budgets, not to a rolling window (per %s)", s.Period)
@@ -140,6 +145,9 @@ func unmarshalBudget(d *caddyfile.Dispenser) (*BudgetSpec, error) {
 	}
 	return bs, nil
 }
+
+// maxBudgetWindow is the longest rolling window a budget may have.
+const maxBudgetWindow = 366 * 24 * time.Hour
 
 // budgetSteps is the number of steps a rolling window is counted in.
 const budgetSteps = 24
