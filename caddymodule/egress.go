@@ -925,9 +925,19 @@ func (x *exchange) exitLost(err error) bool {
 	if x.exit == nil || x.exit.direct || pl == nil || err == nil || !ioFailure(err) {
 		return false
 	}
+	// a proxy that is going away may still accept a connection for a few
+	// milliseconds after it dropped this one (its listener closes last):
+	// it is judged reachable only if it still accepts one a moment later
 	if x.exit.reachable(pl.connectTimeout) {
-		return false
+		time.Sleep(exitRecheckDelay)
+		if x.exit.reachable(pl.connectTimeout) {
+			return false
+		}
 	}
 	x.exit.cool(pl.cooldown, &exitError{err})
 	return true
 }
+
+// exitRecheckDelay is how long exitLost waits before it checks a second
+// time that an exit which dropped a connection still accepts new ones.
+const exitRecheckDelay = 100 * time.Millisecond
