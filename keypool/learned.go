@@ -128,14 +128,23 @@ func count(s string) (int64, bool) {
 	return int64(f), true
 }
 
-func openAILimit(h http.Header, limit, remain, reset string) RateLimit {
-	var r RateLimit
+// headerLimit reads one window's limit and remaining counts; ok false
+// (and a zero RateLimit) when the remaining count is absent or malformed.
+func headerLimit(h http.Header, limit, remain string) (RateLimit, bool) {
 	rem, ok := count(rlHeader(h, remain))
+	if !ok {
+		return RateLimit{}, false
+	}
+	r := RateLimit{Remaining: rem, Set: true}
+	r.Limit, _ = count(rlHeader(h, limit))
+	return r, true
+}
+
+func openAILimit(h http.Header, limit, remain, reset string) RateLimit {
+	r, ok := headerLimit(h, limit, remain)
 	if !ok {
 		return r
 	}
-	r.Remaining, r.Set = rem, true
-	r.Limit, _ = count(rlHeader(h, limit))
 	if d, ok := parseWait(rlHeader(h, reset)); ok {
 		r.Reset = min(d, maxHint)
 	}
@@ -143,13 +152,10 @@ func openAILimit(h http.Header, limit, remain, reset string) RateLimit {
 }
 
 func anthropicLimit(h http.Header, now time.Time, limit, remain, reset string) RateLimit {
-	var r RateLimit
-	rem, ok := count(rlHeader(h, remain))
+	r, ok := headerLimit(h, limit, remain)
 	if !ok {
 		return r
 	}
-	r.Remaining, r.Set = rem, true
-	r.Limit, _ = count(rlHeader(h, limit))
 	if s := rlHeader(h, reset); s != "" {
 		if t, err := time.Parse(time.RFC3339, s); err == nil {
 			r.Reset = min(max(t.Sub(now), 0), maxHint)
