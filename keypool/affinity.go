@@ -15,7 +15,7 @@ type affEntry struct {
 	session    string
 	fp         string // key fingerprint: survives reloads
 	at         time.Time
-	hits       int64 // requests placed on the session's key while pinned (put calls)
+	hits       int64 // requests placed on the session's key (fp) since it was pinned to it (put calls)
 	prev, next *affEntry
 }
 
@@ -52,6 +52,9 @@ func (t *affinityTable) put(session, fp string, now time.Time, max int) {
 		}
 		e = &affEntry{session: session}
 		t.m[session] = e
+	}
+	if e.fp != fp {
+		e.hits = 0 // pinned to another key: its count starts afresh
 	}
 	e.fp, e.at = fp, now
 	e.hits++

@@ -44,6 +44,27 @@ func TestSessionsAndUnpin(t *testing.T) {
 	}
 }
 
+// TestSessionHitsRestartOnRepin counts a session's hits per key: when its
+// key is out and the session is pinned to another, the count starts again.
+func TestSessionHitsRestartOnRepin(t *testing.T) {
+	p, _ := newPoolWith(t, Settings{MaxConcurrencyPerKey: 4, AffinityTTL: time.Minute, AffinityMaxEntries: 10}, keys(3))
+	var first string
+	for i := 0; i < 2; i++ {
+		l := acquire(t, p, AcquireOptions{Session: "a"})
+		first = l.Key().ID()
+		l.Release(Outcome{Kind: Success})
+	}
+	if !p.Hold(first, ReasonBudget, time.Hour) {
+		t.Fatal("Hold matched no key")
+	}
+	l := acquire(t, p, AcquireOptions{Session: "a"})
+	l.Release(Outcome{Kind: Success})
+	got := p.Sessions(0)
+	if len(got) != 1 || got[0].KeyID == first || got[0].KeyID != l.Key().ID() || got[0].Hits != 1 {
+		t.Fatalf("sessions = %+v, want a on a key other than %s with 1 hit", got, first)
+	}
+}
+
 // TestWaitingCountsBlockedAcquires counts requests blocked for a key.
 func TestWaitingCountsBlockedAcquires(t *testing.T) {
 	p, _ := newTestPool(t, 1, Settings{MaxConcurrencyPerKey: 1})
