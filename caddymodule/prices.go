@@ -39,34 +39,29 @@ type PriceConfig struct {
 	// Model is an exact upstream model name or a prefix ending in '*'
 	// ("*" alone matches every model). Required.
 	Model string `json:"model"`
-	// Input is the price of input tokens that are neither cache reads nor
-	// cache writes. Required (0 is a valid price: a free model).
-	Input float64 `json:"input"`
-	// Output is the price of output tokens (reasoning included unless
-	// Reasoning is set). Required.
-	Output float64 `json:"output"`
-	// CacheRead is the price of input tokens read from the prompt cache
-	// (OpenAI cached_tokens, Anthropic cache_read_input_tokens). Default:
-	// the Input price.
-	CacheRead *float64 `json:"cache_read,omitempty"`
-	// CacheWrite is the price of input tokens written to the prompt cache
-	// (Anthropic cache_creation_input_tokens). Default: the Input price.
-	CacheWrite *float64 `json:"cache_write,omitempty"`
-	// Reasoning is the price of reasoning (thinking) tokens where a
-	// vendor bills them apart from other output. Default: the Output
-	// price.
-	Reasoning *float64 `json:"reasoning,omitempty"`
+	// Price holds the figures (input and output required; 0 is a valid
+	// price: a free model).
+	Price
 }
 
-// Price is a model's price in US dollars per million tokens. A nil
-// CacheRead or CacheWrite means the Input price; a nil Reasoning the
-// Output price.
+// Price is a model's price in US dollars per million tokens.
 type Price struct {
-	Input      float64  `json:"input"`
-	Output     float64  `json:"output"`
-	CacheRead  *float64 `json:"cache_read,omitempty"`
+	// Input is the price of input tokens that are neither cache reads nor
+	// cache writes.
+	Input float64 `json:"input"`
+	// Output is the price of output tokens (reasoning included unless
+	// Reasoning is set).
+	Output float64 `json:"output"`
+	// CacheRead is the price of input tokens read from the prompt cache
+	// (OpenAI cached_tokens, Anthropic cache_read_input_tokens). Nil: the
+	// Input price.
+	CacheRead *float64 `json:"cache_read,omitempty"`
+	// CacheWrite is the price of input tokens written to the prompt cache
+	// (Anthropic cache_creation_input_tokens). Nil: the Input price.
 	CacheWrite *float64 `json:"cache_write,omitempty"`
-	Reasoning  *float64 `json:"reasoning,omitempty"`
+	// Reasoning is the price of reasoning (thinking) tokens where a
+	// vendor bills them apart from other output. Nil: the Output price.
+	Reasoning *float64 `json:"reasoning,omitempty"`
 }
 
 // PriceEntry is one entry of the built-in price table (prices.json): a
@@ -233,7 +228,7 @@ func priceTableOf(cfgs []*PriceConfig) *priceTable {
 		if c == nil {
 			continue
 		}
-		ps = append(ps, pricePattern{c.Model, Price{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, Reasoning: c.Reasoning}})
+		ps = append(ps, pricePattern{c.Model, c.Price})
 	}
 	return newPriceTable(ps)
 }
@@ -257,7 +252,7 @@ func validatePrices(where string, cfgs []*PriceConfig) error {
 		if err := checkPricePattern(c.Model); err != nil {
 			return fmt.Errorf("%s: %v", where, err)
 		}
-		if err := (Price{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, Reasoning: c.Reasoning}).check(); err != nil {
+		if err := c.Price.check(); err != nil {
 			return fmt.Errorf("%s: price '%s': %v", where, c.Model, err)
 		}
 	}

@@ -131,7 +131,7 @@ func TestPriceCaddyfile(t *testing.T) {
 	if err := h.UnmarshalCaddyfile(d); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Prices) != 1 || *h.Prices[0] != (PriceConfig{Model: "gpt-*", Input: 1.5, Output: 6, CacheRead: h.Prices[0].CacheRead}) || *h.Prices[0].CacheRead != 0.15 {
+	if len(h.Prices) != 1 || *h.Prices[0] != (PriceConfig{Model: "gpt-*", Price: Price{Input: 1.5, Output: 6, CacheRead: h.Prices[0].CacheRead}}) || *h.Prices[0].CacheRead != 0.15 {
 		t.Fatalf("global: %+v", h.Prices)
 	}
 	if pp := h.Pools[0].Prices; len(pp) != 1 || pp[0].Model != "my-model" || pp[0].Input != 0 || pp[0].Output != 0 {
