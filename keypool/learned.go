@@ -30,6 +30,11 @@ type RateLimit struct {
 }
 
 // RateLimits are the rate limits one upstream answer reported, as
+// windows returns r's windows in learnedEntry.w order.
+func (r *RateLimits) windows() [lwCount]*RateLimit {
+	return [lwCount]*RateLimit{&r.Requests, &r.Tokens, &r.InputTokens, &r.OutputTokens}
+}
+
 // ParseRateLimits reads them. Requests and Tokens are filled from either
 // family; InputTokens and OutputTokens only from Anthropic's.
 type RateLimits struct {
@@ -370,7 +375,7 @@ func (p *Pool) learnLocked(k *Key, model string, rl *RateLimits, now time.Time, 
 		}
 	}
 	e.at, e.seq = now, req
-	for i, r := range [lwCount]*RateLimit{&rl.Requests, &rl.Tokens, &rl.InputTokens, &rl.OutputTokens} {
+	for i, r := range rl.windows() {
 		if !r.Set {
 			continue
 		}

@@ -27,7 +27,7 @@ func (p *Pool) sharedLearnedLocked(l *Lease, now time.Time) *SharedLearned {
 	}
 	sl := &SharedLearned{Model: l.model}
 	any := false
-	for i, dst := range [lwCount]*RateLimit{&sl.Limits.Requests, &sl.Limits.Tokens, &sl.Limits.InputTokens, &sl.Limits.OutputTokens} {
+	for i, dst := range sl.Limits.windows() {
 		w := &e.w[i]
 		left, known := w.left(k.lrnUsed(i), now)
 		if !known {
@@ -82,15 +82,14 @@ func (s *sharedKey) learnedAt(now time.Time) []SharedLearned {
 	for _, x := range s.learned {
 		sl := SharedLearned{Model: x.model}
 		any := false
-		for _, pr := range [][2]*RateLimit{{&x.limits.Requests, &sl.Limits.Requests}, {&x.limits.Tokens, &sl.Limits.Tokens},
-			{&x.limits.InputTokens, &sl.Limits.InputTokens}, {&x.limits.OutputTokens, &sl.Limits.OutputTokens}} {
-			src := *pr[0]
-			left := x.at.Add(src.Reset).Sub(now)
-			if !src.Set || left <= 0 {
+		dst := sl.Limits.windows()
+		for i, r := range x.limits.windows() {
+			left := x.at.Add(r.Reset).Sub(now)
+			if !r.Set || left <= 0 {
 				continue
 			}
-			src.Reset = left
-			*pr[1] = src
+			*dst[i] = *r
+			dst[i].Reset = left
 			any = true
 		}
 		if any {
