@@ -238,15 +238,11 @@ var egressRootCAs *x509.CertPool
 
 // egressTransport returns a transport that leaves through the proxy u.
 func egressTransport(u *url.URL) *http.Transport {
-	t := &http.Transport{
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
+	// the shared transport's pool sizes and timeouts; the proxy and the
+	// dialer are the exit's own (set below), never the environment's
+	t := upstreamTransport.Clone()
+	t.Proxy = nil
+	t.DialContext = nil
 	if egressRootCAs != nil {
 		t.TLSClientConfig = &tls.Config{RootCAs: egressRootCAs, MinVersion: tls.VersionTLS12}
 	}
