@@ -131,30 +131,12 @@ func TestStreamingArrivesEventByEvent(t *testing.T) {
 	if resp.Header.Get("X-Accel-Buffering") != "no" || resp.Header.Get("X-Routed-Via") != "main/k1" {
 		t.Fatalf("headers: %v", resp.Header)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	var firstAt time.Time
-	var text strings.Builder
-	var sawDone bool
-	for sc.Scan() {
-		line := sc.Text()
-		d, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		if firstAt.IsZero() {
-			firstAt = time.Now()
-		}
-		if d == "[DONE]" {
-			sawDone = true
-			continue
-		}
-		text.WriteString(gjson.Get(d, "choices.0.delta.content").String())
-	}
+	firstAt, text, sawDone := readChatStream(resp.Body)
 	if !sawDone {
 		t.Fatal("no [DONE]")
 	}
-	if want := mockupstream.Text(msg); text.String() != want {
-		t.Fatalf("text %q, want %q", text.String(), want)
+	if want := mockupstream.Text(msg); text != want {
+		t.Fatalf("text %q, want %q", text, want)
 	}
 	last := m.Stats("mk-1").LastEventSentAt
 	if !firstAt.Before(last) {

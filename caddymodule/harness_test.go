@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/logging"
+	"github.com/tidwall/gjson"
 
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
@@ -180,4 +182,27 @@ func loadCaddyfileErr(cf string) error {
 		return err
 	}
 	return caddy.Load(cfgJSON, true)
+}
+
+// readChatStream reads a Chat Completions stream to its end: when its
+// first data line arrived, the text of its content deltas, and whether it
+// ended with [DONE].
+func readChatStream(body io.Reader) (firstAt time.Time, text string, done bool) {
+	sc := bufio.NewScanner(body)
+	var b strings.Builder
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if firstAt.IsZero() {
+			firstAt = time.Now()
+		}
+		if d == "[DONE]" {
+			done = true
+			continue
+		}
+		b.WriteString(gjson.Get(d, "choices.0.delta.content").String())
+	}
+	return firstAt, b.String(), done
 }
