@@ -2,7 +2,9 @@ package caddymodule
 
 import (
 	"fmt"
+	"math"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,13 +140,9 @@ func (adminAPI) handleSessions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	limit := 200
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", clipClient(v))}
-		}
-		limit = n
+	limit, err := queryLimit(q, 200, math.MaxInt)
+	if err != nil {
+		return err
 	}
 	pools, err := findPools(q.Get("pool"))
 	if err != nil {
@@ -159,6 +157,21 @@ func (adminAPI) handleSessions(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, sessionsView{Pool: p.Name(), Sessions: pins})
 	}
 	return writeAdminJSON(w, out)
+}
+
+// queryLimit reads the positive integer query parameter limit: def when
+// absent, at most max; a 400 caddy.APIError when it is not a positive
+// integer.
+func queryLimit(q url.Values, def, max int) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", clipClient(v))}
+	}
+	return min(n, max), nil
 }
 
 // handleUnpin serves POST /llm_gateway/sessions/unpin?pool=&session=: the

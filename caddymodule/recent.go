@@ -211,13 +211,9 @@ func (adminAPI) handleRequests(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit: want a positive number, got %q", clipClient(v))}
-		}
-		limit = min(n, 1000)
+	limit, err := queryLimit(q, 100, 1000)
+	if err != nil {
+		return err
 	}
 	var before uint64
 	if v := q.Get("before"); v != "" {
