@@ -668,7 +668,7 @@ func (e *egressExit) do(req *http.Request, connectTimeout time.Duration, attempt
 		// the proxy dropped the connection or stalled before it was set up
 		return nil, &exitError{err}, true
 	}
-	if !e.reachable(connectTimeout) {
+	if e.gone(connectTimeout) {
 		// a kept-alive tunnel broke because the proxy is gone
 		return nil, &exitError{err}, true
 	}
@@ -688,6 +688,22 @@ func (e *egressExit) reachable(timeout time.Duration) bool {
 	}
 	c.Close()
 	return true
+}
+
+// gone reports whether the exit's proxy, after it dropped a connection,
+// no longer accepts one: a proxy that is going away may still accept a
+// connection for a few milliseconds after it dropped this one (its
+// listener closes last), so it is judged reachable only if it still
+// accepts one exitRecheckDelay later.
+func (e *egressExit) gone(timeout time.Duration) bool {
+	if e.proxyAddr == "" {
+		return false
+	}
+	if !e.reachable(timeout) {
+		return true
+	}
+	time.Sleep(exitRecheckDelay)
+	return !e.reachable(timeout)
 }
 
 // cancelOnClose ends a request's context when its body is closed.
@@ -921,14 +937,8 @@ func (x *exchange) exitLost(err error) bool {
 	if x.exit == nil || x.exit.direct || pl == nil || err == nil || !ioFailure(err) {
 		return false
 	}
-	// a proxy that is going away may still accept a connection for a few
-	// milliseconds after it dropped this one (its listener closes last):
-	// it is judged reachable only if it still accepts one a moment later
-	if x.exit.reachable(pl.connectTimeout) {
-		time.Sleep(exitRecheckDelay)
-		if x.exit.reachable(pl.connectTimeout) {
-			return false
-		}
+	if !x.exit.gone(pl.connectTimeout) {
+		return false
 	}
 	x.exit.cool(pl.cooldown, &exitError{err})
 	return true
