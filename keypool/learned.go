@@ -188,7 +188,7 @@ type learnedWin struct {
 	set              bool
 }
 
-// remaining returns the window's remaining budget at now, less what the
+// left returns the window's remaining budget at now, less what the
 // leases begun since the reporting request took; ok false when the
 // window is unknown or has reset (aged out).
 func (w *learnedWin) left(used int64, now time.Time) (int64, bool) {
@@ -231,7 +231,7 @@ func (lk *learnedKey) entry(model string) *learnedEntry {
 	return nil
 }
 
-// used returns the key's lease counter a window counts against.
+// lrnUsed returns the key's lease counter window i counts against.
 func (k *Key) lrnUsed(i int) int64 {
 	if i == lwRequests {
 		return k.requests
@@ -258,11 +258,11 @@ func (k *Key) learnedGate(model string, tokens int64, now time.Time) (ok bool, u
 		if !known {
 			continue
 		}
-		min := int64(1)
+		least := int64(1)
 		if i == lwTokens || i == lwInput {
-			min = need
+			least = need
 		}
-		if left < min {
+		if left < least {
 			ok = false
 			if w.resetAt.After(until) {
 				until = w.resetAt
