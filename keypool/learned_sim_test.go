@@ -73,28 +73,33 @@ func (v *vendorKey) admit(now time.Time, tokens int64) (int, http.Header) {
 	if n := len(v.log); n > 0 {
 		full, next = v.log[n-1].at.Add(w).Sub(now), v.log[0].at.Add(w).Sub(now)
 	}
-	h := http.Header{}
-	remReq, remTok := int64(v.rpm-len(v.log)), v.tpm-used
-	if v.anthropic {
-		reset := now.Add(full).UTC().Format(time.RFC3339Nano)
-		h.Set("anthropic-ratelimit-requests-limit", strconv.Itoa(v.rpm))
-		h.Set("anthropic-ratelimit-requests-remaining", strconv.FormatInt(remReq, 10))
-		h.Set("anthropic-ratelimit-requests-reset", reset)
-		h.Set("anthropic-ratelimit-tokens-limit", strconv.FormatInt(v.tpm, 10))
-		h.Set("anthropic-ratelimit-tokens-remaining", strconv.FormatInt(remTok, 10))
-		h.Set("anthropic-ratelimit-tokens-reset", reset)
-	} else {
-		h.Set("x-ratelimit-limit-requests", strconv.Itoa(v.rpm))
-		h.Set("x-ratelimit-remaining-requests", strconv.FormatInt(remReq, 10))
-		h.Set("x-ratelimit-reset-requests", full.String())
-		h.Set("x-ratelimit-limit-tokens", strconv.FormatInt(v.tpm, 10))
-		h.Set("x-ratelimit-remaining-tokens", strconv.FormatInt(remTok, 10))
-		h.Set("x-ratelimit-reset-tokens", full.String())
-	}
+	h := v.headers(now, int64(v.rpm-len(v.log)), v.tpm-used, full, full)
 	if status != http.StatusOK {
 		h.Set("Retry-After", strconv.Itoa(int((next+time.Second-1)/time.Second)))
 	}
 	return status, h
+}
+
+// headers are the vendor's rate-limit headers for the counts left and
+// the times until each budget is full again, in v's header family.
+func (v *vendorKey) headers(now time.Time, remReq, remTok int64, fullReq, fullTok time.Duration) http.Header {
+	h := http.Header{}
+	if v.anthropic {
+		h.Set("anthropic-ratelimit-requests-limit", strconv.Itoa(v.rpm))
+		h.Set("anthropic-ratelimit-requests-remaining", strconv.FormatInt(remReq, 10))
+		h.Set("anthropic-ratelimit-requests-reset", now.Add(fullReq).UTC().Format(time.RFC3339Nano))
+		h.Set("anthropic-ratelimit-tokens-limit", strconv.FormatInt(v.tpm, 10))
+		h.Set("anthropic-ratelimit-tokens-remaining", strconv.FormatInt(remTok, 10))
+		h.Set("anthropic-ratelimit-tokens-reset", now.Add(fullTok).UTC().Format(time.RFC3339Nano))
+	} else {
+		h.Set("x-ratelimit-limit-requests", strconv.Itoa(v.rpm))
+		h.Set("x-ratelimit-remaining-requests", strconv.FormatInt(remReq, 10))
+		h.Set("x-ratelimit-reset-requests", fullReq.String())
+		h.Set("x-ratelimit-limit-tokens", strconv.FormatInt(v.tpm, 10))
+		h.Set("x-ratelimit-remaining-tokens", strconv.FormatInt(remTok, 10))
+		h.Set("x-ratelimit-reset-tokens", fullTok.String())
+	}
+	return h
 }
 
 // admitBucket is admit for a token bucket refilled at rpm (tpm) per w.
@@ -116,23 +121,7 @@ func (v *vendorKey) admitBucket(now time.Time, tokens int64, w time.Duration) (i
 	}
 	fullReq := time.Duration((float64(v.rpm) - v.reqLevel) / rReq)
 	fullTok := time.Duration((float64(v.tpm) - v.tokLevel) / rTok)
-	h := http.Header{}
-	remReq, remTok := int64(v.reqLevel), int64(v.tokLevel)
-	if v.anthropic {
-		h.Set("anthropic-ratelimit-requests-limit", strconv.Itoa(v.rpm))
-		h.Set("anthropic-ratelimit-requests-remaining", strconv.FormatInt(remReq, 10))
-		h.Set("anthropic-ratelimit-requests-reset", now.Add(fullReq).UTC().Format(time.RFC3339Nano))
-		h.Set("anthropic-ratelimit-tokens-limit", strconv.FormatInt(v.tpm, 10))
-		h.Set("anthropic-ratelimit-tokens-remaining", strconv.FormatInt(remTok, 10))
-		h.Set("anthropic-ratelimit-tokens-reset", now.Add(fullTok).UTC().Format(time.RFC3339Nano))
-	} else {
-		h.Set("x-ratelimit-limit-requests", strconv.Itoa(v.rpm))
-		h.Set("x-ratelimit-remaining-requests", strconv.FormatInt(remReq, 10))
-		h.Set("x-ratelimit-reset-requests", fullReq.String())
-		h.Set("x-ratelimit-limit-tokens", strconv.FormatInt(v.tpm, 10))
-		h.Set("x-ratelimit-remaining-tokens", strconv.FormatInt(remTok, 10))
-		h.Set("x-ratelimit-reset-tokens", fullTok.String())
-	}
+	h := v.headers(now, int64(v.reqLevel), int64(v.tokLevel), fullReq, fullTok)
 	if status != http.StatusOK {
 		wait := max(time.Duration((1-v.reqLevel)/rReq), time.Duration((float64(tokens)-v.tokLevel)/rTok), 0)
 		h.Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
