@@ -34,8 +34,11 @@ import (
 // client abandoned before the usage event, an upstream that reports none)
 // is costed with the request's own token estimate (its body's bytes / 4)
 // for the input and what was reported of the output (0 when nothing), and
-// marked estimated. A request answered with an upstream error and no usage
-// costs 0: vendors do not bill refused requests.
+// marked estimated; so is any stream that began but did not complete
+// (abandoned, truncated, interrupted, an in-band error), whose output
+// count is partial even when the input was reported. A request answered
+// with an upstream error and no usage costs 0: vendors do not bill
+// refused requests.
 
 // requestCost is the cost of one finished request.
 type requestCost struct {
@@ -136,6 +139,10 @@ func (h *Handler) costRequest(rl *requestLog) {
 		p, pat, ok := h.priceFor(rl.pool, rl.upstreamModel)
 		if ok {
 			c.usd, c.estimated = costOf(p, rl.usage, rl.estInput)
+			// a stream that began but did not complete was cut before the
+			// final usage: its output count is partial, whatever the
+			// upstream reported of the input
+			c.estimated = c.estimated || rl.streamOutcome != "" && rl.streamOutcome != streamComplete
 			c.known, c.pattern = true, pat
 		}
 	}

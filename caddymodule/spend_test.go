@@ -428,6 +428,49 @@ func TestSpendAbandonedStream(t *testing.T) {
 	}
 }
 
+// TestSpendAbandonedAnthropicStream: an abandoned Anthropic stream whose
+// message_start reported the input is still marked estimated (its output
+// count is partial), in the log and the totals.
+func TestSpendAbandonedAnthropicStream(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{TokensPerSecond: 10}})
+	appLog := filepath.Join(t.TempDir(), "app.log")
+	forgetCostState()
+	t.Cleanup(forgetCostState)
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n\t\tprice claude-ab input 4 output 8\n"+
+		"\t\tpool abandon {\n\t\t\tkey mk-ab "+base+" {\n\t\t\t\tid ab\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n\t}\n",
+		"\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}")
+	body := []byte(`{"model":"claude-ab","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"a long answer with many words to stream slowly"}]}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/v1/messages", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+gatewayKey)
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), "content_block_delta") {
+	}
+	cancel()
+	resp.Body.Close()
+	var e map[string]any
+	eventually(t, 5*time.Second, "the abandoned stream's log entry", func() bool {
+		for _, x := range readJSONLines(t, appLog) {
+			if x["msg"] == "llm request" {
+				e = x
+				return true
+			}
+		}
+		return false
+	})
+	if e["cost"] != "estimated" || num(e["cost_usd"]) <= 0 || num(e["status"]) != 499 || num(e["input_tokens"]) <= 0 {
+		t.Fatalf("log entry: cost %v cost_usd %v status %v input_tokens %v, want estimated, > 0, 499, > 0", e["cost"], e["cost_usd"], e["status"], e["input_tokens"])
+	}
+	if f := peekCost(costKey{kind: costByKey, a: "abandon", b: "ab"}); f.Priced != 1 || f.Estimated != 1 || f.USD != num(e["cost_usd"]) {
+		t.Fatalf("key totals %+v, want one estimated request of %v", f, e["cost_usd"])
+	}
+}
+
 // TestClusterSpendShared: with state redis, two instances add their
 // requests' cost to the cluster totals; GET /llm_gateway/spend on either
 // shows its own totals and the cluster's, which sum both.
