@@ -698,9 +698,6 @@ func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool)
 // travel with it, so a base_url that needs one is misconfigured) settles
 // the attempt; ok is true for a 2xx.
 func (x *exchange) check(resp *http.Response, body io.Reader) (attemptResult, bool) {
-	if rl, ok := keypool.ParseRateLimits(resp.Header, time.Now()); ok {
-		x.lease.Learn(rl) // every answer, success or not, streamed or not (ignored with learn_limits off)
-	}
 	var errBody []byte
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		errBody, _ = io.ReadAll(io.LimitReader(body, maxUpstreamErrorBody))
@@ -709,6 +706,15 @@ func (x *exchange) check(resp *http.Response, body io.Reader) (attemptResult, bo
 	o := keypool.ClassifyResponseFor(x.c.upstreamModel, resp.StatusCode, resp.Header, errBody[:min(len(errBody), keypool.MaxClassifyBody)], time.Now())
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		o = keypool.Outcome{Kind: keypool.ServerError, Status: resp.StatusCode, Message: "upstream redirected (" + strconv.Itoa(resp.StatusCode) + "); check base_url"}
+	}
+	// every answer teaches the key's limits, success or not, streamed or
+	// not (ignored with learn_limits off), except one saying the model
+	// does not exist: a client's made-up model names must not fill the
+	// key's learned table
+	if o.Kind != keypool.ModelNotFound {
+		if rl, ok := keypool.ParseRateLimits(resp.Header, time.Now()); ok {
+			x.lease.Learn(rl)
+		}
 	}
 	if o.Kind != keypool.Success {
 		return x.settle(o, resp.StatusCode, resp.Header, errBody), false

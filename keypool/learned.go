@@ -364,11 +364,19 @@ func (p *Pool) learnLocked(k *Key, model string, rl *RateLimits, now time.Time, 
 			lk.entries = append(lk.entries, learnedEntry{model: model})
 			e = &lk.entries[len(lk.entries)-1]
 		} else {
-			old := 0
+			// the oldest entry that does not hold the key back goes: an
+			// entry that gates its model now is never pushed out by other
+			// model names (a client's made-up ones would otherwise clear
+			// it and drive the key into the vendor's 429s); when every
+			// entry gates, the new answer is not kept
+			old := -1
 			for i := range lk.entries {
-				if lk.entries[i].at.Before(lk.entries[old].at) {
+				if ok, _ := k.learnedGate(lk.entries[i].model, 0, now); ok && (old < 0 || lk.entries[i].at.Before(lk.entries[old].at)) {
 					old = i
 				}
+			}
+			if old < 0 {
+				return false
 			}
 			lk.entries[old] = learnedEntry{model: model}
 			e = &lk.entries[old]

@@ -3,6 +3,7 @@ package keypool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -410,5 +411,27 @@ func TestLearnedResetCappedByMaxHint(t *testing.T) {
 	clk.Advance(time.Minute)
 	if st := status(p, k.ID()); st.State != StateReady {
 		t.Fatalf("after the cap: %+v", st)
+	}
+}
+
+// TestLearnedGateNotPushedOutByOtherModels: a key full of learned models
+// keeps the entry that holds it back, however many other model names
+// (a client's made-up ones) answer afterwards.
+func TestLearnedGateNotPushedOutByOtherModels(t *testing.T) {
+	p, _ := newTestPool(t, 1, Settings{MaxConcurrencyPerKey: 64})
+	k := learn(t, p, "real", reqLimit(10, 0, time.Minute))
+	for i := 0; i < 3*maxLearnedModels; i++ {
+		learn(t, p, fmt.Sprintf("made-up-%d", i), reqLimit(10, 9, time.Minute))
+	}
+	if st := status(p, k.ID()); st.State != StateReady {
+		t.Fatalf("status %+v", st) // the key serves the other models
+	}
+	if ok, _ := k.learnedGate("real", 0, p.clock.Now()); ok {
+		t.Fatal("the real model's exhausted window was pushed out by other model names")
+	}
+	_, err := p.Acquire(context.Background(), AcquireOptions{Model: "real"})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Keys[0].Reason != ReasonLearned {
+		t.Fatalf("acquire for the real model: %v", err)
 	}
 }
