@@ -46,6 +46,7 @@ type requestCost struct {
 	known     bool   // false: the model has no price
 	estimated bool   // usage was (partly) estimated
 	pattern   string // the price pattern used
+	window    string // the time-of-day window that priced it ("peak", "off_peak"; "": none)
 }
 
 // costOf prices usage u at p (USD per million tokens). estIn is the
@@ -138,6 +139,8 @@ func (h *Handler) costRequest(rl *requestLog) {
 	default:
 		p, pat, ok := h.priceFor(rl.pool, rl.upstreamModel)
 		if ok {
+			// a time-of-day price is the one in force when the request started
+			p, c.window = p.at(priceTime(rl.start))
 			c.usd, c.estimated = costOf(p, rl.usage, rl.estInput)
 			// a stream that began but did not complete was cut before the
 			// final usage: its output count is partial, whatever the

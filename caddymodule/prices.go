@@ -62,6 +62,11 @@ type Price struct {
 	// Reasoning is the price of reasoning (thinking) tokens where a
 	// vendor bills them apart from other output. Nil: the Output price.
 	Reasoning *float64 `json:"reasoning,omitempty"`
+	// Peak and OffPeak are time-of-day prices (see PriceWindow): a
+	// request that started inside one is priced at its figures instead.
+	// Nil: no such window.
+	Peak    *PriceWindow `json:"peak,omitempty"`
+	OffPeak *PriceWindow `json:"off_peak,omitempty"`
 }
 
 // PriceEntry is one entry of the built-in price table (prices.json): a
@@ -131,7 +136,7 @@ func checkPricePattern(pattern string) error {
 }
 
 // check reports a negative, NaN, infinite or absurdly large price
-// (> maxPriceUSD).
+// (> maxPriceUSD), and a malformed or overlapping time-of-day window.
 func (p Price) check() error {
 	for _, v := range []struct {
 		name string
@@ -144,7 +149,7 @@ func (p Price) check() error {
 			return fmt.Errorf("%s price %v is above %v US dollars per million tokens", v.name, *v.v, maxPriceUSD)
 		}
 	}
-	return nil
+	return p.checkWindows()
 }
 
 var builtinPriceTable struct {
@@ -260,10 +265,11 @@ func validatePrices(where string, cfgs []*PriceConfig) error {
 }
 
 // unmarshalPrice reads `price <model-pattern> input <usd> output <usd>
-// [cache_read <usd>] [cache_write <usd>] [reasoning <usd>]` (the
+// [cache_read <usd>] [cache_write <usd>] [reasoning <usd>]`, with an
+// optional block of time-of-day windows (see unmarshalPriceWindows; the
 // dispenser is at "price"). A figure may carry a leading '$'.
 func unmarshalPrice(d *caddyfile.Dispenser) (*PriceConfig, error) {
-	const usage = "price <model-pattern> input <usd> output <usd> [cache_read <usd>] [cache_write <usd>] [reasoning <usd>] (US dollars per million tokens)"
+	const usage = "price <model-pattern> input <usd> output <usd> [cache_read <usd>] [cache_write <usd>] [reasoning <usd>] [{ peak|off_peak <HH:MM-HH:MM> [<days>] input <usd> output <usd> ... }] (US dollars per million tokens)"
 	args := d.RemainingArgs()
 	if len(args) < 5 || len(args)%2 == 0 {
 		return nil, d.Errf("want %s", usage)
@@ -272,39 +278,57 @@ func unmarshalPrice(d *caddyfile.Dispenser) (*PriceConfig, error) {
 	if err := checkPricePattern(args[0]); err != nil {
 		return nil, d.Err(err.Error())
 	}
+	p, err := parsePriceFigures(d, args[0], args[1:], usage)
+	if err != nil {
+		return nil, err
+	}
+	pc.Price = p
+	if err := unmarshalPriceWindows(d, pc); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// parsePriceFigures reads `<figure> <usd>` pairs (input and output
+// required); what names the price for errors, usage is the form wanted.
+func parsePriceFigures(d *caddyfile.Dispenser, what string, args []string, usage string) (Price, error) {
+	var p Price
+	if len(args)%2 != 0 {
+		return p, d.Errf("price %s: a figure without its price; want %s", what, usage)
+	}
 	var haveIn, haveOut bool
 	given := map[string]bool{}
-	for i := 1; i < len(args); i += 2 {
+	for i := 0; i < len(args); i += 2 {
 		v, err := strconv.ParseFloat(strings.TrimPrefix(args[i+1], "$"), 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return nil, d.Errf("price %s: %s '%s' is not a non-negative number of US dollars per million tokens", args[0], args[i], args[i+1])
+			return p, d.Errf("price %s: %s '%s' is not a non-negative number of US dollars per million tokens", what, args[i], args[i+1])
 		}
 		if v > maxPriceUSD {
-			return nil, d.Errf("price %s: %s '%s' is above %v US dollars per million tokens", args[0], args[i], args[i+1], maxPriceUSD)
+			return p, d.Errf("price %s: %s '%s' is above %v US dollars per million tokens", what, args[i], args[i+1], maxPriceUSD)
 		}
 		if given[args[i]] {
-			return nil, d.Errf("price %s: %s is given twice", args[0], args[i])
+			return p, d.Errf("price %s: %s is given twice", what, args[i])
 		}
 		given[args[i]] = true
 		switch args[i] {
 		case "input":
-			pc.Input, haveIn = v, true
+			p.Input, haveIn = v, true
 		case "output":
-			pc.Output, haveOut = v, true
+			p.Output, haveOut = v, true
 		case "cache_read":
-			pc.CacheRead = &v
+			p.CacheRead = &v
 		case "cache_write":
-			pc.CacheWrite = &v
+			p.CacheWrite = &v
 		case "reasoning":
-			pc.Reasoning = &v
+			p.Reasoning = &v
 		default:
-			return nil, d.Errf("price %s: unknown figure '%s'; want %s", args[0], args[i], usage)
+			return p, d.Errf("price %s: unknown figure '%s'; want %s", what, args[i], usage)
 		}
 	}
 	if !haveIn || !haveOut {
-		return nil, d.Errf("price %s: input and output are required; want %s", args[0], usage)
+		return p, d.Errf("price %s: input and output are required; want %s", what, usage)
 	}
-	return pc, nil
+	return p, nil
 }
 
 // priceGivenTwice reports, at the dispenser's line, a price whose pattern

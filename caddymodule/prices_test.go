@@ -50,6 +50,18 @@ func TestBuiltinPriceTable(t *testing.T) {
 		{"o4-mini", "o4-mini*", 1.1, 4.4, 0.275, -1},
 		{"gemini-2.5-pro", "gemini-2.5-pro*", 1.25, 10, -1, -1},
 		{"kimi-k3", "kimi-k3*", 3, 15, 0.3, -1},
+		{"deepseek-flash", "deepseek-flash*", 0.15, 0.6, 0.003, -1},
+		{"deepseek-v4-flash", "deepseek-v4-flash*", 0.15, 0.6, 0.003, -1},
+		{"deepseek-v4-pro", "deepseek-v4-pro*", 0.66, 1.98, 0.022, -1},
+		{"mistral-medium-latest", "mistral-medium-latest", 1.5, 7.5, -1, -1},
+		{"mistral-medium-2604", "mistral-medium-2604*", 1.5, 7.5, -1, -1},
+		{"mistral-large-2512", "mistral-large-2512*", 0.5, 1.5, -1, -1},
+		{"mistral-small-latest", "mistral-small-latest", 0.1, 0.3, -1, -1},
+		{"ministral-8b-latest", "ministral-8b-latest", 0.15, 0.15, -1, -1},
+		{"qwen3.8-max", "qwen3.8-max*", 2, 6, -1, -1},
+		{"qwen3.8-max-0902", "qwen3.8-max*", 2, 6, -1, -1},
+		{"qwen3.8-flash", "qwen3.8-flash*", 0.15, 0.47, -1, -1},
+		{"qwen3.7-max", "qwen3.7-max*", 2.5, 7.5, -1, -1},
 	} {
 		p, pat, ok := tab.lookup(c.model)
 		if !ok || pat != c.pattern || p.Input != c.in || p.Output != c.out {
@@ -63,7 +75,7 @@ func TestBuiltinPriceTable(t *testing.T) {
 			t.Errorf("%s: cache_write %v, want %v", c.model, p.CacheWrite, c.write)
 		}
 	}
-	for _, m := range []string{"mock-gpt", "deepseek-chat", "claude-opus-4", "gpt-4.1x"} {
+	for _, m := range []string{"mock-gpt", "deepseek-chat", "claude-opus-4", "gpt-4.1x", "mistral-medium", "qwen-max"} {
 		if p, pat, ok := tab.lookup(m); ok {
 			t.Errorf("%s: priced %+v via %q, want unknown", m, p, pat)
 		}

@@ -467,7 +467,12 @@ func appendCostFields(fields []zap.Field, c *requestCost) []zap.Field {
 	case !c.known:
 		return append(fields, zap.String("cost", "unknown"))
 	case c.estimated:
-		return append(fields, zap.Float64("cost_usd", c.usd), zap.String("cost", "estimated"))
+		fields = append(fields, zap.Float64("cost_usd", c.usd), zap.String("cost", "estimated"))
+	default:
+		fields = append(fields, zap.Float64("cost_usd", c.usd), zap.String("cost", "known"))
 	}
-	return append(fields, zap.Float64("cost_usd", c.usd), zap.String("cost", "known"))
+	if c.window != "" {
+		fields = append(fields, zap.String("cost_window", c.window)) // priced at a time-of-day window
+	}
+	return fields
 }
