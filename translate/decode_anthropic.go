@@ -31,6 +31,7 @@ func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	err = eachObject(msgs, msgsPath, c, func(idx int, m gjson.Result) *Error {
 		param := msgsPath.at(idx)
 		msc = fieldsInto(msc, m)
+		c.noteSeed(msc, m)
 		role, e := c.reqStr(msc.get("role"), param.dot("role"))
 		if e != nil {
 			return e

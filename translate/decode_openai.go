@@ -32,6 +32,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	err = eachObject(msgs, msgsPath, c, func(idx int, m gjson.Result) *Error {
 		param := msgsPath.at(idx)
 		msc = fieldsInto(msc, m)
+		c.noteSeed(msc, m)
 		mf := msc
 		role, e := c.reqStr(mf.get("role"), param.dot("role"))
 		if e == nil {

@@ -79,6 +79,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 	err = eachObject(input, inputPath, c, func(idx int, it gjson.Result) *Error {
 		p := inputPath.at(idx)
 		isc = fieldsInto(isc, it)
+		c.noteSeed(isc, it)
 		itf := isc
 		typ, e := c.str(itf.get("type"), p.dot("type"))
 		if e != nil {

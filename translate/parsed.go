@@ -174,6 +174,7 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 		}
 		r.root = root
 		r.clean = !c.dirty
+		r.seedFrom(c)
 		return r, nil
 	}
 	// refused in translate mode: whether its own dialect accepts it is
@@ -216,6 +217,8 @@ func (r *Request) EstimatedTokens() int64 { return int64(len(r.body) / 4) }
 // are stable across the turns of one conversation; callers hash a prefix.
 func (r *Request) SessionSeed() (system, firstUser string) {
 	if !r.seedDone {
+		// a request that only its own dialect accepts (see xerr): the
+		// pass that noted the seeds stopped early; ask the body
 		r.seedDone = true
 		var s, u gjson.Result
 		switch r.d {
@@ -232,6 +235,24 @@ func (r *Request) SessionSeed() (system, firstUser string) {
 		r.seedSys, r.seed1 = s.Raw, u.Raw
 	}
 	return r.seedSys, r.seed1
+}
+
+// seedFrom takes the session seeds a successful validation pass noted
+// (checker.noteSeed): SessionSeed's answer without querying the body.
+func (r *Request) seedFrom(c *checker) {
+	var s, u gjson.Result
+	switch r.d {
+	case AnthropicMessages:
+		s, u = r.sys, c.seedUser
+	case OpenAIResponses:
+		s, u = r.sys, r.conv
+		if u.IsArray() {
+			u = c.seedUser
+		}
+	default:
+		s, u = c.seedSys, c.seedUser
+	}
+	r.seedSys, r.seed1, r.seedDone = s.Raw, u.Raw, true
 }
 
 // Encode returns the request body for an upstream of dialect to, asking

@@ -611,3 +611,34 @@ func TestCanonicalBuiltOnDemand(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionSeedNotedInPass checks the session seeds the validation pass
+// notes against SessionSeed's old queries on conversations where the
+// first "system" or "user" message is not the first message, roles
+// repeat, or the seed is absent.
+func TestSessionSeedNotedInPass(t *testing.T) {
+	cases := []struct {
+		d    Dialect
+		body string
+	}{
+		{OpenAIChat, `{"model":"m","messages":[{"role":"developer","content":"dev"},{"role":"user","content":"u1"},{"role":"system","content":[{"type":"text","text":"s1"}]},{"role":"user","content":"u2"},{"role":"system","content":"s2"}]}`},
+		{OpenAIChat, `{"model":"m","messages":[{"role":"assistant","content":"a"},{"role":"user","content":[{"type":"text","text":"x"}]}]}`},
+		{OpenAIChat, `{"model":"m","messages":[{"role":"developer","content":"only dev"}]}`},
+		{AnthropicMessages, `{"model":"m","max_tokens":5,"system":[{"type":"text","text":"sys"}],"messages":[{"role":"user","content":"u1"},{"role":"assistant","content":"a"},{"role":"user","content":[{"type":"text","text":"u2"}]}]}`},
+		{AnthropicMessages, `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"prefill only"}]}`},
+		{OpenAIResponses, `{"model":"m","instructions":"ins","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"},{"role":"assistant","content":"a"},{"type":"message","role":"user","content":[{"type":"input_text","text":"u1"}]},{"role":"user","content":"u2"}]}`},
+		{OpenAIResponses, `{"model":"m","input":"just text"}`},
+		{OpenAIResponses, `{"model":"m","input":[{"role":"developer","content":"d"}]}`},
+	}
+	for _, c := range cases {
+		r, err := ParseRequest(c.d, []byte(c.body))
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.d, c.body, err)
+		}
+		s, u := r.SessionSeed()
+		os, ou := oldSessionSeed(c.d, []byte(c.body))
+		if s != os || u != ou {
+			t.Errorf("%s %s: SessionSeed %q %q, want %q %q", c.d, c.body, s, u, os, ou)
+		}
+	}
+}

@@ -183,6 +183,40 @@ type checker struct {
 	nmsg     int             // messages as addMessage would have merged them
 	lastRole string
 	pairErr  *Error
+
+	// seeds are what Request.SessionSeed answers, noted as the decoders
+	// walk the conversation (noteSeed), so no query reads it again: the
+	// first message (Responses: input item) whose role is "user" (its
+	// content; the whole item for Responses) and, for OpenAI Chat, the
+	// content of the first one whose role is "system"
+	seedUser, seedSys       gjson.Result
+	seedUserSet, seedSysSet bool
+}
+
+// noteSeed notes the session seeds (see checker.seedUser) in one message
+// or input item: item is its value, f its members. The roles are compared
+// as SessionSeed's gjson queries (`#(role=="user")`) compare them: a
+// string member "role" equal to the name, whatever else the item holds.
+func (c *checker) noteSeed(f objFields, item gjson.Result) {
+	if c.seedUserSet && (c.seedSysSet || c.d != OpenAIChat) {
+		return
+	}
+	role := f.get("role")
+	if role.Type != gjson.String {
+		return
+	}
+	switch {
+	case role.Str == "user" && !c.seedUserSet:
+		c.seedUserSet = true
+		if c.d == OpenAIResponses {
+			c.seedUser = item
+		} else {
+			c.seedUser = f.get("content")
+		}
+	case role.Str == "system" && c.d == OpenAIChat && !c.seedSysSet:
+		c.seedSysSet = true
+		c.seedSys = f.get("content")
+	}
 }
 
 // pair runs canonRequest.validate's check on the parts of one message
