@@ -2,11 +2,14 @@ package caddymodule
 
 import (
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/tidwall/gjson"
 
 	"github.com/llmgateway/llm_gateway/translate"
 )
@@ -237,5 +240,47 @@ func TestCostRequestAtStart(t *testing.T) {
 		if rl.cost == nil || !rl.cost.known || math.Abs(rl.cost.usd-c.usd) > 1e-12 || rl.cost.window != c.win {
 			t.Errorf("started %s: cost %+v, want %v in %q", priceTime(c.start).Format(time.RFC3339), rl.cost, c.usd, c.win)
 		}
+		// the request log says which window priced it
+		var logged string
+		for _, f := range appendCostFields(nil, rl.cost) {
+			if f.Key == "cost_window" {
+				logged = f.String
+			}
+		}
+		if logged != c.win {
+			t.Errorf("started %s: cost_window %q, want %q", priceTime(c.start).Format(time.RFC3339), logged, c.win)
+		}
+	}
+}
+
+// TestAdminPricesShowsWindows: GET /llm_gateway/prices lists the built-in
+// DeepSeek entries with their peak window (hours, days, figures), their
+// off-peak figures, date and source.
+func TestAdminPricesShowsWindows(t *testing.T) {
+	w := httptest.NewRecorder()
+	if err := (adminAPI{}).handlePrices(w, httptest.NewRequest(http.MethodGet, "/llm_gateway/prices", nil)); err != nil {
+		t.Fatal(err)
+	}
+	e := gjson.Get(w.Body.String(), `builtin.#(model=="deepseek-v4-pro*")`)
+	if !e.Exists() {
+		t.Fatalf("no deepseek-v4-pro* entry in %.300s", w.Body.String())
+	}
+	for path, want := range map[string]string{
+		"input": "0.66", "output": "1.98", "cache_read": "0.022",
+		"peak.hours_utc": `["01:00-04:00","06:00-10:00"]`, "peak.days_utc": "mon-fri",
+		"peak.input": "1.32", "peak.output": "3.96", "peak.cache_read": "0.044",
+		"source": "https://api-docs.deepseek.com/quick_start/pricing", "as_of": "2026-12-01",
+	} {
+		got := e.Get(path)
+		s := got.String()
+		if got.IsArray() {
+			s = strings.Join(strings.Fields(got.Raw), "")
+		}
+		if s != want {
+			t.Errorf("%s: %q, want %q", path, s, want)
+		}
+	}
+	if e.Get("off_peak").Exists() || e.Get("peak.peak").Exists() {
+		t.Errorf("unexpected windows: %s", e.Raw)
 	}
 }
