@@ -208,6 +208,20 @@ type exitError struct{ err error }
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// upstreamBehindExit marks a failure of the upstream reached through an
+// exit whose proxy answered (its CONNECT tunnel or SOCKS handshake was
+// under way or up): the upstream's, hence the key's outcome, classified
+// as the same failure without a proxy (a timeout wraps
+// context.DeadlineExceeded).
+type upstreamBehindExit struct{ err error }
+
+func (e *upstreamBehindExit) Error() string { return e.err.Error() }
+func (e *upstreamBehindExit) Unwrap() error { return e.err }
+
+// Timeout reports whether the upstream was not reached in time (a
+// *url.Error around it asks, as keypool.ClassifyError does).
+func (e *upstreamBehindExit) Timeout() bool { return isTimeout(e.err) }
+
 // exitsUnreachableError is the failure of a request whose every exit
 // failed: the key is not charged, and the client gets 503.
 type exitsUnreachableError struct {
@@ -226,7 +240,9 @@ type egressTry struct {
 	exit           *egressExit
 	connectTimeout time.Duration
 	gotConn        atomic.Bool
-	connTimedOut   atomic.Bool
+	// tunnelUp: the dialer returned a connection through the proxy; what
+	// fails after (the upstream's TLS handshake) is not the proxy's step
+	tunnelUp atomic.Bool
 }
 
 type egressTryKey struct{}
@@ -263,28 +279,53 @@ func egressTransport(u *url.URL) *http.Transport {
 		cd := d.(proxy.ContextDialer)
 		localDNS := u.Scheme == "socks5"
 		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			ctx, cancel := boundConnect(ctx)
+			pt, ut := egressTimeouts(ctx)
+			ctx, cancel := context.WithTimeout(ctx, pt+ut)
 			defer cancel()
 			if localDNS {
 				host, port, err := net.SplitHostPort(addr)
 				if err == nil && net.ParseIP(host) == nil {
-					ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+					lctx, lcancel := context.WithTimeout(ctx, ut)
+					ips, err := net.DefaultResolver.LookupIPAddr(lctx, host)
+					lcancel()
 					if err != nil {
-						return nil, err // the upstream's name: not the exit's fault
+						// the upstream's name: not the exit's fault
+						return nil, &upstreamBehindExit{err}
 					}
 					if len(ips) > 0 {
 						addr = net.JoinHostPort(ips[0].IP.String(), port)
 					}
 				}
 			}
-			c, err := cd.DialContext(ctx, network, addr)
+			// the proxy's own step (reaching it, its greeting and
+			// authentication) within pt; then the proxy resolves and
+			// reaches the upstream, within ut as a direct dial would
+			st := &socksStep{}
+			dctx, dcancel := context.WithCancel(context.WithValue(ctx, socksStepKey{}, st))
+			defer dcancel()
+			timer := time.AfterFunc(pt, func() {
+				if !st.answered.Load() {
+					st.timedOut.Store(true)
+					dcancel()
+				}
+			})
+			c, err := cd.DialContext(dctx, network, addr)
+			timer.Stop()
 			if err != nil {
 				var ee *exitError
-				if errors.As(err, &ee) || !socksTargetFailure(err) {
-					return nil, &exitError{err}
+				switch {
+				case st.timedOut.Load():
+					return nil, &exitError{fmt.Errorf("connect timeout (%v): the proxy did not complete its handshake", pt)}
+				case errors.As(err, &ee):
+					return nil, err
+				case socksTargetFailure(err), st.answered.Load() && isTimeout(err):
+					// the proxy answered, then could not reach the
+					// upstream (a reply code) or not in time
+					return nil, &upstreamBehindExit{err}
 				}
-				return nil, err // the proxy could not reach the upstream
+				return nil, &exitError{err}
 			}
+			markTunnelUp(ctx)
 			return c, nil
 		}
 	}
@@ -305,40 +346,71 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 		auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ctx, cancel := boundConnect(ctx)
+		pt, ut := egressTimeouts(ctx)
+		ctx, cancel := context.WithTimeout(ctx, pt+ut)
 		defer cancel()
-		c, err := dialer.DialContext(ctx, "tcp", u.Host)
+		pctx, pcancel := context.WithTimeout(ctx, pt)
+		defer pcancel()
+		c, err := dialer.DialContext(pctx, "tcp", u.Host)
 		if err != nil {
 			return nil, &exitError{err}
 		}
 		if u.Scheme == "https" {
 			tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), RootCAs: egressRootCAs, MinVersion: tls.VersionTLS12})
-			if err := tc.HandshakeContext(ctx); err != nil {
+			if err := tc.HandshakeContext(pctx); err != nil {
 				c.Close()
 				return nil, &exitError{fmt.Errorf("TLS with the proxy: %w", err)}
 			}
 			c = tc
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			_ = c.SetDeadline(dl)
 		}
 		stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 		req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: addr}, Host: addr, Header: http.Header{}}
 		if auth != "" {
 			req.Header.Set("Proxy-Authorization", auth)
 		}
-		var resp *http.Response
+		type answer struct {
+			resp *http.Response
+			err  error
+		}
 		br := bufio.NewReader(c)
-		if err = req.Write(c); err == nil {
-			resp, err = http.ReadResponse(br, req)
+		done := make(chan answer, 1)
+		go func() {
+			var a answer
+			if a.err = req.Write(c); a.err == nil {
+				a.resp, a.err = http.ReadResponse(br, req)
+			}
+			done <- a
+		}()
+		// the proxy answers CONNECT once it has reached the upstream: if
+		// it has not within pt, a proxy that answers a request of its
+		// own (proxyAnswers) is alive and the upstream is slow, given ut
+		// as a direct dial; one that does not is stalled (the exit's)
+		alive := false
+		var a answer
+		select {
+		case a = <-done:
+		case <-pctx.Done():
+			if ctx.Err() == nil && proxyAnswers(ctx, u, pt) {
+				alive = true
+			} else {
+				_ = c.SetDeadline(time.Unix(1, 0))
+			}
+			a = <-done
 		}
-		if !stop() && err == nil {
-			err = ctx.Err()
+		if !stop() && a.err == nil {
+			a.err = ctx.Err()
 		}
-		if err != nil {
+		if a.err != nil {
 			c.Close()
-			return nil, &exitError{fmt.Errorf("proxy CONNECT: %w", err)}
+			switch {
+			case alive && isTimeout(a.err):
+				return nil, &upstreamBehindExit{fmt.Errorf("the proxy did not reach the upstream within %v: %w", ut, context.DeadlineExceeded)}
+			case !alive && pctx.Err() != nil && ctx.Err() == nil:
+				return nil, &exitError{fmt.Errorf("connect timeout (%v): the proxy did not answer CONNECT", pt)}
+			}
+			return nil, &exitError{fmt.Errorf("proxy CONNECT: %w", a.err)}
 		}
+		resp := a.resp
 		_ = resp.Body.Close()
 		switch {
 		case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -348,24 +420,116 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 			return nil, &exitError{fmt.Errorf("proxy refused CONNECT: %s", resp.Status)}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
 			c.Close()
-			return nil, fmt.Errorf("proxy could not reach the upstream: %s", resp.Status)
+			return nil, &upstreamBehindExit{fmt.Errorf("proxy could not reach the upstream: %s", resp.Status)}
 		case br.Buffered() > 0:
 			c.Close()
 			return nil, &exitError{errors.New("proxy sent data before the tunnel was used")}
 		}
 		_ = c.SetDeadline(time.Time{})
+		markTunnelUp(ctx)
 		return c, nil
 	}
 }
 
-// boundConnect bounds a dial through an exit by the exit's connect
-// timeout (carried by the request's egressTry): the transport may go on
-// dialing after the request that started the dial has gone.
-func boundConnect(ctx context.Context) (context.Context, context.CancelFunc) {
-	if try, ok := ctx.Value(egressTryKey{}).(*egressTry); ok && try.connectTimeout > 0 {
-		return context.WithTimeout(ctx, try.connectTimeout)
+// proxyAnswers reports whether the HTTP(S) proxy u answers a request of
+// its own (OPTIONS *, which needs no upstream; any status, 400 or 407
+// included, is an answer) on a new connection within timeout: a proxy
+// slow to answer CONNECT is then alive, waiting for its upstream.
+func proxyAnswers(ctx context.Context, u *url.URL, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := dialer.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return false
 	}
-	return context.WithTimeout(ctx, DefaultEgressConnectTimeout)
+	defer c.Close()
+	if u.Scheme == "https" {
+		tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), RootCAs: egressRootCAs, MinVersion: tls.VersionTLS12})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return false
+		}
+		c = tc
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	req := &http.Request{Method: http.MethodOptions, URL: &url.URL{Opaque: "*"}, Host: u.Host, Header: http.Header{}}
+	if err := req.Write(c); err != nil {
+		return false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return true
+}
+
+// egressTimeouts are a dial's bounds through an exit: pt for the proxy's
+// own step (the exit's connect_timeout, carried by the request's
+// egressTry), ut for the upstream's connection behind it (the pool's
+// connect_timeout, as for a direct dial). The transport may go on dialing
+// after the request that started the dial has gone, so the dial bounds
+// itself.
+func egressTimeouts(ctx context.Context) (pt, ut time.Duration) {
+	pt, ut = DefaultEgressConnectTimeout, DefaultConnectTimeout
+	if try, ok := ctx.Value(egressTryKey{}).(*egressTry); ok && try.connectTimeout > 0 {
+		pt = try.connectTimeout
+	}
+	if d, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok && d > 0 {
+		ut = d
+	}
+	return pt, ut
+}
+
+// markTunnelUp records on the request's egressTry that its dial through
+// the proxy succeeded.
+func markTunnelUp(ctx context.Context) {
+	if try, ok := ctx.Value(egressTryKey{}).(*egressTry); ok {
+		try.tunnelUp.Store(true)
+	}
+}
+
+// isTimeout reports whether err is a deadline or an I/O timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// socksStep follows a SOCKS5 dial (RFC 1928): answered once the proxy
+// has replied to the greeting (and authentication) and the CONNECT
+// request goes out; timedOut when it had not within the exit's
+// connect_timeout.
+type socksStep struct {
+	answered atomic.Bool
+	timedOut atomic.Bool
+}
+
+type socksStepKey struct{}
+
+// socksConn is a connection to a SOCKS5 proxy that marks its dial's
+// socksStep answered when, after a reply from the proxy, the CONNECT
+// request (VER 5 first) is written: the greeting and the
+// authentication (VER 1) come before it.
+type socksConn struct {
+	net.Conn
+	st      *socksStep
+	replied atomic.Bool
+}
+
+func (c *socksConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.replied.Load() {
+		c.replied.Store(true)
+	}
+	return n, err
+}
+
+func (c *socksConn) Write(b []byte) (int, error) {
+	if len(b) > 0 && b[0] == 5 && !c.st.answered.Load() && c.replied.Load() {
+		c.st.answered.Store(true)
+	}
+	return c.Conn.Write(b)
 }
 
 // socksTargetFailure reports whether a SOCKS5 error is the proxy's reply
@@ -393,11 +557,15 @@ func (d exitDialer) Dial(network, addr string) (net.Conn, error) {
 	return d.DialContext(context.Background(), network, addr)
 }
 
-// DialContext implements proxy.ContextDialer.
+// DialContext implements proxy.ContextDialer. A dial that carries a
+// socksStep gets a socksConn that follows the handshake.
 func (exitDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, &exitError{err}
+	}
+	if st, ok := ctx.Value(socksStepKey{}).(*socksStep); ok {
+		return &socksConn{Conn: c, st: st}, nil
 	}
 	return c, nil
 }
@@ -623,28 +791,22 @@ func unreachable(pl *egressPlan, tried []*egressExit) *exitsUnreachableError {
 	return eu
 }
 
-// do sends one request through the exit, bounding the connection's set-up
-// (proxy, handshake, TLS) by connectTimeout. exitFault says the failure is
-// the exit's (the request may go through another exit).
+// do sends one request through the exit. The dialers bound the proxy's
+// own step (reaching it, its handshake, its answer) by connectTimeout and
+// the upstream's connection behind it as a direct dial is bounded (see
+// egressTimeouts); the upstream's TLS handshake is bounded by the
+// transport's TLSHandshakeTimeout, as without a proxy. exitFault says the
+// failure is the exit's (the request may go through another exit); a
+// failure of the upstream behind a proxy that answered is not.
 func (e *egressExit) do(req *http.Request, connectTimeout time.Duration, attemptFailed func() bool) (*http.Response, error, bool) {
 	try := &egressTry{exit: e, connectTimeout: connectTimeout}
 	ctx, cancel := context.WithCancel(context.WithValue(req.Context(), egressTryKey{}, try))
-	timer := time.AfterFunc(connectTimeout, func() {
-		if !try.gotConn.Load() {
-			try.connTimedOut.Store(true)
-			cancel()
-		}
-	})
 	// composed with the caller's trace hooks, which run too
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) {
-			try.gotConn.Store(true)
-			timer.Stop()
-		},
+		GotConn: func(httptrace.GotConnInfo) { try.gotConn.Store(true) },
 	})
 	t0 := time.Now()
 	resp, err := e.client.Do(req.WithContext(ctx))
-	timer.Stop()
 	if err == nil {
 		e.answered(time.Since(t0))
 		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
@@ -654,17 +816,15 @@ func (e *egressExit) do(req *http.Request, connectTimeout time.Duration, attempt
 	if attemptFailed() {
 		return nil, err, false
 	}
-	if try.connTimedOut.Load() {
-		return nil, &exitError{fmt.Errorf("connect timeout (%v)", connectTimeout)}, true
-	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return nil, err, true
 	}
-	if !ioFailure(err) {
+	var ue *upstreamBehindExit
+	if errors.As(err, &ue) || !ioFailure(err) {
 		return nil, err, false
 	}
-	if !try.gotConn.Load() {
+	if !try.gotConn.Load() && !try.tunnelUp.Load() {
 		// the proxy dropped the connection or stalled before it was set up
 		return nil, &exitError{err}, true
 	}
