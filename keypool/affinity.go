@@ -15,7 +15,7 @@ type affEntry struct {
 	session    string
 	fp         string // key fingerprint: survives reloads
 	at         time.Time
-	hits       int64 // requests placed on the session's key (fp) since it was pinned to it (put calls)
+	hits       int64 // requests placed on the session's key (fp) since it was pinned to it (put calls; a learned pin starts at 0)
 	prev, next *affEntry
 }
 
@@ -34,9 +34,16 @@ func (t *affinityTable) get(session string, now time.Time, ttl time.Duration) st
 	return e.fp
 }
 
-// put pins session to fp at now, evicting the least recently used entry
-// when the table is full.
+// put pins session to fp at now for a request placed on fp, counting it
+// as a hit, evicting the least recently used entry when the table is full.
 func (t *affinityTable) put(session, fp string, now time.Time, max int) {
+	t.pin(session, fp, now, max).hits++
+}
+
+// pin pins session to fp at now without counting a hit (a pin learned from
+// another instance, before any request of ours went to fp), evicting the
+// least recently used entry when the table is full.
+func (t *affinityTable) pin(session, fp string, now time.Time, max int) *affEntry {
 	if t.m == nil {
 		t.m = map[string]*affEntry{}
 	}
@@ -57,7 +64,6 @@ func (t *affinityTable) put(session, fp string, now time.Time, max int) {
 		e.hits = 0 // pinned to another key: its count starts afresh
 	}
 	e.fp, e.at = fp, now
-	e.hits++
 	e.next = t.head
 	if t.head != nil {
 		t.head.prev = e
@@ -66,6 +72,7 @@ func (t *affinityTable) put(session, fp string, now time.Time, max int) {
 	if t.tail == nil {
 		t.tail = e
 	}
+	return e
 }
 
 func (t *affinityTable) unlink(e *affEntry) {

@@ -174,8 +174,9 @@ func (p *Pool) acquireSharedLocked(ctx context.Context, now time.Time, picked []
 		k.breakerTrips = max(k.breakerTrips, g.BreakerTrips)
 	}
 	if g.Pinned != "" && req.Session != "" {
-		// the session lives on another key: follow it next time
-		p.aff.put(req.Session, g.Pinned, now, p.settings.AffinityMaxEntries)
+		// the session lives on another key: follow it next time (no
+		// request of ours went there yet: no hit)
+		p.aff.pin(req.Session, g.Pinned, now, p.settings.AffinityMaxEntries)
 	}
 	p.refreshLocked(k, now)
 	return l, nil
