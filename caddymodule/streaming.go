@@ -17,7 +17,9 @@ import (
 // renders it in the client's dialect (upstream.readJSON; a passthrough
 // endpoint's answer keeps its bytes, the model rewritten) and writes it.
 // A 2xx that is not JSON, or that the gateway cannot read, is the
-// upstream's fault (a server error booked to the key; the loop moves on).
+// upstream's fault (a server error booked to the key; the loop moves on);
+// a 2xx that is an error object (translate.AnswerError) is that error, as
+// with its HTTP status (settle: relayed when the request caused it).
 // A token count is written as the upstream sent it.
 func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult {
 	c, rl := x.c, x.rl
@@ -32,6 +34,16 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	}
 	if err != nil {
 		return x.fail(x.classifyErr(err, resp.StatusCode))
+	}
+	if c.kind != kindCountTokens {
+		if se := translate.AnswerError(x.d, data); se != nil {
+			// an error object with a 2xx (a relay's habit): the error it
+			// states, judged as with its HTTP status, never a success
+			se.Body = x.uk.forms.redact(se.Body)
+			o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
+			o.Message = "unreadable upstream response: an error body with status " + strconv.Itoa(resp.StatusCode) + ": " + o.Message
+			return x.settle(o, se.Status, nil, se.Body)
+		}
 	}
 	ct := resp.Header.Get("Content-Type")
 	switch c.kind {

@@ -14,7 +14,10 @@ import "github.com/tidwall/gjson"
 // Responses "response" object. Every pair of OpenAIChat,
 // AnthropicMessages and OpenAIResponses is supported. A Responses upstream
 // answer whose status is "failed" (or not terminal) is an error, never a
-// success.
+// success; so is a body passed through that is no answer of its dialect
+// (a Chat body without a first choice, an Anthropic body that is not a
+// message), as the translation would find. An error object sent with a
+// 2xx is for the caller to find first (AnswerError).
 //
 // Errors are *Error values (class ErrAPI for an upstream body that cannot
 // be understood).
@@ -38,10 +41,17 @@ type ResponseOptions struct {
 // TranslateResponseWith is TranslateResponse with options.
 func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
 	if from == to {
-		if from == OpenAIResponses {
-			if e := responsesPassthroughError(body); e != nil {
-				return nil, Usage{}, e
-			}
+		var e *Error
+		switch from {
+		case OpenAIResponses:
+			e = responsesPassthroughError(body)
+		case OpenAIChat:
+			e = chatPassthroughError(body)
+		case AnthropicMessages:
+			e = anthropicPassthroughError(body)
+		}
+		if e != nil {
+			return nil, Usage{}, e
 		}
 		u := ResponseUsage(from, body)
 		if clientModel == "" {

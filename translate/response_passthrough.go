@@ -24,3 +24,48 @@ func responsesPassthroughError(body []byte) *Error {
 	}
 	return e
 }
+
+// AnswerError reports whether a non-streamed 2xx body from an upstream of
+// dialect up is an error object instead of an answer, as relays (and some
+// upstreams behind a proxy) send with status 200: an OpenAI-shaped
+// {"error":{"type","code","message","param"}} or {"error":"<message>"}
+// (any dialect; a Responses object, "object":"response", is judged by
+// its status instead, see TranslateResponseWith), or Anthropic's
+// {"type":"error","error":{"type","message"}}. It returns the error as
+// the same error in a stream would be (newStreamError: the type and code
+// sanitised, the message scrubbed and bounded, Status from
+// StreamErrorStatus), so that it is classified by its structured type,
+// never as a success; nil when the body is not such an error object
+// (an answer, or JSON that is neither). Only top-level members are read.
+func AnswerError(up Dialect, body []byte) *StreamError {
+	r := gjson.GetManyBytes(body, "error", "object")
+	e := r[0]
+	if !(e.IsObject() || e.Type == gjson.String && e.Str != "") || r[1].Str == "response" {
+		return nil
+	}
+	typ, code, msg, param := openAIErrorFields(e) // Anthropic's error object has the same type and message
+	return newStreamError(up, typ, code, msg, param)
+}
+
+// chatPassthroughError is what a Chat Completions answer passed through to
+// a Chat client is checked for, as a translated one is
+// (decodeChatResponse): a body without a first choice (an empty object, a
+// relay's {"code":…,"message":…}) is not an answer. nil for an answer.
+func chatPassthroughError(body []byte) *Error {
+	if gjson.GetBytes(body, "choices.0").Exists() {
+		return nil
+	}
+	return &Error{Class: ErrAPI, Message: "upstream response has no choices"}
+}
+
+// anthropicPassthroughError is what an Anthropic Messages answer passed
+// through to an Anthropic client is checked for, as a translated one is
+// (decodeAnthropicResponse): a message object or, at least, a content
+// array. nil for an answer.
+func anthropicPassthroughError(body []byte) *Error {
+	r := gjson.GetManyBytes(body, "type", "content")
+	if r[0].Str == "message" || r[1].IsArray() {
+		return nil
+	}
+	return &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}
+}

@@ -1,0 +1,141 @@
+package caddymodule
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/mockupstream"
+)
+
+// lastRecent returns the newest entry of the request log
+// (GET /llm_gateway/requests).
+func lastRecent() recentRequest {
+	recent.mu.Lock()
+	defer recent.mu.Unlock()
+	l := recent.listLocked(func(*recentRequest) bool { return true }, 0, 1)
+	if len(l) == 0 {
+		return recentRequest{}
+	}
+	return l[0]
+}
+
+// attemptOutcomes lists a logged request's attempts as "key:outcome".
+func attemptOutcomes(r recentRequest) string {
+	var s []string
+	for _, a := range r.Attempts {
+		s = append(s, a.Key+":"+a.Outcome)
+	}
+	return strings.Join(s, " ")
+}
+
+// TestAttackErrorBodyWith200: an upstream (or a relay in front of it)
+// that answers 2xx with an error object, or with JSON that is no answer at
+// all, never reaches the client as a success, whether the key speaks the
+// client's dialect (passthrough) or not, streamed request or not. An
+// error object is judged by its structured type as the same error with its
+// HTTP status would be: a server or rate-limit error is the key's (it
+// cools, the next key answers), an error the request caused
+// (invalid_request_error, context_length_exceeded) is relayed to the
+// client in its dialect with that status and changes no key. A body that
+// is neither an answer nor an error is the key's (server_error).
+func TestAttackErrorBodyWith200(t *testing.T) {
+	m, gw := streamPair(t)
+	js := func(b string) mockupstream.KeyBehavior {
+		return mockupstream.KeyBehavior{ReplayBody: []byte(b), ReplayStatus: 200, ReplayContentType: "application/json"}
+	}
+	const (
+		moveOn = iota // the second key answers, the first is blamed
+		relay         // the client gets the error, no key is touched
+	)
+	chat := func(model string, stream bool) (string, string, []string) {
+		return "/v1/chat/completions", string(chatBody(model, "hello there", stream)), nil
+	}
+	msgs := func(model string, stream bool) (string, string, []string) {
+		return "/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":100,"messages":[{"role":"user","content":"hello there"}],"stream":%v}`, model, stream),
+			[]string{"Anthropic-Version", "2023-06-01"}
+	}
+	emb := func(model string, _ bool) (string, string, []string) {
+		return "/v1/embeddings", `{"model":"` + model + `","input":"hello there"}`, nil
+	}
+	cases := []struct {
+		name   string
+		key    string // the first key of its pool (oa-1: OpenAI Chat, an-1: Anthropic)
+		bad    string
+		client func(string, bool) (string, string, []string)
+		stream bool
+		want   int
+		reason keypool.Reason // the first key's, for moveOn
+		status int            // the client's, for relay
+		msg    string         // the client's error message, for relay
+	}{
+		{"chat error object", "oa-1", `{"error":{"message":"upstream says no","type":"server_error","param":null,"code":null}}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat error string", "oa-1", `{"error":"upstream says no"}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat rate limit", "oa-1", `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, chat, false, moveOn, "rate_limited", 0, ""},
+		{"chat code and message", "oa-1", `{"code":500,"message":"upstream says no","data":null}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat empty object", "oa-1", `{}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat no choices", "oa-1", `{"id":"c","object":"chat.completion","created":1,"model":"gpt-x","choices":[]}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat context length", "oa-1", `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, chat, false, relay, "", 400, "This model's maximum context length is 8192 tokens."},
+		{"chat stream answered with an error object", "oa-1", `{"error":{"message":"upstream says no","type":"server_error"}}`, chat, true, moveOn, "server_error", 0, ""},
+		{"chat key, anthropic client", "oa-1", `{"error":{"message":"upstream says no","type":"server_error"}}`, msgs, false, moveOn, "server_error", 0, ""},
+		{"chat key, anthropic client, context length", "oa-1", `{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}`, msgs, false, relay, "", 400, "too long"},
+		{"embeddings error object", "oa-1", `{"error":{"message":"upstream says no","type":"server_error"}}`, emb, false, moveOn, "server_error", 0, ""},
+		{"embeddings invalid input", "oa-1", `{"error":{"message":"'$.input' is invalid.","type":"invalid_request_error","param":null,"code":null}}`, emb, false, relay, "", 400, "'$.input' is invalid."},
+		{"anthropic error event", "an-1", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, msgs, false, moveOn, "server_error", 0, ""},
+		{"anthropic empty object", "an-1", `{}`, msgs, false, moveOn, "server_error", 0, ""},
+		{"anthropic stream answered with an error", "an-1", `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, msgs, true, moveOn, "server_error", 0, ""},
+		{"anthropic key, chat client, prompt too long", "an-1", `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}`, chat, false, relay, "", 400, "prompt is too long: 250000 tokens > 200000 maximum"},
+		{"anthropic invalid request", "an-1", `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: must be positive"}}`, msgs, false, relay, "", 400, "max_tokens: must be positive"},
+	}
+	for _, c := range cases {
+		pool, model, ids := "oa", "gpt-x", [2]string{"o1", "o2"}
+		if c.key == "an-1" {
+			pool, model, ids = "an", "claude-x", [2]string{"a1", "a2"}
+		}
+		poolFor(t, pool).ClearCooldown("")
+		m.SetKey(c.key, js(c.bad))
+		before := keyStatus(t, pool, ids[1]).Requests
+		path, body, hdr := c.client(model, c.stream)
+		resp, b := post(t, gw+path, []byte(body), hdr...)
+		rr := lastRecent()
+		first := keyStatus(t, pool, ids[0])
+		second := keyStatus(t, pool, ids[1]).Requests - before
+		switch c.want {
+		case moveOn:
+			answer := "there"
+			if path == "/v1/embeddings" {
+				answer = `"embedding"`
+			}
+			ok := resp.StatusCode == 200 && resp.Header.Get("X-Routed-Via") == pool+"/"+ids[1] && bytes.Contains(b, []byte(answer))
+			if c.stream {
+				ok = ok && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+			}
+			if !ok {
+				t.Errorf("%s: %d via %q, want the second key's answer:\n%.400s", c.name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+			}
+			if first.Reason != c.reason || first.State != keypool.StateCooling {
+				t.Errorf("%s: first key %s %s %q, want cooling %s", c.name, first.State, first.Reason, first.LastMessage, c.reason)
+			}
+			if got := attemptOutcomes(rr); got != ids[0]+":"+string(c.reason)+" "+ids[1]+":success" {
+				t.Errorf("%s: request log attempts %q", c.name, got)
+			}
+		case relay:
+			anth := strings.HasPrefix(path, "/v1/messages")
+			if resp.StatusCode != c.status || gjson.GetBytes(b, "error.message").Str != c.msg || (gjson.GetBytes(b, "type").Str == "error") != anth ||
+				gjson.GetBytes(b, "error.type").Str != "invalid_request_error" {
+				t.Errorf("%s: %d %s, want %d %q in the client's dialect", c.name, resp.StatusCode, b, c.status, c.msg)
+			}
+			if first.State != keypool.StateReady || first.Reason != "" || first.ConsecutiveFailures != 0 || second != 0 {
+				t.Errorf("%s: a request's own error changed keys: first %+v, second asked %d times", c.name, first, second)
+			}
+			if rr.Status != c.status || attemptOutcomes(rr) != ids[0]+":client_error" {
+				t.Errorf("%s: request log %d %q", c.name, rr.Status, attemptOutcomes(rr))
+			}
+		}
+		m.SetKey(c.key, mockupstream.KeyBehavior{})
+	}
+}

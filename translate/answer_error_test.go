@@ -1,0 +1,50 @@
+package translate
+
+import "testing"
+
+// TestAnswerError: a 2xx body that is an error object is found, with the
+// status its structured type implies; answers and other JSON are not.
+func TestAnswerError(t *testing.T) {
+	cases := []struct {
+		up     Dialect
+		body   string
+		status int // 0: not an error object
+		typ    string
+		msg    string
+	}{
+		{OpenAIChat, `{"error":{"message":"upstream says no","type":"server_error","param":null,"code":null}}`, 500, "server_error", "upstream says no"},
+		{OpenAIChat, `{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}`, 400, "context_length_exceeded", "too long"},
+		{OpenAIChat, `{"error":{"message":"slow","type":"requests","code":"rate_limit_exceeded"}}`, 429, "rate_limit_exceeded", "slow"},
+		{OpenAIChat, `{"error":"upstream says no"}`, 500, "server_error", "upstream says no"},
+		{OpenAIChat, `{"error":{"message":"key sk-abcdefghijklmnopqrstuvwx is bad","type":"server_error"}}`, 500, "server_error", "key [redacted] is bad"},
+		{AnthropicMessages, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 529, "overloaded_error", "Overloaded"},
+		{AnthropicMessages, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}`, 400, "invalid_request_error", "prompt is too long"},
+		{AnthropicMessages, `{"error":{"type":"authentication_error","message":"bad key"}}`, 401, "authentication_error", "bad key"},
+		{OpenAIResponses, `{"error":{"message":"no","type":"server_error"}}`, 500, "server_error", "no"},
+		// not error objects
+		{OpenAIChat, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"error":null}`, 0, "", ""},
+		{OpenAIChat, `{"error":""}`, 0, "", ""},
+		{OpenAIChat, `{}`, 0, "", ""},
+		{OpenAIChat, `{"choices":[{"message":{"content":"{\"error\":{\"type\":\"server_error\"}}"}}]}`, 0, "", ""},
+		{OpenAIResponses, `{"id":"resp_1","object":"response","status":"failed","error":{"code":"server_error","message":"failed"}}`, 0, "", ""},
+		{AnthropicMessages, `{"type":"message","content":[{"type":"text","text":"hi"}]}`, 0, "", ""},
+	}
+	for _, c := range cases {
+		se := AnswerError(c.up, []byte(c.body))
+		if c.status == 0 {
+			if se != nil {
+				t.Errorf("%s: found %+v", c.body, se)
+			}
+			continue
+		}
+		if se == nil || se.Status != c.status || se.Type != c.typ || se.Message != c.msg {
+			t.Errorf("%s: %+v, want %d %s %q", c.body, se, c.status, c.typ, c.msg)
+		}
+	}
+	if e := chatPassthroughError([]byte(`{"choices":[]}`)); e == nil || e.Class != ErrAPI {
+		t.Errorf("empty choices: %v", e)
+	}
+	if e := anthropicPassthroughError([]byte(`{"code":500,"message":"x"}`)); e == nil || e.Class != ErrAPI {
+		t.Errorf("not a message: %v", e)
+	}
+}
