@@ -151,6 +151,13 @@ func ClassifyResponseFor(model string, status int, h http.Header, bodyPrefix []b
 
 // classify429 fills o for a 429 answer.
 func classify429(o *Outcome, h http.Header, e *errorBody, model string, now time.Time) {
+	if e.tooLargeForLimit(model) {
+		// the request alone exceeds the key's limit: waiting will not
+		// help, and the key is as ready as it was
+		o.Kind = ClientError
+		o.Message = describe("request larger than the key's limit", 429, e.code, "")
+		return
+	}
 	wait, src := time.Duration(0), ""
 	if d, ok := RetryAfter(h, now); ok {
 		wait, src = d, "retry-after"
@@ -514,6 +521,7 @@ func namesModel(low, model string) bool {
 // trustedFrom returns where, in the lower-cased message low, the text the
 // upstream wrote itself begins: after the last mention of the requested
 // model, and in an OpenAI/Groq "Rate limit reached for <model> in
+// organization <org> on <limit>" or "Request too large for <model> in
 // organization <org> on <limit>" message after the last " in
 // organization " (the model segment before it is the client's).
 func trustedFrom(low, model string) int {
@@ -524,7 +532,7 @@ func trustedFrom(low, model string) int {
 			from = i + len(lm)
 		}
 	}
-	if strings.HasPrefix(low, "rate limit reached for ") {
+	if strings.HasPrefix(low, "rate limit reached for ") || strings.HasPrefix(low, "request too large for ") {
 		const org = " in organization "
 		if i := strings.LastIndex(low, org); i >= 0 && i+len(org) > from {
 			from = i + len(org)
@@ -627,6 +635,54 @@ func (e *errorBody) quotaSpent(model string) bool {
 		return false
 	}
 	return strings.Contains(limit, "per day") || strings.Contains(limit, "(rpd)") || strings.Contains(limit, "(tpd)")
+}
+
+// tooLargeForLimit reports whether a 429 says that the request by
+// itself exceeds the key's limit, so that it can never be served by this
+// key however long it waits: OpenAI's "Request too large for <model> in
+// organization <org> on tokens per min (TPM): Limit 30000, Requested
+// 35064. The input or output tokens must be reduced ..." (Groq's has the
+// same words). The message must open with the vendor's "Request too large
+// for ", and the limit and the requested amount are read only after the
+// client-controlled part (trustedFrom); the requested amount must exceed
+// the limit.
+func (e *errorBody) tooLargeForLimit(model string) bool {
+	low := strings.ToLower(strings.TrimSpace(e.message))
+	const head = "request too large for "
+	if !strings.HasPrefix(low, head) || e.cut {
+		return false
+	}
+	from := trustedFrom(low, model)
+	if from == 0 {
+		return false // no anchor past the model name
+	}
+	rest := low[from:]
+	limit, ok1 := numberAfter(rest, "limit ")
+	req, ok2 := numberAfter(rest, "requested ")
+	return ok1 && ok2 && req > limit
+}
+
+// numberAfter returns the integer (digits, commas ignored) right after the
+// first occurrence of word in s.
+func numberAfter(s, word string) (int64, bool) {
+	i := strings.Index(s, word)
+	if i < 0 {
+		return 0, false
+	}
+	s = s[i+len(word):]
+	var n int64
+	digits := 0
+	for j := 0; j < len(s) && digits < 18; j++ {
+		switch c := s[j]; {
+		case c >= '0' && c <= '9':
+			n = n*10 + int64(c-'0')
+			digits++
+		case c == ',' && digits > 0:
+		default:
+			j = len(s)
+		}
+	}
+	return n, digits > 0
 }
 
 // resetHeaderHint returns the wait until the latest reset among the
