@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // collect runs a translator over r and returns the client bytes and events.
@@ -156,5 +157,45 @@ func TestAddStreamUsageAndHide(t *testing.T) {
 		if !bytes.HasSuffix(bytes.TrimRight(got, "\r\n"), []byte("data: [DONE]")) { // CRLF streams keep their line ends
 			t.Errorf("%s: terminator lost", fx.name)
 		}
+	}
+}
+
+// TestChatModelPlaceReused checks the passthrough's model rewrite when it
+// reuses the place of the previous chunk's model (modelPlace): chunks
+// with the same leading bytes are rewritten there; a chunk whose leading
+// bytes differ, whose model moved, whose model is another name, or whose
+// nested object has a "model" where the top-level one was, is looked up
+// again; every chunk comes out as sjson would rewrite its top-level model.
+func TestChatModelPlaceReused(t *testing.T) {
+	chunks := []string{
+		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"up-m","choices":[{"index":0,"delta":{"content":"b \"model\":\"x\""},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":2,"model":"up-m","choices":[{"index":0,"delta":{"content":"c"},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":2,"model":"up-m2","choices":[{"index":0,"delta":{"content":"d"},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":2,"choices":[{"index":0,"delta":{"content":"e"},"finish_reason":null}],"model":"up-m"}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":2,"x":{"model":"up-m"},"model":"up-m","choices":[{"index":0,"delta":{"content":"f"},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":2,"model":"client-m","choices":[{"index":0,"delta":{"content":"g"},"finish_reason":"stop"}]}`,
+	}
+	var in, want bytes.Buffer
+	for _, c := range chunks {
+		in.WriteString("data: " + c + "\n\n")
+		w, err := sjson.Set(c, "model", "client-m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString("data: " + w + "\n\n")
+	}
+	in.WriteString("data: [DONE]\n\n")
+	want.WriteString("data: [DONE]\n\n")
+	var out []byte
+	tr := NewStreamTranslator(OpenAIChat, OpenAIChat, "client-m", EventWriterFunc(func(p []byte) error {
+		out = append(out, p...)
+		return nil
+	}))
+	if err := tr.Run(&in); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, want.Bytes()) {
+		t.Fatalf("got\n%s\nwant\n%s", out, want.Bytes())
 	}
 }

@@ -95,6 +95,7 @@ type StreamTranslator struct {
 	// passthrough state
 	pt            passState
 	scratch       objFields
+	modelAt       modelPlace // where the last OpenAI Chat chunk held its model
 	hideUsage     bool
 	omitReasoning bool
 

@@ -98,9 +98,13 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		var eds [2]dataEdit
 		n := 0
 		if t.model != "" { // the chunk is read for its model only when one is to be rewritten
-			if m := gjson.Get(sd, "model"); m.Type == gjson.String && m.Str != t.model {
+			if ed, ok := t.modelAt.find(data); ok {
+				eds[n] = ed
+				n++
+			} else if m := gjson.Get(sd, "model"); m.Type == gjson.String && m.Str != t.model {
 				eds[n] = modelEdit(data, m)
 				n++
+				t.modelAt.note(data, eds[n-1])
 			}
 		}
 		if t.hideUsage {
@@ -287,15 +291,22 @@ func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt in
 		if v >= len(data) {
 			break
 		}
+		if q == 0 {
+			continue
+		}
+		// the name's last letter picks the one name it can be: most
+		// colons end another member and cost one byte test
 		name := data[:q+1]
-		switch {
-		case bytes.HasSuffix(name, keyError):
-			hasErr = true
-		case bytes.HasSuffix(name, keyUsage):
-			hasUsage = hasUsage || data[v] == '{'
-			usageAt = q + 1 - len(keyUsage)
-		case bytes.HasSuffix(name, keyFinishReason):
-			hasFinish = hasFinish || data[v] == '"'
+		switch data[q-1] {
+		case 'r':
+			hasErr = hasErr || bytes.HasSuffix(name, keyError)
+		case 'e':
+			if bytes.HasSuffix(name, keyUsage) {
+				hasUsage = hasUsage || data[v] == '{'
+				usageAt = q + 1 - len(keyUsage)
+			}
+		case 'n':
+			hasFinish = hasFinish || (data[v] == '"' && bytes.HasSuffix(name, keyFinishReason))
 		}
 	}
 	return hasErr, hasUsage, hasFinish, usageAt
@@ -396,6 +407,40 @@ func closesObject(tail []byte) bool {
 type dataEdit struct {
 	from, to int
 	model    bool
+}
+
+// modelPlace remembers where the top-level "model" of an OpenAI Chat
+// chunk was found, for the next chunk: an upstream writes every chunk of
+// a stream with the same leading members (id, object, created, model,
+// per the OpenAI API reference, "The chat completion chunk object"), so
+// the model is found again without a parse. pre is a copy of the chunk's
+// bytes before the model's value, lit the value's literal.
+type modelPlace struct {
+	pre, lit []byte
+}
+
+// find returns the model edit of data when data starts with the noted
+// bytes followed by the noted literal: the same bytes before it mean the
+// same members before it, so the value there is the top-level "model"
+// that a lookup would find first, and the same literal means the same
+// name (a string literal ends at its closing quote).
+func (p *modelPlace) find(data []byte) (dataEdit, bool) {
+	n := len(p.pre)
+	if n == 0 || len(data) < n+len(p.lit) || !bytes.Equal(data[n:n+len(p.lit)], p.lit) || !bytes.Equal(data[:n], p.pre) {
+		return dataEdit{}, false
+	}
+	return dataEdit{n, n + len(p.lit), true}, true
+}
+
+// note remembers the model edit ed of data, found by a lookup (its from
+// is -1 when it was not found as is: nothing is noted).
+func (p *modelPlace) note(data []byte, ed dataEdit) {
+	if ed.from <= 0 || ed.from > 512 {
+		p.pre = p.pre[:0]
+		return
+	}
+	p.pre = append(p.pre[:0], data[:ed.from]...)
+	p.lit = append(p.lit[:0], data[ed.from:ed.to]...)
 }
 
 // modelEdit is the edit that replaces the model value m, a result of a
