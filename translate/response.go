@@ -85,6 +85,7 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 	if err != nil {
 		return nil, Usage{}, err
 	}
+	resp.stop = toolStop(resp.stop, hasToolCall(resp.parts))
 	if clientModel != "" {
 		resp.model = clientModel
 	}
@@ -112,4 +113,28 @@ func withoutReasoning(ps []canonPart) []canonPart {
 		}
 	}
 	return out
+}
+
+// toolStop is the canonical stop reason of a turn that made tool calls
+// (called): an upstream that ends such a turn with a plain "stop" /
+// "end_turn" (Gemini's and Ollama's OpenAI-compatible endpoints send
+// finish_reason "stop" with tool_calls) is reported as tool_use, since
+// Anthropic clients run tool_use blocks only on stop_reason "tool_use"
+// and OpenAI clients look for finish_reason "tool_calls". Every other
+// stop reason (max_tokens, refusal, …) is kept.
+func toolStop(stop string, called bool) string {
+	if called && stop == stopEndTurn {
+		return stopToolUse
+	}
+	return stop
+}
+
+// hasToolCall reports whether ps holds a tool call.
+func hasToolCall(ps []canonPart) bool {
+	for i := range ps {
+		if ps[i].kind == partToolCall {
+			return true
+		}
+	}
+	return false
 }

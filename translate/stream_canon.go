@@ -175,7 +175,8 @@ func (cs *canonStream) closeBlock() {
 	cs.enc.blockStop(cs, b)
 }
 
-// finish records the stop reason (first one wins).
+// finish records the stop reason (first one wins); a turn that made tool
+// calls and says only that it ended is a tool_use stop (see toolStop).
 func (cs *canonStream) finish(stop, stopSeq string) {
 	if cs.finished || cs.closed {
 		return
@@ -183,7 +184,7 @@ func (cs *canonStream) finish(stop, stopSeq string) {
 	cs.ensureStart()
 	cs.closeBlock()
 	cs.finished = true
-	cs.stop = strings.Clone(stop) // views of the event (see begin)
+	cs.stop = strings.Clone(toolStop(stop, cs.sawTool)) // views of the event (see begin)
 	cs.stopSeq = strings.Clone(stopSeq)
 	cs.enc.finish(cs)
 }
