@@ -144,6 +144,22 @@ func (p *pool) keyByID(id string) *upstreamKey {
 	return nil
 }
 
+// onePool reads an admin request's "pool" and the query parameter param
+// (both required: 400 otherwise) and returns the live pool of that name
+// (404 when none), its name and param's value.
+func onePool(r *http.Request, param string) (*keypool.Pool, string, string, error) {
+	q := r.URL.Query()
+	name, v := q.Get("pool"), q.Get(param)
+	if name == "" || v == "" {
+		return nil, name, v, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("pool and %s are required", param)}
+	}
+	pools, err := findPools(name)
+	if err != nil {
+		return nil, name, v, err
+	}
+	return pools[0], name, v, nil
+}
+
 // findPools returns the live pools selected by name ("" = all), or a 404
 // APIError when a named pool does not exist.
 func findPools(name string) ([]*keypool.Pool, error) {
@@ -510,20 +526,15 @@ func (adminAPI) setDisabled(w http.ResponseWriter, r *http.Request, disabled boo
 	if err := requireMethod(r, http.MethodPost); err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	name, key := q.Get("pool"), q.Get("key")
-	if name == "" || key == "" {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: errors.New("pool and key are required")}
-	}
-	pools, err := findPools(name)
+	p, name, key, err := onePool(r, "key")
 	if err != nil {
 		return err
 	}
-	if !pools[0].SetDisabled(key, disabled) {
+	if !p.SetDisabled(key, disabled) {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown key %q in pool %q", key, name)}
 	}
 	var state keypool.KeyState
-	for _, st := range pools[0].Snapshot() {
+	for _, st := range p.Snapshot() {
 		if st.ID == key {
 			state = st.State
 		}

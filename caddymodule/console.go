@@ -181,16 +181,11 @@ func (adminAPI) handleUnpin(w http.ResponseWriter, r *http.Request) error {
 	if err := requireMethod(r, http.MethodPost); err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	name, session := q.Get("pool"), q.Get("session")
-	if name == "" || session == "" {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("pool and session are required")}
-	}
-	pools, err := findPools(name)
+	p, name, session, err := onePool(r, "session")
 	if err != nil {
 		return err
 	}
-	if !pools[0].Unpin(session) {
+	if !p.Unpin(session) {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("pool %q has no pin for that session", name)}
 	}
 	return writeAdminJSON(w, map[string]any{"unpinned": true, "pool": name})

@@ -218,6 +218,12 @@ func TestConsoleSessions(t *testing.T) {
 	if code, _ := adminDo(t, http.MethodPost, admin+"/llm_gateway/sessions/unpin?pool=con-sess&session=h:sess-abc"); code != 404 {
 		t.Fatalf("second unpin: %d, want 404", code)
 	}
+	if code, b := adminDo(t, http.MethodPost, admin+"/llm_gateway/sessions/unpin?pool=con-sess"); code != 400 || !strings.Contains(string(b), "pool and session are required") {
+		t.Fatalf("unpin without a session: %d %s, want 400", code, b)
+	}
+	if code, _ := adminDo(t, http.MethodPost, admin+"/llm_gateway/sessions/unpin?pool=nope&session=h:x"); code != 404 {
+		t.Fatalf("unpin in an unknown pool: %d, want 404", code)
+	}
 	if _, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/sessions?pool=con-sess"); gjson.GetBytes(b, `0.sessions.#(session=="h:sess-abc")`).Exists() {
 		t.Fatalf("still pinned: %s", b)
 	}
