@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"bytes"
+	"encoding/base64"
 	"strconv"
 	"strings"
 )
@@ -407,7 +409,11 @@ func appendAnthropicMedia(b []byte, p *canonPart) []byte {
 	switch {
 	case p.data != "":
 		b = append(b, `{"type":"base64","media_type":`...)
-		b = appendString(b, p.mediaType)
+		mt := p.mediaType
+		if p.kind == partImage {
+			mt = anthropicImageType(mt, p.data)
+		}
+		b = appendString(b, mt)
 		b = appendStrField(b, "data", p.data)
 		b = append(b, '}')
 	case p.url != "":
@@ -503,4 +509,54 @@ func historyToolNames(msgs []canonMessage) []string {
 		}
 	}
 	return names
+}
+
+// anthropicImageType is the media_type to send Anthropic for a base64
+// image labelled declared: the type the first bytes of data show (PNG,
+// JPEG, GIF or WebP signature), since Anthropic refuses an image whose
+// bytes do not match its media_type; else declared, lower-cased, with
+// the common image/jpg label written image/jpeg (Anthropic takes only
+// image/jpeg, image/png, image/gif and image/webp; Anthropic Messages API
+// reference, image source).
+func anthropicImageType(declared, data string) string {
+	if t := sniffImageType(data); t != "" {
+		return t
+	}
+	mt := strings.ToLower(strings.TrimSpace(declared))
+	if mt == "image/jpg" || mt == "image/pjpeg" {
+		return "image/jpeg"
+	}
+	return mt
+}
+
+// sniffImageType returns the image type whose signature starts the
+// base64 payload data ("" when none does): it decodes only the first 16
+// bytes.
+func sniffImageType(data string) string {
+	var prefix [24]byte // 24 base64 characters = 18 bytes
+	n := 0
+	for i := 0; i < len(data) && n < len(prefix); i++ {
+		if c := data[i]; c != '\r' && c != '\n' {
+			prefix[n] = c
+			n++
+		}
+	}
+	n -= n % 4
+	var head [18]byte
+	m, err := base64.StdEncoding.Decode(head[:], prefix[:n])
+	if err != nil && m == 0 {
+		return ""
+	}
+	h := head[:m]
+	switch {
+	case bytes.HasPrefix(h, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(h, []byte{0xff, 0xd8, 0xff}):
+		return "image/jpeg"
+	case bytes.HasPrefix(h, []byte("GIF87a")), bytes.HasPrefix(h, []byte("GIF89a")):
+		return "image/gif"
+	case len(h) >= 12 && string(h[:4]) == "RIFF" && string(h[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
 }

@@ -60,3 +60,46 @@ func TestToolCallsWithStopFinishAreToolUse(t *testing.T) {
 		t.Errorf("length with a tool call: %+v", s)
 	}
 }
+
+// Anthropic takes only image/jpeg, image/png, image/gif and image/webp as
+// an image's media_type and refuses data that does not match it ("Image
+// does not match the provided media type"). OpenAI clients label JPEG
+// data URLs image/jpg, or send another type than the bytes hold
+// (NousResearch/hermes-agent issue 55432; anthropics/claude-code issues
+// 12015, 13131): the type sent is the one the bytes show, else the label
+// normalised.
+func TestImageMediaTypeForAnthropic(t *testing.T) {
+	const (
+		png  = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGAAAAAFAAE="
+		jpeg = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJ"
+		gif  = "R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs="
+		webp = "UklGRiQAAABXRUJQVlA4IBgAAAAwAQCdASoBAAEAAwA0JaQAA3AA/vuUAAA="
+		text = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="
+	)
+	for _, c := range []struct{ label, data, want string }{
+		{"image/jpg", jpeg, "image/jpeg"},
+		{"image/png", jpeg, "image/jpeg"}, // the bytes win
+		{"image/jpeg", png, "image/png"},
+		{"application/octet-stream", gif, "image/gif"},
+		{"", webp, "image/webp"},
+		{"IMAGE/JPG", text, "image/jpeg"}, // unknown bytes: the label, normalised
+		{"image/PNG", text, "image/png"},
+		{"image/webp", webp, "image/webp"},
+	} {
+		for _, from := range []Dialect{OpenAIChat, OpenAIResponses} {
+			url := "data:" + c.label + ";base64," + c.data
+			body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"` + url + `"}}]}]}`
+			if from == OpenAIResponses {
+				body = `{"model":"claude-sonnet-4-5","input":[{"role":"user","content":[{"type":"input_image","image_url":"` + url + `"}]}]}`
+			}
+			out, err := TranslateRequest(from, AnthropicMessages, []byte(body), "")
+			if err != nil {
+				t.Fatalf("%s %s: %v", from, c.label, err)
+			}
+			src := gjson.GetBytes(out, "messages.0.content.0.source")
+			if src.Get("media_type").Str != c.want || src.Get("data").Str != c.data {
+				t.Errorf("%s %q: source %s, want media_type %s", from, c.label, src.Raw, c.want)
+			}
+		}
+	}
+}
