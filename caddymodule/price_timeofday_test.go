@@ -224,6 +224,14 @@ func TestCostRequestAtStart(t *testing.T) {
 	p, _, _ := loadBuiltinPrices().lookup("deepseek-v4-pro")
 	h := &Handler{priceTab: priceTableOf([]*PriceConfig{{Model: "tod-test-model", Price: p}})}
 	shiftBudgetClock(t, utc(2026, 12, 1, 10, 0)) // a Tuesday, 10:00 UTC: off-peak
+	t.Cleanup(func() {                           // leave no trace in the process-wide spend totals and metric
+		costMap.Delete(costKey{kind: costByKey, a: "tod-pool", b: "tod-key"})
+		if _, ok := costMap.LoadAndDelete(costKey{kind: costByModel, a: "tod-test-model"}); ok {
+			costModels.Add(-1)
+		}
+		initCostMetric()
+		costMetric.DeleteLabelValues("tod-pool", "tod-key", "", "tod-test-model")
+	})
 	now := time.Now()
 	u := translate.Usage{InputTokens: i64p(1_000_000), OutputTokens: i64p(1_000_000)}
 	for _, c := range []struct {
