@@ -55,6 +55,58 @@ type budgetBook struct {
 	gws   map[string]*budgetEntry            // gateway key id -> entry
 	pools map[string]*budgetEntry            // pool -> entry
 	all   []*budgetEntry
+
+	// cluster mode: the figures requests are admitted on are read at
+	// most once per budgetFresh, by one pull at a time, which a request
+	// waits for budgetWait at most (see refresh)
+	pullMu   sync.Mutex
+	pulling  chan struct{} // closed when the pull under way ends; nil: none
+	pulledAt time.Time     // when the last pull began
+}
+
+// Cluster-mode budget reads: a request is admitted on figures read from
+// the shared store less than budgetFresh before it (other instances'
+// spend also arrives as spend events, as it is booked), and waits for a
+// read budgetWait at most: a slow or unreachable store then admits it on
+// the figures mirrored so far, while the read goes on in the background.
+const (
+	budgetFresh = 20 * time.Millisecond
+	budgetWait  = 150 * time.Millisecond
+)
+
+// refresh brings the entries' shared figures up to date for a request:
+// unless the last read began less than budgetFresh ago, it joins the
+// pull under way or starts one (one round trip for every entry, pending
+// spend pushed first) and waits for it budgetWait at most. Nothing is
+// read without a shared store.
+func (b *budgetBook) refresh() {
+	if b == nil || b.shared == nil {
+		return
+	}
+	b.pullMu.Lock()
+	done := b.pulling
+	if done == nil {
+		if time.Since(b.pulledAt) < budgetFresh {
+			b.pullMu.Unlock()
+			return
+		}
+		done = make(chan struct{})
+		b.pulling, b.pulledAt = done, time.Now()
+		go func() {
+			b.pull(b.all, budgetNow())
+			b.pullMu.Lock()
+			b.pulling = nil
+			b.pullMu.Unlock()
+			close(done)
+		}()
+	}
+	b.pullMu.Unlock()
+	t := time.NewTimer(budgetWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // budgetEntry is one configured budget and the spend it is counted in.
@@ -212,8 +264,10 @@ func reached(spent, level float64) bool { return spent >= level-1e-9 }
 func usd(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) + " USD" }
 
 // gatewayGate is the gateway-key budget's gate, checked before a request
-// is read: it returns the failure (429 with Retry-After until the reset)
-// when the caller's budget is used up, else nil.
+// is read, on the figures at hand (in cluster mode the mirror of the
+// shared store, kept current by spend events and refresh): it returns
+// the failure (429 with Retry-After until the reset) when the caller's
+// budget is used up, else nil.
 func (b *budgetBook) gatewayGate(gk *gwKey) *loopFailure {
 	if b == nil || gk == nil {
 		return nil
@@ -223,7 +277,7 @@ func (b *budgetBook) gatewayGate(gk *gwKey) *loopFailure {
 		return nil
 	}
 	now := budgetNow()
-	b.pull([]*budgetEntry{e}, now)
+	b.refresh()
 	over, reset, spent := b.check(e, now)
 	if !over {
 		return nil
@@ -232,10 +286,11 @@ func (b *budgetBook) gatewayGate(gk *gwKey) *loopFailure {
 	return budgetFailure(msg, wait)
 }
 
-// poolGate refreshes the budgets of a pool and its keys before the pool
-// is tried (holding keys whose budget is used up, releasing those whose
-// period reset) and returns the failure when the pool's own budget is
-// used up (429 with Retry-After until the reset), else nil.
+// poolGate applies the budgets of a pool and its keys before the pool
+// is tried, on the figures at hand as gatewayGate does (holding keys
+// whose budget is used up, releasing those whose period reset), and
+// returns the failure when the pool's own budget is used up (429 with
+// Retry-After until the reset), else nil.
 func (b *budgetBook) poolGate(p *pool) *loopFailure {
 	if b == nil {
 		return nil
@@ -246,10 +301,7 @@ func (b *budgetBook) poolGate(p *pool) *loopFailure {
 		return nil
 	}
 	now := budgetNow()
-	if pe != nil {
-		es = append(es[:len(es):len(es)], pe)
-	}
-	b.pull(es, now)
+	b.refresh()
 	for _, e := range b.pkeys[p.name] {
 		b.check(e, now)
 	}
@@ -355,10 +407,18 @@ func (s *scopeSpend) hasPending() bool {
 	return len(s.pending) > 0
 }
 
-// mirror replaces the buckets with the shared store's figures.
+// mirror replaces the buckets with the shared store's figures (m, which
+// it keeps). A bucket's spend only grows, so a figure lower than the one
+// mirrored is an older read that crossed a newer one (a spend event):
+// the higher is kept.
 func (s *scopeSpend) mirror(m map[int64]float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for b, v := range m {
+		if old := s.buckets[b]; old > v {
+			m[b] = old
+		}
+	}
 	s.buckets = m
 }
 

@@ -43,6 +43,7 @@ func (h *Handler) provisionBudgets(ctx caddy.Context) error {
 				sn = e.pool + "/" + rb.sid(e.fp) // fingerprints are per installation
 			}
 			e.shared = rb.prefix + "spend:{" + e.scope + ":" + sn + "}:" + e.rule.period.signature()
+			sharedSpends.Store(e.shared, e.spend)
 		}
 		e.spend.setShared(rb != nil)
 		b.all = append(b.all, e)

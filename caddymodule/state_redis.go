@@ -620,6 +620,9 @@ func (b *redisBackend) subscribe() {
 			if !ok {
 				return
 			}
+			if b.applySpendEvent(msg.Payload) {
+				continue
+			}
 			pool, ev, ok := parseStateEvent(msg.Payload)
 			if !ok {
 				pool, ev, ok = parseLearnedEvent(msg.Payload)
