@@ -103,3 +103,59 @@ func TestImageMediaTypeForAnthropic(t *testing.T) {
 		}
 	}
 }
+
+// Responses upstreams that stream function-call arguments in other
+// shapes than OpenAI's: arguments only in
+// response.function_call_arguments.done with an output_item.done that
+// does not repeat them (LM Studio, Codex Spark: LiteLLM issue 25321,
+// Gitlawb/openclaude issue 1259), and two calls whose output items are
+// open at once with their argument deltas interleaved (parallel calls
+// streamed by output_index). Every call reaches the client with its
+// arguments, as the official SDKs accumulate them.
+func TestResponsesUpstreamFunctionCallShapes(t *testing.T) {
+	fc := func(seq, idx int, id, call, name string) string {
+		return rsEv("response.output_item.added", seq, `,"output_index":`+itoa(idx)+`,"item":{"id":"`+id+`","type":"function_call","status":"in_progress","call_id":"`+call+`","name":"`+name+`","arguments":""}`)
+	}
+	delta := func(seq, idx int, id, d string) string {
+		return rsEv("response.function_call_arguments.delta", seq, `,"item_id":"`+id+`","output_index":`+itoa(idx)+`,"delta":"`+d+`"`)
+	}
+	argsDone := func(seq, idx int, id, a string) string {
+		return rsEv("response.function_call_arguments.done", seq, `,"item_id":"`+id+`","output_index":`+itoa(idx)+`,"arguments":"`+a+`"`)
+	}
+	itemDone := func(seq, idx int, id, call, name, args string) string {
+		a := ""
+		if args != "" {
+			a = `,"arguments":"` + args + `"`
+		}
+		return rsEv("response.output_item.done", seq, `,"output_index":`+itoa(idx)+`,"item":{"id":"`+id+`","type":"function_call","status":"completed","call_id":"`+call+`","name":"`+name+`"`+a+`}`)
+	}
+	end := rsEv("response.completed", 20, rsDone)
+	a1, a2 := `{\"a\":1}`, `{\"b\":[2,3]}`
+	cases := []struct {
+		name, in string
+	}{
+		{"arguments only in function_call_arguments.done", rsPreamble + fc(2, 0, "fc_1", "call_1", "f") + argsDone(3, 0, "fc_1", a1) + itemDone(4, 0, "fc_1", "call_1", "f", "") +
+			fc(5, 1, "fc_2", "call_2", "g") + argsDone(6, 1, "fc_2", a2) + itemDone(7, 1, "fc_2", "call_2", "g", "") + end},
+		{"interleaved deltas", rsPreamble + fc(2, 0, "fc_1", "call_1", "f") + fc(3, 1, "fc_2", "call_2", "g") +
+			delta(4, 0, "fc_1", `{\"a\"`) + delta(5, 1, "fc_2", `{\"b\":`) + delta(6, 0, "fc_1", `:1}`) + delta(7, 1, "fc_2", `[2,3]}`) +
+			itemDone(8, 0, "fc_1", "call_1", "f", a1) + itemDone(9, 1, "fc_2", "call_2", "g", a2) + end},
+		{"second call done first", rsPreamble + fc(2, 0, "fc_1", "call_1", "f") + fc(3, 1, "fc_2", "call_2", "g") +
+			delta(4, 1, "fc_2", `{\"b\":[2,3]}`) + itemDone(5, 1, "fc_2", "call_2", "g", a2) +
+			delta(6, 0, "fc_1", `{\"a\":1}`) + itemDone(7, 0, "fc_1", "call_1", "f", a1) + end},
+		{"interleaved, arguments only in done events", rsPreamble + fc(2, 0, "fc_1", "call_1", "f") + fc(3, 1, "fc_2", "call_2", "g") +
+			argsDone(4, 0, "fc_1", a1) + argsDone(5, 1, "fc_2", a2) + itemDone(6, 0, "fc_1", "call_1", "f", "") + itemDone(7, 1, "fc_2", "call_2", "g", "") + end},
+	}
+	want := []toolSum{{"f", `{"a":1}`}, {"g", `{"b":[2,3]}`}}
+	for _, c := range cases {
+		for _, to := range []Dialect{AnthropicMessages, OpenAIChat} {
+			out, _, err := run(t, OpenAIResponses, to, c.in)
+			if err != nil {
+				t.Fatalf("%s to %s: %v", c.name, to, err)
+			}
+			s := parseOK(t, to, out)
+			if s.stop != "tool" || len(s.tools) != 2 || s.tools[0] != want[0] || s.tools[1] != want[1] {
+				t.Errorf("%s to %s: %+v", c.name, to, s)
+			}
+		}
+	}
+}

@@ -18,7 +18,14 @@ import (
 //     response.output_text.delta or response.refusal.delta; a reasoning item
 //     a thinking block on its first response.reasoning_summary_text.delta or
 //     response.reasoning_text.delta (summary parts joined by a blank line);
-//   - response.function_call_arguments.delta streams the arguments;
+//   - response.function_call_arguments.delta streams the arguments, and
+//     response.function_call_arguments.done sends what no delta carried
+//     (backends that send the arguments only there);
+//   - a function_call added while another one is still streaming is held
+//     (its arguments buffered) and emitted whole once that one is done
+//     (output_item.done), another kind of block starts or the response
+//     ends, so calls whose deltas interleave by output_index reach the
+//     client as contiguous blocks, each with its arguments;
 //   - response.output_item.done closes the item's block; a reasoning item's
 //     encrypted_content becomes a signature delta (sigPrefixOpenAI), or a
 //     redacted thinking block when no text was streamed; text or arguments
@@ -39,6 +46,8 @@ type responsesStreamDecoder struct {
 	called  bool // a function_call item was seen
 	refusal bool // a refusal part was seen
 	top     objFields
+	cur     *rsStreamItem   // the function_call whose block is streaming
+	pending []*rsStreamItem // function_calls added while cur streams, in order
 }
 
 // rsStreamItem is one output item of the upstream stream.
@@ -50,6 +59,13 @@ type rsStreamItem struct {
 	blk     *streamBlock // its canonical block, nil until opened
 	sent    []byte       // text, thinking or arguments sent so far
 	summary int64        // summary_index of the last reasoning delta
+	// a function_call held while another streams (see pending): the
+	// arguments its deltas carried, the full arguments a done event gave,
+	// and whether its output_item.done came
+	held     bool
+	buf      []byte
+	full     string
+	finished bool
 }
 
 func newResponsesStreamDecoder(cs *canonStream) upstreamDecoder {
@@ -92,7 +108,14 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		d.items = append(d.items, x)
 		if x.typ == "function_call" {
 			d.called = true
+			if d.streaming() {
+				x.held = true
+				x.buf = append(x.buf, res[3].Str...)
+				d.pending = append(d.pending, x)
+				return
+			}
 			d.openItem(x, partToolCall)
+			d.cur = x
 			if a := res[3].Str; a != "" {
 				d.send(x, deltaArgs, a)
 			}
@@ -108,8 +131,21 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		}
 	case "response.function_call_arguments.delta":
 		x := d.known(f, "function_call")
-		if s := f.get("delta").Str; s != "" && x.blk != nil && cs.open == x.blk {
+		s := f.get("delta").Str
+		switch {
+		case s == "":
+		case x.held:
+			x.buf = append(x.buf, s...)
+		case x.blk != nil && cs.open == x.blk:
 			d.send(x, deltaArgs, s)
+		}
+	case "response.function_call_arguments.done":
+		x := d.known(f, "function_call")
+		a := f.get("arguments").Str
+		if x.held {
+			x.full = strings.Clone(a)
+		} else {
+			d.sendRest(x, a)
 		}
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		x := d.known(f, "reasoning")
@@ -135,6 +171,7 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		if !cs.started {
 			cs.begin(res[3].Str, res[4].Str, res[5].Int())
 		}
+		d.flushAll()
 		if len(d.items) == 0 {
 			// no item was streamed (a backend that sends the answer only
 			// in its terminal event): the output items, in order
@@ -186,9 +223,67 @@ func (d *responsesStreamDecoder) known(f objFields, typ string) *rsStreamItem {
 	return x
 }
 
-// openItem opens a new canonical block of kind for x.
+// openItem opens a new canonical block of kind for x (held function
+// calls go first when it is another kind of block).
 func (d *responsesStreamDecoder) openItem(x *rsStreamItem, kind partKind) {
+	if kind != partToolCall {
+		d.flushAll()
+	}
 	x.blk = d.cs.openBlock(kind, x.callID, x.name, "")
+}
+
+// streaming reports whether a function_call block is open and streaming
+// its arguments (a new call is then held).
+func (d *responsesStreamDecoder) streaming() bool {
+	return d.cur != nil && d.cur.blk != nil && d.cs.open == d.cur.blk
+}
+
+// sendRest sends the part of a call's full arguments a (from a done
+// event) that its deltas did not carry.
+func (d *responsesStreamDecoder) sendRest(x *rsStreamItem, a string) {
+	if len(a) > len(x.sent) && strings.HasPrefix(a, string(x.sent)) {
+		d.send(x, deltaArgs, a[len(x.sent):])
+	}
+}
+
+// flushHeld emits the held function calls in order after the streaming
+// one is done: each opens its block with what it buffered; a finished one
+// is closed, and the first one still running becomes the streaming call
+// (the rest stay held). With all set, every held call is emitted and
+// closed (another kind of block, or the end, follows).
+func (d *responsesStreamDecoder) flushHeld(all bool) {
+	for len(d.pending) > 0 {
+		x := d.pending[0]
+		d.pending = d.pending[1:]
+		x.held = false
+		x.blk = d.cs.openBlock(partToolCall, x.callID, x.name, "")
+		d.cur = x
+		if len(x.buf) > 0 {
+			d.send(x, deltaArgs, string(x.buf))
+		}
+		x.buf = nil
+		d.sendRest(x, x.full)
+		if !x.finished && !all {
+			return
+		}
+		d.closeCur()
+	}
+}
+
+// flushAll emits every held function call (see flushHeld).
+func (d *responsesStreamDecoder) flushAll() {
+	if len(d.pending) > 0 {
+		d.flushHeld(true)
+	}
+	d.pending = d.pending[:0]
+}
+
+// closeCur closes the streaming function call's block.
+func (d *responsesStreamDecoder) closeCur() {
+	if d.cur != nil && d.cur.blk != nil && d.cs.open == d.cur.blk {
+		d.cs.closeBlock()
+	}
+	d.cur = nil
 }
 
 // ensure makes x's block of kind the open one (a new block when another
@@ -241,19 +336,36 @@ func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
 		}
 	case "function_call":
 		d.called = true
-		if x.blk == nil {
+		if x.blk == nil && !x.held {
 			x.callID, x.name = strings.Clone(firstNonEmpty(x.callID, res[1].Str)), strings.Clone(firstNonEmpty(x.name, res[2].Str))
-			d.openItem(x, partToolCall)
+			if d.streaming() && d.cur != x {
+				x.held = true
+				d.pending = append(d.pending, x)
+			} else {
+				d.openItem(x, partToolCall)
+			}
+		}
+		if x.held {
+			// emitted when the streaming call is done
+			if a := res[3].Str; a != "" {
+				x.full = strings.Clone(a)
+			}
+			x.finished = true
+			return
 		}
 		// arguments no delta carried (a provider that sends only .done)
-		if a := res[3].Str; len(a) > len(x.sent) && strings.HasPrefix(a, string(x.sent)) {
-			d.send(x, deltaArgs, a[len(x.sent):])
+		d.sendRest(x, res[3].Str)
+		if x == d.cur {
+			d.closeCur()
+			d.flushHeld(false)
+			return
 		}
 	case "reasoning":
 		enc := res[4].Str
 		if len(x.sent) == 0 {
 			if p, ok := rsReasoningPart(reasoningText(it), enc); ok {
 				if p.kind == partRedactedThinking {
+					d.flushAll()
 					x.blk = cs.openBlock(partRedactedThinking, "", "", p.data)
 				} else {
 					d.ensure(x, partThinking)
