@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -12,16 +13,30 @@ import (
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
-// lastRecent returns the newest entry of the request log
-// (GET /llm_gateway/requests).
-func lastRecent() recentRequest {
+// recentSeq is the number of requests in the request log so far.
+func recentSeq() uint64 {
 	recent.mu.Lock()
 	defer recent.mu.Unlock()
-	l := recent.listLocked(func(*recentRequest) bool { return true }, 0, 1)
-	if len(l) == 0 {
-		return recentRequest{}
-	}
-	return l[0]
+	return recent.seq
+}
+
+// recentAfter waits for the request log (GET /llm_gateway/requests) to
+// hold a request newer than seq (recentSeq before the request: a request
+// is logged as it ends, which may be just after its client has the
+// answer) and returns the newest.
+func recentAfter(t *testing.T, seq uint64) recentRequest {
+	t.Helper()
+	var r recentRequest
+	eventually(t, 2*time.Second, "the request in the request log", func() bool {
+		recent.mu.Lock()
+		defer recent.mu.Unlock()
+		if l := recent.listLocked(func(*recentRequest) bool { return true }, 0, 1); len(l) == 1 && l[0].Seq > seq {
+			r = l[0]
+			return true
+		}
+		return false
+	})
+	return r
 }
 
 // attemptOutcomes lists a logged request's attempts as "key:outcome".
@@ -100,8 +115,9 @@ func TestAttackErrorBodyWith200(t *testing.T) {
 		m.SetKey(c.key, js(c.bad))
 		before := keyStatus(t, pool, ids[1]).Requests
 		path, body, hdr := c.client(model, c.stream)
+		seq := recentSeq()
 		resp, b := post(t, gw+path, []byte(body), hdr...)
-		rr := lastRecent()
+		rr := recentAfter(t, seq)
 		first := keyStatus(t, pool, ids[0])
 		second := keyStatus(t, pool, ids[1]).Requests - before
 		switch c.want {

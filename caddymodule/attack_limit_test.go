@@ -24,6 +24,7 @@ func TestAttackRequestLargerThanKeyLimit(t *testing.T) {
 	}
 	for _, stream := range []bool{false, true} {
 		before := m.Stats("oa-1").Requests + m.Stats("oa-2").Requests
+		seq := recentSeq()
 		resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", "a long prompt", stream))
 		if resp.StatusCode != 429 || !strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, "Request too large for gpt-x") ||
 			gjson.GetBytes(b, "error.code").Str != "rate_limit_exceeded" {
@@ -34,7 +35,7 @@ func TestAttackRequestLargerThanKeyLimit(t *testing.T) {
 		}
 		keyUntouched(t, "oa", "o1")
 		keyUntouched(t, "oa", "o2")
-		if rr := lastRecent(); rr.Status != 429 || attemptOutcomes(rr) != "o1:client_error" {
+		if rr := recentAfter(t, seq); rr.Status != 429 || attemptOutcomes(rr) != "o1:client_error" {
 			t.Errorf("stream %v: request log %d %q", stream, rr.Status, attemptOutcomes(rr))
 		}
 	}
