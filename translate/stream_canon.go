@@ -221,7 +221,12 @@ func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 	cs.t.errEvent = false
 }
 
-// endOrFail is the decoders' common end-of-input handling.
+// endOrFail is the decoders' common end-of-input handling. A stream still
+// open at the end of its input lacks its terminal event (data: [DONE],
+// message_stop, response.completed, which end it, see end): it was cut
+// short, even after its finish reason (what follows the finish, Chat's
+// usage chunk, never came), and is never given a terminator the upstream
+// did not send.
 func (cs *canonStream) endOrFail(readErr error) {
 	switch {
 	case cs.closed:
@@ -230,6 +235,9 @@ func (cs *canonStream) endOrFail(readErr error) {
 	case !cs.started:
 		cs.t.truncated = true
 		cs.fail(ErrUpstreamUnavailable, msgEmpty, io.ErrUnexpectedEOF)
+	case cs.finished:
+		cs.t.truncated = true
+		cs.fail(ErrUpstreamUnavailable, msgUnended, io.ErrUnexpectedEOF)
 	default:
 		cs.end()
 	}

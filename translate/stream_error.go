@@ -220,6 +220,7 @@ func errStr(r gjson.Result) string {
 // Messages of the error forms the gateway writes itself.
 const (
 	msgTruncated   = "upstream stream ended without a finish reason; the answer is incomplete"
+	msgUnended     = "upstream stream ended after its finish reason but without its terminal event; the answer may be incomplete"
 	msgInterrupted = "upstream stream interrupted: connection error"
 	msgEmpty       = "upstream closed the stream without sending any event"
 )

@@ -667,21 +667,18 @@ func withData(ev *SSEEvent, nd []byte) []byte {
 	return appendEvent(nil, ev.Event, nd)
 }
 
-// passEnd ends a passthrough stream: a stream that finished gets its
-// terminator if the upstream left it out; one that broke off, or ended
-// without a finish reason, gets the dialect's error form.
+// passEnd ends a passthrough stream: one that broke off, ended without a
+// finish reason, or ended after it but without its terminal event (data:
+// [DONE], message_stop: what followed the finish never came) gets the
+// dialect's error form, never a terminator the upstream did not send.
 func (t *StreamTranslator) passEnd(readErr error) {
 	st := &t.pt
 	if t.stopped || st.errored || st.done {
 		return
 	}
 	if readErr == nil && st.finished {
-		switch t.from {
-		case OpenAIChat:
-			t.write([]byte("data: [DONE]\n\n"))
-		case AnthropicMessages:
-			t.write(appendEvent(nil, "message_stop", []byte(`{"type":"message_stop"}`)))
-		}
+		t.truncated = true
+		t.passFail(msgUnended, io.ErrUnexpectedEOF)
 		return
 	}
 	if readErr != nil {

@@ -69,6 +69,14 @@ func TestChatUpstreamUsageVariants(t *testing.T) {
 			if u.InputTokens == nil || *u.InputTokens != 10 || *u.OutputTokens != 4 || *u.CacheReadTokens != 6 || u.CacheWriteTokens != nil || u.ReasoningTokens != nil {
 				t.Errorf("%s → %s: usage %v", name, to, u)
 			}
+			if name == "no DONE, no final blank line" {
+				// the usage is read, but a stream without its terminal
+				// event is cut short: the client's error form, no terminator
+				if !tr.Truncated() || !strings.Contains(out, msgUnended) || strings.Contains(out, "[DONE]") || strings.Contains(out, "message_stop") || strings.Contains(out, "response.completed") {
+					t.Errorf("%s → %s: %s", name, to, out)
+				}
+				continue
+			}
 			s := parseOK(t, to, out)
 			if s.in == nil || *s.in != 10 || *s.out != 4 {
 				t.Errorf("%s → %s: client usage %v %v\n%s", name, to, p(s.in), p(s.out), out)
@@ -272,10 +280,14 @@ func TestAnthropicUpstreamEdgeCases(t *testing.T) {
 		amEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`) +
 		amEv("content_block_stop", `{"type":"content_block_stop","index":0}`) +
 		amEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"###"},"usage":{"output_tokens":2}}`)
-	out, _, _ := run(t, AnthropicMessages, OpenAIChat, seq) // also: no message_stop
+	out, _, _ := run(t, AnthropicMessages, OpenAIChat, seq+amEv("message_stop", `{"type":"message_stop"}`))
 	s := parseOK(t, OpenAIChat, out)
 	if s.text != "x" || s.stop != "stop" || !strings.HasSuffix(out, "data: [DONE]\n\n") {
 		t.Errorf("%+v %s", s, out)
+	}
+	// without its message_stop the stream was cut short after its finish
+	if out, tr, _ := run(t, AnthropicMessages, OpenAIChat, seq); !tr.Truncated() || !strings.Contains(out, msgUnended) || strings.Contains(out, "[DONE]") {
+		t.Errorf("no message_stop: %s", out)
 	}
 	// server tool blocks are skipped, redacted thinking does not break indexes
 	srv := start + amEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"abc"}}`) +
