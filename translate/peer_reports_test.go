@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -156,6 +157,47 @@ func TestResponsesUpstreamFunctionCallShapes(t *testing.T) {
 			if s.stop != "tool" || len(s.tools) != 2 || s.tools[0] != want[0] || s.tools[1] != want[1] {
 				t.Errorf("%s to %s: %+v", c.name, to, s)
 			}
+		}
+	}
+}
+
+// A Chat upstream whose first tool_calls delta for an index lacks the
+// function name (or the id), which a later delta of the same index
+// brings: arguments before id and name (TriDefender/zcode-api pull
+// request 23: "buffer arguments that arrive before id/name"), or the id
+// first and the name next. The call reaches the client with its real id
+// and name and all of its arguments, never as a nameless tool_use.
+func TestChatUpstreamToolNameLate(t *testing.T) {
+	cases := map[string]string{
+		"arguments before id and name": ccChunk(`{"role":"assistant","tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}`, "", "") +
+			ccChunk(`{"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"f","arguments":":1}"}}]}`, "", ""),
+		"id first, name next": ccChunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_9","type":"function"}]}`, "", "") +
+			ccChunk(`{"tool_calls":[{"index":0,"function":{"name":"f"}}]}`, "", "") +
+			ccChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]}`, "", ""),
+	}
+	for name, calls := range cases {
+		in := calls + ccChunk(`{"tool_calls":[{"index":1,"id":"call_10","type":"function","function":{"name":"g","arguments":"{}"}}]}`, "", "") +
+			ccChunk(`{}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n"
+		out, _, err := run(t, OpenAIChat, AnthropicMessages, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := parseOK(t, AnthropicMessages, out)
+		if len(s.tools) != 2 || s.tools[0] != (toolSum{"f", `{"a":1}`}) || s.tools[1] != (toolSum{"g", "{}"}) || s.stop != "tool" {
+			t.Errorf("%s: %+v", name, s)
+		}
+		var ids []string
+		for _, line := range strings.Split(out, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && gjson.Get(d, "content_block.type").Str == "tool_use" {
+				ids = append(ids, gjson.Get(d, "content_block.id").Str+"/"+gjson.Get(d, "content_block.name").Str)
+			}
+		}
+		if strings.Join(ids, ",") != "call_9/f,call_10/g" {
+			t.Errorf("%s: tool_use blocks %v", name, ids)
+		}
+		rs, _, _ := run(t, OpenAIChat, OpenAIResponses, in)
+		if s := parseOK(t, OpenAIResponses, rs); len(s.tools) != 2 || s.tools[0] != (toolSum{"f", `{"a":1}`}) {
+			t.Errorf("%s to Responses: %+v", name, s)
 		}
 	}
 }

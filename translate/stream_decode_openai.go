@@ -19,7 +19,10 @@ import (
 // Tool calls are emitted as contiguous blocks: the first call streams as it
 // arrives; a call that starts while another is streaming is buffered and
 // emitted whole when the current one is known to be done (text, the finish
-// chunk or the end), so providers that interleave indexes are handled.
+// chunk or the end), so providers that interleave indexes are handled. A
+// call whose first delta has no function name is held the same way until
+// a later delta of its index names it (and gives its id, when that came
+// late too).
 type chatStreamDecoder struct {
 	cs      *canonStream
 	tools   []*chatTool
@@ -155,26 +158,38 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 	}
 	frag := tc.Get("function.arguments").String()
 	// A new call starts when the index is new, or when a provider reuses an
-	// index for a call with a different id.
+	// index for a call with a different id. A call is held (its arguments
+	// buffered) while another streams, and until its name is known: some
+	// providers send the name, or the id, in a later delta of the index.
 	if t == nil || (id != "" && t.realID && id != t.id) {
 		t = &chatTool{index: idx, id: strings.Clone(id), realID: id != "", name: strings.Clone(tc.Get("function.name").String())}
 		if t.id == "" {
 			t.id = "call_" + trimIDPrefix(cs.id) + "_" + strconv.Itoa(len(d.tools))
 		}
 		d.tools = append(d.tools, t)
-		if d.cur == nil {
-			if cs.open != nil {
-				cs.closeBlock()
-			}
-			d.cur = t
-			cs.openBlock(partToolCall, t.id, t.name, "")
+		if d.cur == nil && len(d.pending) == 0 && t.name != "" {
+			d.stream(t)
 		} else {
 			d.pending = append(d.pending, t)
 		}
 	} else if t.done {
 		return // more arguments for a call already closed: cannot be sent
-	} else if t.name == "" {
-		t.name = strings.Clone(tc.Get("function.name").String())
+	} else {
+		if t.name == "" {
+			t.name = strings.Clone(tc.Get("function.name").String())
+		}
+		if !t.realID && id != "" {
+			t.id, t.realID = strings.Clone(id), true
+		}
+		if d.cur == nil && len(d.pending) > 0 && d.pending[0] == t && t.name != "" {
+			// the first held call, named now, streams
+			d.pending = d.pending[1:]
+			d.stream(t)
+			if len(t.args) > 0 {
+				cs.delta(deltaArgs, string(t.args))
+				t.args = nil
+			}
+		}
 	}
 	if frag == "" {
 		return
@@ -184,6 +199,16 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 	} else {
 		t.args = append(t.args, frag...)
 	}
+}
+
+// stream opens t's block: t is the call whose arguments stream as they
+// come.
+func (d *chatStreamDecoder) stream(t *chatTool) {
+	if d.cs.open != nil {
+		d.cs.closeBlock()
+	}
+	d.cur = t
+	d.cs.openBlock(partToolCall, t.id, t.name, "")
 }
 
 // flushTools closes the streaming tool call and emits the buffered ones.
