@@ -49,6 +49,14 @@ func TestSlowReaderCut(t *testing.T) {
 	if resp.StatusCode != 200 || len(got) != len(stream) || !strings.HasSuffix(string(got), "data: [DONE]\n\n") {
 		t.Fatalf("reading client: %d, %d of %d bytes", resp.StatusCode, len(got), len(stream))
 	}
+	slow := poolFor(t, "slow")
+	inFlight := func() int { return slow.Snapshot()[0].InFlight }
+	// the mock counts the stream and the gateway frees its slot after the
+	// client has read the last byte
+	eventually(t, 5*time.Second, "the reading client's stream finished", func() bool {
+		st := m.Stats("slow-up-0123456789")
+		return inFlight() == 0 && st.OK == 1 && st.InFlight == 0
+	})
 
 	// a client with a tiny receive buffer that never reads
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
@@ -64,14 +72,16 @@ func TestSlowReaderCut(t *testing.T) {
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nX-Request-Id: stalled-reader\r\n"+
 		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", strings.TrimPrefix(gw, "http://"), gatewayKey, len(body), body)
 
-	slow := poolFor(t, "slow")
-	inFlight := func() int { return slow.Snapshot()[0].InFlight }
 	eventually(t, 5*time.Second, "stream started", func() bool { return inFlight() == 1 })
 	started := time.Now()
 	eventually(t, 10*time.Second, "slot freed while the client still holds the connection", func() bool { return inFlight() == 0 })
 	t.Logf("slot freed %v after the stream started (client_write_timeout 300ms)", time.Since(started).Round(time.Millisecond))
-	eventually(t, 5*time.Second, "upstream request cancelled", func() bool { return m.Stats("slow-up-0123456789").Canceled == 1 })
-	if st := m.Stats("slow-up-0123456789"); st.OK != 1 || st.InFlight != 0 {
+	// the mock counts the cancel before its handler returns (InFlight)
+	eventually(t, 5*time.Second, "upstream request cancelled", func() bool {
+		st := m.Stats("slow-up-0123456789")
+		return st.Canceled == 1 && st.InFlight == 0
+	})
+	if st := m.Stats("slow-up-0123456789"); st.OK != 1 || st.Canceled != 1 || st.InFlight != 0 {
 		t.Fatalf("upstream stats %+v", st)
 	}
 	if s := keyStatus(t, "slow", "slow-key"); s.State != "ready" || s.ConsecutiveFailures != 0 {

@@ -388,7 +388,9 @@ func sum(m map[string]float64) float64 {
 // when it ends, from the request's token estimate (the upstream never
 // reported usage), and marked estimated in the log and the totals.
 func TestSpendAbandonedStream(t *testing.T) {
-	_, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{TokensPerSecond: 10}})
+	// the stream holds after its first content event until the client has
+	// gone: it is abandoned part-way, whatever the timing
+	m, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{StreamHold: true, StreamHoldAfter: 1}})
 	appLog := filepath.Join(t.TempDir(), "app.log")
 	forgetCostState()
 	t.Cleanup(forgetCostState)
@@ -426,13 +428,19 @@ func TestSpendAbandonedStream(t *testing.T) {
 	if f := peekCost(costKey{kind: costByKey, a: "abandon", b: "ab"}); f.Priced != 1 || f.Estimated != 1 || math.Abs(f.USD-want) > 1e-15 {
 		t.Fatalf("key totals %+v, want one estimated request of %v", f, want)
 	}
+	eventually(t, 5*time.Second, "the upstream stream abandoned", func() bool {
+		st := m.Stats("mk-ab")
+		return st.Canceled == 1 && st.OK == 0 && st.InFlight == 0
+	})
 }
 
 // TestSpendAbandonedAnthropicStream: an abandoned Anthropic stream whose
 // message_start reported the input is still marked estimated (its output
 // count is partial), in the log and the totals.
 func TestSpendAbandonedAnthropicStream(t *testing.T) {
-	_, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{TokensPerSecond: 10}})
+	// the stream holds after its first content event until the client has
+	// gone: it is abandoned part-way, whatever the timing
+	m, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{StreamHold: true, StreamHoldAfter: 1}})
 	appLog := filepath.Join(t.TempDir(), "app.log")
 	forgetCostState()
 	t.Cleanup(forgetCostState)
@@ -469,6 +477,10 @@ func TestSpendAbandonedAnthropicStream(t *testing.T) {
 	if f := peekCost(costKey{kind: costByKey, a: "abandon", b: "ab"}); f.Priced != 1 || f.Estimated != 1 || f.USD != num(e["cost_usd"]) {
 		t.Fatalf("key totals %+v, want one estimated request of %v", f, e["cost_usd"])
 	}
+	eventually(t, 5*time.Second, "the upstream stream abandoned", func() bool {
+		st := m.Stats("mk-ab")
+		return st.Canceled == 1 && st.OK == 0 && st.InFlight == 0
+	})
 }
 
 // TestClusterSpendShared: with state redis, two instances add their

@@ -78,6 +78,15 @@ type KeyBehavior struct {
 	// event, like a dropped upstream. Counted as Resets.
 	StreamCutAfter int `json:"stream_cut_after,omitempty"`
 
+	// StreamHold makes streams stop after StreamHoldAfter content events
+	// (0: before the first, after the opening events such as Chat's role
+	// chunk or Anthropic's message_start) and hold the response open,
+	// writing nothing more, until the client goes away: a stream the
+	// client abandons before it ends, whatever the timing. Counted as
+	// Canceled.
+	StreamHold      bool `json:"stream_hold,omitempty"`
+	StreamHoldAfter int  `json:"stream_hold_after,omitempty"`
+
 	// RetryAfter, if set, is sent verbatim as Retry-After on the 429s produced
 	// by Status=429 (default "1"). The special value "none" omits the header.
 	RetryAfter string `json:"retry_after,omitempty"`

@@ -1,6 +1,8 @@
 package mockupstream
 
 import (
+	"bufio"
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -60,6 +62,43 @@ func TestStreamCutAfter(t *testing.T) {
 	}
 	eventually(t, "handler done", func() bool { return s.Stats("c").InFlight == 0 })
 	if ks := s.Stats("c"); ks.Resets != 1 || ks.OK != 0 {
+		t.Errorf("stats %+v", ks)
+	}
+}
+
+// TestStreamHold: the stream sends its opening event and StreamHoldAfter
+// content events, then nothing more until the client goes away; it is
+// counted as Canceled.
+func TestStreamHold(t *testing.T) {
+	s, ts := start(t, Config{Default: KeyBehavior{StreamHold: true, StreamHoldAfter: 1}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := do(t, ctx, "POST", ts.URL+"/v1/chat/completions", "h", chatBody("one two three four", `"stream":true`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// role chunk and one content chunk, then the stream holds
+	br := bufio.NewReader(resp.Body)
+	var got []string
+	for len(got) < 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			got = append(got, line)
+		}
+	}
+	if !strings.Contains(got[1], `"content":"Mock `) {
+		t.Fatalf("events %q", got)
+	}
+	if ks := s.Stats("h"); ks.InFlight != 1 || ks.OK+ks.Canceled != 0 {
+		t.Fatalf("held stream: stats %+v", ks)
+	}
+	cancel()
+	resp.Body.Close()
+	eventually(t, "handler done", func() bool { return s.Stats("h").InFlight == 0 })
+	if ks := s.Stats("h"); ks.Canceled != 1 || ks.OK != 0 {
 		t.Errorf("stats %+v", ks)
 	}
 }

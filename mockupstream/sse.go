@@ -55,6 +55,10 @@ func newSSEWriter(c *call) *sseWriter {
 // client went away, or a programmed fault fires).
 func (e *sseWriter) pace() bool {
 	e.content++
+	if b := e.c.b; b.StreamHold && e.content > b.StreamHoldAfter {
+		<-e.c.r.Context().Done() // held until the client goes away
+		return false
+	}
 	if b := e.c.b; b.StreamCutAfter > 0 || b.StreamErrorAfter > 0 {
 		switch {
 		case b.StreamCutAfter > 0 && e.content > b.StreamCutAfter:
