@@ -37,7 +37,7 @@ func init() {
 //	POST /llm_gateway/playground        {model, dialect, stream, prompt}: one request through the gateway
 //	GET  /llm_gateway/usage?by=gateway_key|key|model|pool[&from=&to=&granularity=&format=csv]
 //	GET  /llm_gateway/spend             cost totals by key, gateway key, model; unpriced models
-//	GET  /llm_gateway/prices            the built-in price table
+//	GET  /llm_gateway/prices            the built-in price table and the pools' configured prices
 //	GET  /llm_gateway/models            the model names the gateway serves (for the playground)
 //
 // Keys appear by id (configured label or masked secret), never by secret.

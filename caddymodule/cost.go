@@ -95,6 +95,7 @@ func (h *Handler) provisionPrices() error {
 			return err
 		}
 		h.pools[i].prices = priceTableOf(pc.Prices)
+		h.pools[i].globalPrices = h.priceTab
 	}
 	loadBuiltinPrices()
 	return nil

@@ -197,6 +197,9 @@ type pool struct {
 	// egress is the pool's exit list (its own or the global); nil: direct
 	egress *egressPlan
 	prices *priceTable // the pool's price overrides, nil for none
+	// globalPrices are the llm_gateway block's price overrides (shown by
+	// GET /llm_gateway/prices beside the pool's own), nil for none
+	globalPrices *priceTable
 }
 
 // upstreamKey is a provisioned KeyConfig. It holds the resolved secret and

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -299,4 +300,43 @@ func unmarshalPriceWindows(d *caddyfile.Dispenser, pc *PriceConfig) error {
 		return d.Errf("price %s: %v", pc.Model, err)
 	}
 	return nil
+}
+
+// poolPrices is a pool's configured price overrides as GET
+// /llm_gateway/prices shows them: the pool's own (Prices) and its
+// llm_gateway block's (Global), time-of-day windows included.
+type poolPrices struct {
+	Pool   string         `json:"pool"`
+	Prices []*PriceConfig `json:"prices,omitempty"`
+	Global []*PriceConfig `json:"global,omitempty"`
+}
+
+// configuredPrices lists the price overrides of the live pools, by pool
+// name; pools with none are left out.
+func configuredPrices() []poolPrices {
+	published.Lock()
+	names := make([]string, 0, len(published.byName))
+	for n := range published.byName {
+		names = append(names, n)
+	}
+	published.Unlock()
+	sort.Strings(names)
+	out := []poolPrices{}
+	for _, n := range names {
+		p := publishedPool(n)
+		if p == nil {
+			continue
+		}
+		pp := poolPrices{Pool: n}
+		if p.prices != nil {
+			pp.Prices = p.prices.cfg
+		}
+		if p.globalPrices != nil {
+			pp.Global = p.globalPrices.cfg
+		}
+		if len(pp.Prices)+len(pp.Global) > 0 {
+			out = append(out, pp)
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 
+	"github.com/llmgateway/llm_gateway/mockupstream"
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
@@ -224,7 +225,8 @@ func TestCostRequestAtStart(t *testing.T) {
 	p, _, _ := loadBuiltinPrices().lookup("deepseek-v4-pro")
 	h := &Handler{priceTab: priceTableOf([]*PriceConfig{{Model: "tod-test-model", Price: p}})}
 	shiftBudgetClock(t, utc(2026, 12, 1, 10, 0)) // a Tuesday, 10:00 UTC: off-peak
-	t.Cleanup(func() {                           // leave no trace in the process-wide spend totals and metric
+	// leave no trace in the process-wide spend totals and metric
+	t.Cleanup(func() {
 		costMap.Delete(costKey{kind: costByKey, a: "tod-pool", b: "tod-key"})
 		if _, ok := costMap.LoadAndDelete(costKey{kind: costByModel, a: "tod-test-model"}); ok {
 			costModels.Add(-1)
@@ -290,5 +292,80 @@ func TestAdminPricesShowsWindows(t *testing.T) {
 	}
 	if e.Get("off_peak").Exists() || e.Get("peak.peak").Exists() {
 		t.Errorf("unexpected windows: %s", e.Raw)
+	}
+}
+
+// TestTimeOfDayPriceEndToEnd: through the gateway and the mock (usage
+// known exactly: 2000 prompt, 100 completion tokens), a request that
+// starts at 08:00 UTC on a Tuesday is priced at the pool's peak window
+// and one at 12:00 at the off-peak figures, in the spend totals; a global
+// price with an off_peak window crossing midnight prices the other pool
+// at 23:30. GET /llm_gateway/prices shows the configured windows.
+func TestTimeOfDayPriceEndToEnd(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"sk-tod-1": {ReplayBody: []byte(spendOA2), ReplayContentType: "application/json"},
+		"sk-tod-2": {ReplayBody: []byte(spendOA2), ReplayContentType: "application/json"},
+	}})
+	forgetCostState()
+	t.Cleanup(forgetCostState)
+	site := "\tllm_gateway {\n\t\tapi_key " + gatewayKey + "\n" +
+		"\t\tprice tod-night input 4 output 40 {\n\t\t\toff_peak 22:00-02:00 input 1 output 10\n\t\t}\n" +
+		"\t\tpool tod-a {\n\t\t\tmodels tod-day\n" +
+		"\t\t\tprice tod-day input 1 output 2 {\n\t\t\t\tpeak 06:00-10:00 mon-fri input 2 output 4\n\t\t\t}\n" +
+		"\t\t\tkey sk-tod-1 " + base + " {\n\t\t\t\tid t1\n\t\t\t}\n\t\t}\n" +
+		"\t\tpool tod-b {\n\t\t\tmodels tod-night\n" +
+		"\t\t\tkey sk-tod-2 " + base + " {\n\t\t\t\tid t2\n\t\t\t}\n\t\t}\n\t}\n"
+	gw, admin := adminGateway(t, site, "")
+
+	spent := func(model string) float64 {
+		t.Helper()
+		code, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/spend")
+		if code != 200 {
+			t.Fatalf("spend: %d %s", code, b)
+		}
+		return gjson.GetBytes(b, `models.#(model=="`+model+`").usd`).Float()
+	}
+	ask := func(model string) {
+		t.Helper()
+		resp, body := post(t, gw+"/v1/chat/completions", chatBody(model, "hi", false), "Authorization", "Bearer "+gatewayKey)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", model, resp.StatusCode, body)
+		}
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-12 {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+	}
+	shiftBudgetClock(t, utc(2026, 12, 1, 8, 0)) // Tuesday 08:00 UTC: peak
+	ask("tod-day")
+	near("tod-day at peak", spent("tod-day"), 0.0044) // 2000x2 + 100x4
+	shiftBudgetClock(t, utc(2026, 12, 1, 12, 0))      // off-peak
+	ask("tod-day")
+	near("tod-day after off-peak", spent("tod-day"), 0.0044+0.0022) // + 2000x1 + 100x2
+	shiftBudgetClock(t, utc(2026, 12, 5, 8, 0))                     // Saturday 08:00: no peak
+	ask("tod-day")
+	near("tod-day on Saturday", spent("tod-day"), 0.0066+0.0022)
+
+	shiftBudgetClock(t, utc(2026, 12, 1, 23, 30)) // the global off_peak window
+	ask("tod-night")
+	near("tod-night at 23:30", spent("tod-night"), 0.003) // 2000x1 + 100x10
+	shiftBudgetClock(t, utc(2026, 12, 2, 3, 0))
+	ask("tod-night")
+	near("tod-night at 03:00", spent("tod-night"), 0.003+0.012) // + 2000x4 + 100x40
+
+	code, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/prices")
+	if code != 200 {
+		t.Fatalf("prices: %d %s", code, b)
+	}
+	a := gjson.GetBytes(b, `configured.#(pool=="tod-a")`)
+	if a.Get("prices.0.model").String() != "tod-day" || a.Get("prices.0.peak.hours_utc.0").String() != "06:00-10:00" ||
+		a.Get("prices.0.peak.days_utc").String() != "mon-fri" || a.Get("prices.0.peak.input").Float() != 2 ||
+		a.Get("global.0.off_peak.hours_utc.0").String() != "22:00-02:00" || a.Get("global.0.off_peak.output").Float() != 10 {
+		t.Fatalf("configured prices of tod-a: %s", a.Raw)
+	}
+	if bb := gjson.GetBytes(b, `configured.#(pool=="tod-b")`); bb.Get("prices").Exists() || bb.Get("global.0.model").String() != "tod-night" {
+		t.Fatalf("configured prices of tod-b: %s", bb.Raw)
 	}
 }

@@ -190,6 +190,7 @@ type pricePattern struct {
 type priceTable struct {
 	exact    map[string]Price
 	wildcard []pricePattern // longest prefix first
+	cfg      []*PriceConfig // the configured overrides it was built from (priceTableOf), for the admin API
 }
 
 func newPriceTable(ps []pricePattern) *priceTable {
@@ -235,7 +236,9 @@ func priceTableOf(cfgs []*PriceConfig) *priceTable {
 		}
 		ps = append(ps, pricePattern{c.Model, c.Price})
 	}
-	return newPriceTable(ps)
+	t := newPriceTable(ps)
+	t.cfg = cfgs
+	return t
 }
 
 // validatePrices checks configured overrides: a model pattern each,

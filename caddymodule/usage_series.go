@@ -453,7 +453,7 @@ func (adminAPI) handlePrices(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
-	return writeAdminJSON(w, map[string]any{"unit": "USD per 1M tokens", "builtin": e})
+	return writeAdminJSON(w, map[string]any{"unit": "USD per 1M tokens", "builtin": e, "configured": configuredPrices()})
 }
 
 // appendCostFields adds the request's cost to its log entry: cost_usd
