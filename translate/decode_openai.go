@@ -798,15 +798,26 @@ func decodeChatResponse(body []byte) (*canonResponse, *Error) {
 }
 
 // stopFromChat maps an OpenAI finish_reason to the canonical stop reason
-// (MAPPING.md §3.3, "CC → AM").
+// (MAPPING.md §3.3, "CC → AM"). OpenAI-compatible upstreams also send
+// values outside OpenAI's set, which keep their meaning:
+// "model_context_window_exceeded" (ZhipuAI / z.ai, when the context window
+// is full) and the Anthropic stop reasons Anthropic-backed servers pass
+// through ("max_tokens", "tool_use", "refusal", "stop_sequence",
+// "pause_turn"). Anything else is a plain end of turn.
 func stopFromChat(fr string) string {
 	switch fr {
-	case "length":
+	case "length", stopMaxTokens:
 		return stopMaxTokens
-	case "tool_calls", "function_call":
+	case "tool_calls", "function_call", stopToolUse:
 		return stopToolUse
-	case "content_filter":
+	case "content_filter", stopRefusal:
 		return stopRefusal
+	case stopContextLimit:
+		return stopContextLimit
+	case stopSequence:
+		return stopSequence
+	case stopPauseTurn:
+		return stopPauseTurn
 	}
 	return stopEndTurn
 }

@@ -201,3 +201,51 @@ func TestChatUpstreamToolNameLate(t *testing.T) {
 		}
 	}
 }
+
+// OpenAI-compatible upstreams that end with a finish_reason outside
+// OpenAI's set: ZhipuAI / z.ai send "model_context_window_exceeded" when
+// the context window is full (earendil-works/pi issues 1869 and 2700,
+// anomalyco/opencode pull request 18918, theopenco/llmgateway pull
+// request 3254), and Anthropic-backed shims pass Anthropic's stop reasons
+// through ("max_tokens", "tool_use"). Each keeps its meaning for the
+// client: a length stop (Anthropic model_context_window_exceeded /
+// max_tokens, Responses incomplete), never a clean end_turn.
+func TestChatUpstreamNonOpenAIFinishReasons(t *testing.T) {
+	for fr, want := range map[string]string{
+		"model_context_window_exceeded": stopContextLimit,
+		"max_tokens":                    stopMaxTokens,
+		"refusal":                       stopRefusal,
+		"end_turn":                      stopEndTurn,
+	} {
+		in := ccChunk(`{"role":"assistant","content":"partial"}`, "", "") + ccChunk(`{}`, fr, "") + ccUsage + "data: [DONE]\n\n"
+		out, _, err := run(t, OpenAIChat, AnthropicMessages, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, line := range strings.Split(out, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && gjson.Get(d, "type").Str == "message_delta" {
+				got = gjson.Get(d, "delta.stop_reason").Str
+			}
+		}
+		if got != want {
+			t.Errorf("stream %s: stop_reason %q, want %q", fr, got, want)
+		}
+		body := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"partial"},"finish_reason":"` + fr + `"}]}`
+		am, _, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(body), "cm")
+		if err != nil || gjson.GetBytes(am, "stop_reason").Str != want {
+			t.Errorf("answer %s: %v %s", fr, err, am)
+		}
+	}
+	// to a Responses client a full context window is an incomplete answer
+	in := ccChunk(`{"role":"assistant","content":"partial"}`, "", "") + ccChunk(`{}`, "model_context_window_exceeded", "") + ccUsage + "data: [DONE]\n\n"
+	out, _, _ := run(t, OpenAIChat, OpenAIResponses, in)
+	if s := parseOK(t, OpenAIResponses, out); s.stop != "length" || s.text != "partial" {
+		t.Errorf("Responses: %+v", s)
+	}
+	body := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"partial"},"finish_reason":"model_context_window_exceeded"}]}`
+	rs, _, err := TranslateResponse(OpenAIChat, OpenAIResponses, []byte(body), "cm")
+	if err != nil || gjson.GetBytes(rs, "status").Str != "incomplete" || gjson.GetBytes(rs, "incomplete_details.reason").Str != "max_output_tokens" {
+		t.Errorf("Responses answer: %v %s", err, rs)
+	}
+}
