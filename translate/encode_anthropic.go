@@ -298,12 +298,18 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 			b = append(b, `","content":[`...)
 		}
 		blocks := len(b)
-		// tool results first (Anthropic parallel tool use docs)
+		// tool results first (Anthropic parallel tool use docs); in an
+		// assistant turn, signed thinking first (see thinkingFirst)
+		hoist := m.role == "assistant" && thinkingFirst(m.parts)
 		var err *Error
 		for pass := 0; pass < 2; pass++ {
 			for j := range m.parts {
 				p := &m.parts[j]
-				if (p.kind == partToolResult) != (pass == 0) {
+				first := p.kind == partToolResult
+				if hoist {
+					first = (p.kind == partThinking || p.kind == partRedactedThinking) && !hasToolCall(m.parts[:j])
+				}
+				if first != (pass == 0) {
 					continue
 				}
 				if b, err = appendAnthropicBlock(b, p, i, j); err != nil {
@@ -323,6 +329,32 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 		}
 	}
 	return b, nil
+}
+
+// thinkingFirst reports whether an assistant turn's replayable thinking
+// must be moved ahead of the text that precedes it: Anthropic refuses a
+// turn that holds thinking blocks but starts with another block ("the
+// first block must be thinking or redacted_thinking"), which happens when
+// a client kept a turn's text and its tool calls (with the thinking) in
+// two messages. Only thinking before the turn's first tool call moves, so
+// thinking interleaved between tool calls keeps its place.
+func thinkingFirst(ps []canonPart) bool {
+	sawOther := false
+	for i := range ps {
+		switch p := &ps[i]; p.kind {
+		case partToolCall:
+			return false
+		case partThinking, partRedactedThinking:
+			if anthropicReplayable(p) {
+				return sawOther
+			}
+		case partText:
+			sawOther = sawOther || !isBlank(p.text)
+		default:
+			sawOther = true
+		}
+	}
+	return false
 }
 
 // appendAnthropicBlock appends one content block (with a leading comma when

@@ -249,3 +249,35 @@ func TestChatUpstreamNonOpenAIFinishReasons(t *testing.T) {
 		t.Errorf("Responses answer: %v %s", err, rs)
 	}
 }
+
+// Anthropic refuses an assistant turn that holds thinking blocks but does
+// not start with one ("If an assistant message contains any thinking
+// blocks, the first block must be thinking or redacted_thinking. Found
+// text."; anthropics/claude-code issue 20705). A Chat client that keeps
+// an answer's text and its tool calls in two assistant messages (the
+// second with the signed thinking_blocks) has them merged into one
+// Anthropic turn: the signed thinking goes first, as Anthropic produced
+// it; a turn that starts with thinking keeps its order.
+func TestAnthropicTurnStartsWithThinking(t *testing.T) {
+	for _, c := range []struct{ name, msgs, want string }{
+		{"split text and tool call", `{"role":"assistant","content":"Let me check."},{"role":"assistant","content":null,"thinking_blocks":[{"type":"thinking","thinking":"t","signature":"sig"}],"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+			`[{"type":"thinking","thinking":"t","signature":"sig"},{"type":"text","text":"Let me check."},{"type":"tool_use","id":"call_1","name":"f","input":{}}]`},
+		{"redacted after text", `{"role":"assistant","content":"Let me check."},{"role":"assistant","content":null,"thinking_blocks":[{"type":"redacted_thinking","data":"enc"}],"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+			`[{"type":"redacted_thinking","data":"enc"},{"type":"text","text":"Let me check."},{"type":"tool_use","id":"call_1","name":"f","input":{}}]`},
+		{"already first", `{"role":"assistant","content":"Let me check.","thinking_blocks":[{"type":"thinking","thinking":"t","signature":"sig"}],"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+			`[{"type":"thinking","thinking":"t","signature":"sig"},{"type":"text","text":"Let me check."},{"type":"tool_use","id":"call_1","name":"f","input":{}}]`},
+	} {
+		body := `{"model":"claude-sonnet-4-5","reasoning_effort":"low","messages":[{"role":"user","content":"x"},` + c.msgs +
+			`,{"role":"tool","tool_call_id":"call_1","content":"ok"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`
+		out, err := TranslateRequest(OpenAIChat, AnthropicMessages, []byte(body), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gjson.GetBytes(out, "messages.1.content").Raw; got != c.want {
+			t.Errorf("%s: assistant turn %s\nwant %s", c.name, got, c.want)
+		}
+		if gjson.GetBytes(out, "thinking.type").Str != "enabled" {
+			t.Errorf("%s: thinking off: %s", c.name, out)
+		}
+	}
+}
