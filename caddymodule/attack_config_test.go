@@ -12,9 +12,9 @@ import (
 
 // TestAttackConfigHostile: hostile Caddyfile values for egress, budget,
 // price, learn_limits, weight and recent_requests either fail at load
-// with the file:line of the offending directive (recent_requests: at
-// provision, naming it), or load; no panic, and no error shows a proxy
-// password or a key.
+// with the file:line of the offending directive (a budget's warn: the
+// warn line), or load; no panic, and no error shows a proxy password or
+// a key.
 func TestAttackConfigHostile(t *testing.T) {
 	const pass = "pp-s3cr3t:with@chars-0123"
 	const upKey = "sk-upstream-secret-0123456789"
@@ -58,7 +58,7 @@ func TestAttackConfigHostile(t *testing.T) {
 		{"budget tz path", keyIn("budget 5 usd per daily {\n\t\t\t\t\ttimezone ../../../etc/passwd\n\t\t\t\t}"), "unknown time zone '../../../etc/passwd'", "timezone"},
 		{"budget warn 0", keyIn("budget 5 usd per daily {\n\t\t\t\t\twarn 0%\n\t\t\t\t}"), "got '0%'", "warn"},
 		{"budget warn 150", keyIn("budget 5 usd per daily {\n\t\t\t\t\twarn 150%\n\t\t\t\t}"), "got '150%'", "warn"},
-		{"budget warn NaN", keyIn("budget 5 usd per daily {\n\t\t\t\t\twarn NaN%\n\t\t\t\t}"), "warn must be a percentage between 0 and 100", "budget 5"},
+		{"budget warn NaN", keyIn("budget 5 usd per daily {\n\t\t\t\t\twarn NaN%\n\t\t\t\t}"), "warn wants a percentage between 0 and 100 such as 80%, got 'NaN%'", "warn NaN%"},
 		{"budget eur", keyIn("budget 5 eur per daily"), "budget: want budget <amount> usd per", "budget"},
 		{"price negative", pool("\t\t\tprice gpt-4o input -1 output 2"), "input '-1' is not a non-negative number", "price"},
 		{"price missing output", pool("\t\t\tprice gpt-4o input 1"), "want price <model-pattern> input <usd> output <usd>", "price"},
@@ -74,8 +74,8 @@ func TestAttackConfigHostile(t *testing.T) {
 		{"weight -1", keyIn("weight -1"), "weight: want an integer >= 1, got '-1'", "weight"},
 		{"weight huge", keyIn("weight 99999999999999999999"), "weight: want an integer >= 1", "weight"},
 		{"weight float", keyIn("weight 1.5"), "weight: want an integer >= 1, got '1.5'", "weight"},
-		{"recent_requests huge", "\t\trecent_requests 99999999999\n" + pool(""), "recent_requests must be between 0 (the default, 1000) and 1000000, got 99999999999", ""},
-		{"recent_requests 1e6+1", "\t\trecent_requests 1000001\n" + pool(""), "got 1000001", ""},
+		{"recent_requests huge", "\t\trecent_requests 99999999999\n" + pool(""), "recent_requests must be between 0 (the default, 1000) and 1000000, got 99999999999", "recent_requests"},
+		{"recent_requests 1e6+1", "\t\trecent_requests 1000001\n" + pool(""), "got 1000001", "recent_requests"},
 		{"recent_requests text", "\t\trecent_requests lots\n" + pool(""), "recent_requests: want an integer >= 1, got 'lots'", "recent_requests"},
 	}
 	for _, c := range cases {

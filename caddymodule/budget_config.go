@@ -125,7 +125,7 @@ func unmarshalBudget(d *caddyfile.Dispenser) (*BudgetSpec, error) {
 				return nil, d.Err("budget: warn needs a percentage, e.g. warn 80%")
 			}
 			pct, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-			if err != nil || pct <= 0 || pct >= 100 {
+			if err != nil || !(pct > 0 && pct < 100) { // NaN too
 				return nil, d.Errf("budget: warn wants a percentage between 0 and 100 such as 80%%, got '%s'", v)
 			}
 			bs.WarnPercent = pct

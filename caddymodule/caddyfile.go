@@ -139,6 +139,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			h.State = sc
+		case "recent_requests":
+			if _, err := setOption(d, h); err != nil {
+				return err
+			}
+			if err := checkRecentRequests(h.RecentRequests); err != nil {
+				return d.Err(err.Error()) // at the directive's line
+			}
 		case "pool":
 			pc, err := unmarshalPool(d)
 			if err != nil {

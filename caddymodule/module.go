@@ -578,8 +578,8 @@ func (h *Handler) Validate() error {
 	if h.ClientWriteTimeout < 0 {
 		return errors.New("client_write_timeout must not be negative")
 	}
-	if h.RecentRequests < 0 || h.RecentRequests > 1_000_000 {
-		return fmt.Errorf("recent_requests must be between 0 (the default, 1000) and 1000000, got %d", h.RecentRequests)
+	if err := checkRecentRequests(h.RecentRequests); err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	for _, p := range h.pools {

@@ -15,6 +15,18 @@ import (
 // for GET /llm_gateway/requests when recent_requests is not set.
 const defaultRecentRequests = 1000
 
+// maxRecentRequests is the largest recent_requests accepted.
+const maxRecentRequests = 1_000_000
+
+// checkRecentRequests checks a recent_requests value (0: the default),
+// for Validate (JSON configs) and the Caddyfile (at its line).
+func checkRecentRequests(n int) error {
+	if n < 0 || n > maxRecentRequests {
+		return fmt.Errorf("recent_requests must be between 0 (the default, %d) and %d, got %d", defaultRecentRequests, maxRecentRequests, n)
+	}
+	return nil
+}
+
 // recentPayloadLimit bounds each body a recent request keeps (only with
 // log_payloads).
 const recentPayloadLimit = 16 << 10
