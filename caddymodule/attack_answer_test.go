@@ -3,6 +3,8 @@ package caddymodule
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +155,68 @@ func TestAttackErrorBodyWith200(t *testing.T) {
 			}
 		}
 		m.SetKey(c.key, mockupstream.KeyBehavior{})
+	}
+}
+
+// TestAttackEventStreamThatIsAnErrorObject: an upstream (or a relay) that
+// answers a streamed request with status 200 and Content-Type
+// text/event-stream but, instead of events, a JSON error object (it had
+// set the stream's headers before it knew) is judged by that error as
+// with its HTTP status, not as an empty stream: an error the request
+// caused (context_length_exceeded) reaches the client in its dialect and
+// changes no key (it used to cool every key of the pool in turn as a
+// network error and answer 502), a server error cools the key and the
+// next key answers.
+func TestAttackEventStreamThatIsAnErrorObject(t *testing.T) {
+	m, _ := mock(t, mockupstream.Config{})
+	_, base := interpose(t, m, func(w http.ResponseWriter, r *http.Request, key string, body []byte) bool {
+		var answer string
+		switch {
+		case key == "oa-2":
+			return false
+		case bytes.Contains(body, []byte("too long")):
+			answer = " \n" + `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
+		case bytes.Contains(body, []byte("overloaded")):
+			answer = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+		default:
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, answer)
+		return true
+	})
+	gw := gateway(t, gatewayBlock("\t\tpool oa {\n\t\t\tmodels gpt-*\n\t\t\tstrategy priority\n\t\t\taffinity off\n"+
+		"\t\t\tkey oa-1 "+base+" {\n\t\t\t\tid o1\n\t\t\t\tpriority 1\n\t\t\t}\n"+
+		"\t\t\tkey oa-2 "+base+" {\n\t\t\t\tid o2\n\t\t\t\tpriority 2\n\t\t\t}\n\t\t}\n"))
+	// the request's own error, in each client dialect
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", string(chatBody("gpt-x", "too long", true))},
+		{"/v1/messages", `{"model":"gpt-x","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"too long"}]}`},
+		{"/v1/responses", `{"model":"gpt-x","stream":true,"store":false,"input":"too long"}`},
+	} {
+		before := m.Stats("oa-2").Requests
+		seq := recentSeq()
+		resp, b := post(t, gw+c.path, []byte(c.body), "Anthropic-Version", "2023-06-01")
+		rr := recentAfter(t, seq)
+		if resp.StatusCode != 400 || gjson.GetBytes(b, "error.message").Str != "This model's maximum context length is 8192 tokens." ||
+			(gjson.GetBytes(b, "type").Str == "error") != (c.path == "/v1/messages") {
+			t.Errorf("%s: %d %s", c.path, resp.StatusCode, b)
+		}
+		keyUntouched(t, "oa", "o1")
+		keyUntouched(t, "oa", "o2")
+		if n := m.Stats("oa-2").Requests - before; n != 0 || rr.Status != 400 || attemptOutcomes(rr) != "o1:client_error" {
+			t.Errorf("%s: second key asked %d times; request log %d %q", c.path, n, rr.Status, attemptOutcomes(rr))
+		}
+	}
+	// the key's own error: the next key answers
+	seq := recentSeq()
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", "overloaded", true))
+	rr := recentAfter(t, seq)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/o2" || !bytes.Contains(b, []byte("data: [DONE]")) {
+		t.Fatalf("overloaded: %d via %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+	}
+	if s := keyStatus(t, "oa", "o1"); s.State != keypool.StateCooling || s.Reason != "server_error" || attemptOutcomes(rr) != "o1:server_error o2:success" {
+		t.Fatalf("overloaded: key %s %s, request log %q", s.State, s.Reason, attemptOutcomes(rr))
 	}
 }

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -107,6 +108,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 		st.HideUsageChunk()
 	}
 	body.armed = st.Committed // attempt_timeout runs until the first content
+	body.sniff = true         // an error object sent instead of events (settled below)
 	runErr := st.Run(&flushBeforeRead{r: body, fw: fw})
 	fw.flush()
 	rl.usage = st.Usage()
@@ -118,9 +120,19 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	case !st.Committed():
 		// nothing reached the client: the attempt failed before its first
 		// content event, and the request may move on
+		what := "stream error event before content: "
+		if se == nil && x.r.Context().Err() == nil && !x.timedOut.Load() {
+			// no event at all: an error object sent as the stream (a
+			// relay that set the stream's headers before it knew) is that
+			// error, as with its HTTP status
+			if se = translate.AnswerError(x.d, body.jsonHead()); se != nil {
+				se.Body = x.uk.forms.redact(se.Body)
+				what = "stream answered with an error object: "
+			}
+		}
 		if se != nil && x.r.Context().Err() == nil && !x.timedOut.Load() {
 			o := streamErrorOutcome(c.upstreamModel, se, resp.Header)
-			o.Message = "stream error event before content: " + o.Message
+			o.Message = what + o.Message
 			return x.settle(o, se.Status, nil, se.Body)
 		}
 		err := runErr
@@ -196,11 +208,20 @@ func isEventStream(ct string) bool {
 // length of a stream.
 // While armed is set and reports false (a stream before its first content
 // event), reads do not re-arm it: the attempt's first wait still runs.
+//
+// With sniff set (a stream), the body is also looked at for an upstream
+// that answered with a JSON object instead of events (a relay that set
+// the stream's headers before it knew the request would fail): when its
+// first byte other than white space is '{' (never the first byte of an
+// event), its first maxUpstreamErrorBody bytes are kept in head, to be
+// judged as an error body (jsonHead). An event stream costs one byte test.
 type idleReader struct {
 	r     io.Reader
 	timer *time.Timer
 	d     time.Duration
 	armed func() bool
+	sniff bool   // look at the first byte for a JSON object
+	head  []byte // the body's first bytes when it starts with '{'
 }
 
 func (i *idleReader) Read(p []byte) (int, error) {
@@ -208,8 +229,36 @@ func (i *idleReader) Read(p []byte) (int, error) {
 	if n > 0 && (i.armed == nil || i.armed()) {
 		i.timer.Reset(i.d)
 	}
+	if i.sniff && n > 0 {
+		i.sniffed(p[:n])
+	}
 	return n, err
 }
+
+// sniffed looks at a read of the body while sniff is set: a body that
+// opens with '{' is kept (up to maxUpstreamErrorBody); one that opens
+// with anything else ends the sniffing.
+func (i *idleReader) sniffed(b []byte) {
+	if i.head == nil {
+		t := bytes.TrimLeft(b, " \t\r\n")
+		if len(t) == 0 {
+			return // only white space so far
+		}
+		if t[0] != '{' {
+			i.sniff = false
+			return
+		}
+		b = t
+	}
+	i.head = append(i.head, b[:min(len(b), maxUpstreamErrorBody-len(i.head))]...)
+	if len(i.head) >= maxUpstreamErrorBody {
+		i.sniff = false
+	}
+}
+
+// jsonHead returns the body's first bytes when the body opened with a
+// JSON object instead of events (see sniff), else nil.
+func (i *idleReader) jsonHead() []byte { return i.head }
 
 // flushWriter gathers client events as the stream translator produces
 // them; flushBeforeRead writes and flushes them to the client whenever the
