@@ -281,3 +281,76 @@ func TestAnthropicTurnStartsWithThinking(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that writes non-BMP characters as JSON escapes can split a
+// UTF-16 surrogate pair across two deltas ("…\ud83d" then "\ude00…";
+// elizaOS issue 30904, elie222/rakazo issue 416): decoded one delta at a
+// time, each half becomes U+FFFD and the emoji is lost. Translated
+// streams join the pair again, in text, reasoning and tool arguments;
+// a half with no partner is still U+FFFD.
+func TestSplitSurrogatePairJoined(t *testing.T) {
+	chat := ccChunk(`{"role":"assistant","reasoning_content":"r\ud83d"}`, "", "") + ccChunk(`{"reasoning_content":"\ude00s"}`, "", "") +
+		ccChunk(`{"content":"a\ud83d"}`, "", "") + ccChunk(`{"content":"\ude00b\ud83d"}`, "", "") + ccChunk(`{"content":"c"}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"e\":\"\ud83d"}}]}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\ude00\"}"}}]}`, "", "") +
+		ccChunk(`{}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n"
+	for _, to := range []Dialect{AnthropicMessages, OpenAIResponses} {
+		out, _, err := run(t, OpenAIChat, to, chat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := parseOK(t, to, out)
+		if s.text != "a😀b\uFFFDc" || len(s.tools) != 1 || !jsonEqual(s.tools[0].args, `{"e":"😀"}`) {
+			t.Errorf("Chat to %s: %+v", to, s)
+		}
+		if to == AnthropicMessages && s.thinking != "r😀s" {
+			t.Errorf("Chat to %s: thinking %q", to, s.thinking)
+		}
+	}
+	ms := amEv("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+	am := ms + amEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		amEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\ud83d"}}`) +
+		amEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ude00b\ud83d"}}`) +
+		amEv("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		amEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}`) +
+		amEv("message_stop", `{"type":"message_stop"}`)
+	for _, to := range []Dialect{OpenAIChat, OpenAIResponses} {
+		out, _, err := run(t, AnthropicMessages, to, am)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := parseOK(t, to, out); s.text != "a😀b\uFFFD" {
+			t.Errorf("Anthropic to %s: %q", to, s.text)
+		}
+	}
+}
+
+// TestSplitSurrogatePairResponsesUpstream is TestSplitSurrogatePairJoined
+// for a Responses upstream (output_text, reasoning summary and
+// function-call argument deltas).
+func TestSplitSurrogatePairResponsesUpstream(t *testing.T) {
+	in := rsPreamble +
+		rsEv("response.output_item.added", 2, `,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}`) +
+		rsEv("response.reasoning_summary_text.delta", 3, `,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"r\ud83d"`) +
+		rsEv("response.reasoning_summary_text.delta", 4, `,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"\ude00s"`) +
+		rsEv("response.output_item.done", 5, `,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"r😀s"}]}`) +
+		rsEv("response.output_item.added", 6, `,"output_index":1,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`) +
+		rsEv("response.output_text.delta", 7, `,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"a\ud83d"`) +
+		rsEv("response.output_text.delta", 8, `,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"\ude00b"`) +
+		rsEv("response.output_item.done", 9, `,"output_index":1,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"a😀b"}]}`) +
+		rsEv("response.output_item.added", 10, `,"output_index":2,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":""}`) +
+		rsEv("response.function_call_arguments.delta", 11, `,"item_id":"fc_1","output_index":2,"delta":"{\"e\":\"\ud83d"`) +
+		rsEv("response.function_call_arguments.delta", 12, `,"item_id":"fc_1","output_index":2,"delta":"\ude00\"}"`) +
+		rsEv("response.output_item.done", 13, `,"output_index":2,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{\"e\":\"😀\"}"}`) +
+		rsEv("response.completed", 14, rsDone)
+	for _, to := range []Dialect{AnthropicMessages, OpenAIChat} {
+		out, _, err := run(t, OpenAIResponses, to, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := parseOK(t, to, out)
+		if s.text != "a😀b" || s.thinking != "r😀s" || len(s.tools) != 1 || !jsonEqual(s.tools[0].args, `{"e":"😀"}`) {
+			t.Errorf("Responses to %s: %+v", to, s)
+		}
+	}
+}

@@ -73,6 +73,11 @@ type canonStream struct {
 	accumulate bool // keep block text (Responses needs it for .done events)
 	// keepThinking keeps thinking text (Chat needs it for thinking_blocks)
 	keepThinking bool
+	// a high surrogate escape held back from the end of a delta of hiKind
+	// to hiBlk (see deltaJSON)
+	hiSur  rune
+	hiBlk  *streamBlock
+	hiKind deltaKind
 }
 
 func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream {
@@ -170,6 +175,7 @@ func (cs *canonStream) closeBlock() {
 	if cs.open == nil {
 		return
 	}
+	cs.flushSurrogate()
 	b := cs.open
 	cs.open = nil
 	cs.enc.blockStop(cs, b)

@@ -74,14 +74,14 @@ func (d *anthropicStreamDecoder) event(ev *SSEEvent) {
 		delta := gjson.Get(data, "delta")
 		switch delta.Get("type").Str {
 		case "text_delta":
-			cs.delta(deltaText, delta.Get("text").Str)
+			cs.deltaJSON(deltaText, delta.Get("text"))
 		case "thinking_delta":
-			cs.delta(deltaThinking, delta.Get("thinking").Str)
+			cs.deltaJSON(deltaThinking, delta.Get("thinking"))
 		case "signature_delta":
 			cs.delta(deltaSignature, delta.Get("signature").Str)
 		case "input_json_delta":
-			if s := delta.Get("partial_json").Str; s != "" {
-				cs.delta(deltaArgs, s)
+			if s := delta.Get("partial_json"); s.Str != "" {
+				cs.deltaJSON(deltaArgs, s)
 			}
 		}
 	case "content_block_stop":

@@ -106,11 +106,12 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 	f := d.dsc
 	res := [6]gjson.Result{f.get("reasoning_content"), f.get("reasoning"), f.get("reasoning_details"), f.get("content"), f.get("refusal"), f.get("tool_calls")}
 	thinking := ""
+	var thinkingJSON gjson.Result // the string value thinking came from, when one
 	switch {
 	case res[0].Type == gjson.String && res[0].Str != "":
-		thinking = res[0].Str
+		thinking, thinkingJSON = res[0].Str, res[0]
 	case res[1].Type == gjson.String && res[1].Str != "":
-		thinking = res[1].Str
+		thinking, thinkingJSON = res[1].Str, res[1]
 	case res[2].IsArray():
 		res[2].ForEach(func(_, x gjson.Result) bool {
 			thinking += x.Get("text").String()
@@ -122,13 +123,18 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 			d.flushTools()
 			cs.openBlock(partThinking, "", "", "")
 		}
-		cs.delta(deltaThinking, thinking)
+		if thinkingJSON.Type == gjson.String {
+			cs.deltaJSON(deltaThinking, thinkingJSON)
+		} else {
+			cs.delta(deltaThinking, thinking)
+		}
 	}
 	text := ""
 	if res[3].Type == gjson.String {
 		text = res[3].Str
 	}
-	if res[4].Type == gjson.String && res[4].Str != "" {
+	refusal := res[4].Type == gjson.String && res[4].Str != ""
+	if refusal {
 		text += res[4].Str
 		d.refusal = true
 	}
@@ -137,7 +143,11 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 			d.flushTools()
 			cs.openBlock(partText, "", "", "")
 		}
-		cs.delta(deltaText, text)
+		if refusal {
+			cs.delta(deltaText, text)
+		} else {
+			cs.deltaJSON(deltaText, res[3])
+		}
 	}
 	res[5].ForEach(func(_, tc gjson.Result) bool {
 		d.toolDelta(tc)
@@ -156,7 +166,8 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 			break
 		}
 	}
-	frag := tc.Get("function.arguments").String()
+	fragJSON := tc.Get("function.arguments")
+	frag := fragJSON.String()
 	// A new call starts when the index is new, or when a provider reuses an
 	// index for a call with a different id. A call is held (its arguments
 	// buffered) while another streams, and until its name is known: some
@@ -195,7 +206,11 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 		return
 	}
 	if t == d.cur {
-		cs.delta(deltaArgs, frag)
+		if fragJSON.Type == gjson.String {
+			cs.deltaJSON(deltaArgs, fragJSON)
+		} else {
+			cs.delta(deltaArgs, frag)
+		}
 	} else {
 		t.args = append(t.args, frag...)
 	}

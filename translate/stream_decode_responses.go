@@ -125,9 +125,9 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		if typ == "response.refusal.delta" {
 			d.refusal = true
 		}
-		if s := f.get("delta").Str; s != "" {
+		if v := f.get("delta"); v.Str != "" {
 			d.ensure(x, partText)
-			d.send(x, deltaText, s)
+			d.sendJSON(x, deltaText, v)
 		}
 	case "response.function_call_arguments.delta":
 		x := d.known(f, "function_call")
@@ -137,7 +137,7 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		case x.held:
 			x.buf = append(x.buf, s...)
 		case x.blk != nil && cs.open == x.blk:
-			d.send(x, deltaArgs, s)
+			d.sendJSON(x, deltaArgs, f.get("delta"))
 		}
 	case "response.function_call_arguments.done":
 		x := d.known(f, "function_call")
@@ -161,7 +161,7 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 			}
 			x.summary = si
 		}
-		d.send(x, deltaThinking, s)
+		d.sendJSON(x, deltaThinking, f.get("delta"))
 	case "response.output_item.done":
 		d.itemDone(f.get("output_index").Int(), f.get("item"))
 	case "response.completed", "response.incomplete":
@@ -292,6 +292,16 @@ func (d *responsesStreamDecoder) ensure(x *rsStreamItem, kind partKind) {
 	if x.blk == nil || d.cs.open != x.blk || x.blk.kind != kind {
 		d.openItem(x, kind)
 	}
+}
+
+// sendJSON is send for a delta that is the JSON string value v of the
+// event (see deltaJSON: a surrogate pair split across deltas is joined).
+func (d *responsesStreamDecoder) sendJSON(x *rsStreamItem, k deltaKind, v gjson.Result) {
+	if x.blk == nil || d.cs.open != x.blk {
+		return
+	}
+	x.sent = append(x.sent, v.Str...)
+	d.cs.deltaJSON(k, v)
 }
 
 // send sends a delta to x's block and remembers it.
