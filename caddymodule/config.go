@@ -123,8 +123,10 @@ type PoolConfig struct {
 	// non-streamed generations. Keys may override it. Default: 15s.
 	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
 
-	// ConnectTimeout bounds dialing an upstream (TCP and TLS handshake).
-	// Default: 10s.
+	// ConnectTimeout bounds opening a TCP connection to an upstream (its
+	// name resolution included; behind an egress proxy, the connection
+	// the proxy opens for it). The TLS handshake that follows has its own
+	// bound of 10s. Default: 10s.
 	ConnectTimeout caddy.Duration `json:"connect_timeout,omitempty"`
 
 	// Strategy chooses among eligible keys: "round_robin" (fewest in
