@@ -113,7 +113,7 @@ func appendChatMessages(b []byte, m *canonMessage) []byte {
 		}
 		b = appendComma(b)
 		b = append(b, `{"role":"tool","tool_call_id":`...)
-		b = appendString(b, p.id)
+		b = appendString(b, openAIToolID(p.id, chatToolIDMax))
 		b = append(b, `,"content":`...)
 		hasMedia, hasText := false, false
 		for j := range p.content {
@@ -280,7 +280,11 @@ func appendChatAssistant(b []byte, parts []canonPart, blocks bool) []byte {
 			}
 			b = appendComma(b)
 			b = append(b, `{"id":`...)
-			b = appendString(b, p.id)
+			if blocks {
+				b = appendString(b, p.id) // an answer keeps the upstream's ids
+			} else {
+				b = appendString(b, openAIToolID(p.id, chatToolIDMax))
+			}
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = appendString(b, p.name)
 			b = append(b, `,"arguments":`...)

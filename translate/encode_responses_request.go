@@ -171,7 +171,7 @@ func appendRSInputPart(b []byte, p *canonPart) []byte {
 func appendRSToolOutput(b []byte, p *canonPart) []byte {
 	b = appendComma(b)
 	b = append(b, `{"type":"function_call_output","call_id":`...)
-	b = appendString(b, p.id)
+	b = appendString(b, openAIToolID(p.id, responsesToolIDMax))
 	b = append(b, `,"output":`...)
 	media := false
 	for j := range p.content {
@@ -249,7 +249,7 @@ func appendRSAssistantItems(b []byte, ps []canonPart) []byte {
 			closeMsg()
 			b = appendComma(b)
 			b = append(b, `{"type":"function_call","call_id":`...)
-			b = appendString(b, p.id)
+			b = appendString(b, openAIToolID(p.id, responsesToolIDMax))
 			b = appendStrField(b, "name", p.name)
 			b = appendStrField(b, "arguments", compactArgs(p.args))
 			b = append(b, '}')

@@ -354,3 +354,56 @@ func TestSplitSurrogatePairResponsesUpstream(t *testing.T) {
 		}
 	}
 }
+
+// OpenAI refuses a Chat tool call id longer than 40 characters ("Invalid
+// 'messages[2].tool_calls[0].id': string too long. Expected a string with
+// maximum length 40"; langgenius/dify issue 28987) and a Responses
+// call_id longer than 64 (orchidfiles/ungate issue 26). Ids written by
+// other vendors or gateways can be longer (a UUID-based chatcmpl- id makes
+// call_<uuid>_0, 43 characters): translated to OpenAI, a long id becomes
+// a short one derived from it, the same in the call and in its result;
+// ids within the limit are kept.
+func TestLongToolCallIDsToOpenAI(t *testing.T) {
+	long := "call_227d1187-c515-4929-994c-353eaecb0f36_0"          // 43
+	long2 := "toolu_" + strings.Repeat("x", 60) + "__thought__sig" // 80
+	body := `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"x"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"` + long + `","name":"f","input":{}},{"type":"tool_use","id":"` + long2 + `","name":"f","input":{}},{"type":"tool_use","id":"toolu_short","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + long + `","content":"1"},{"type":"tool_result","tool_use_id":"` + long2 + `","content":"2"},{"type":"tool_result","tool_use_id":"toolu_short","content":"3"}]}]}`
+	cc, err := TranslateRequest(AnthropicMessages, OpenAIChat, []byte(body), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := gjson.GetBytes(cc, "messages.1.tool_calls.#.id").Array()
+	results := gjson.GetBytes(cc, "messages.#(role==\"tool\")#.tool_call_id").Array()
+	if len(calls) != 3 || len(results) != 3 {
+		t.Fatalf("%s", cc)
+	}
+	seen := map[string]bool{}
+	for i := range calls {
+		id := calls[i].Str
+		if len(id) > 40 || id != results[i].Str || seen[id] {
+			t.Errorf("Chat: call %d id %q, result %q", i, id, results[i].Str)
+		}
+		seen[id] = true
+	}
+	if calls[2].Str != "toolu_short" {
+		t.Errorf("short id changed: %s", calls[2].Str)
+	}
+	rs, err := TranslateRequest(AnthropicMessages, OpenAIResponses, []byte(body), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := gjson.GetBytes(rs, `input.#(type=="function_call")#.call_id`).Array()
+	fo := gjson.GetBytes(rs, `input.#(type=="function_call_output")#.call_id`).Array()
+	if len(fc) != 3 || len(fo) != 3 {
+		t.Fatalf("%s", rs)
+	}
+	for i := range fc {
+		if len(fc[i].Str) > 64 || fc[i].Str != fo[i].Str {
+			t.Errorf("Responses: call %d id %q, output %q", i, fc[i].Str, fo[i].Str)
+		}
+	}
+	if fc[0].Str != long || fc[2].Str != "toolu_short" {
+		t.Errorf("Responses ids within 64 changed: %v", fc)
+	}
+}

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -61,6 +63,26 @@ func anthropicToolID(id string) string {
 		}
 	}
 	return b.String()
+}
+
+// OpenAI's limits on tool call ids: Chat Completions refuses a
+// tool_calls[].id or tool_call_id longer than 40 characters, Responses a
+// call_id longer than 64 ("string too long. Expected a string with
+// maximum length 40"; code string_above_max_length).
+const (
+	chatToolIDMax      = 40
+	responsesToolIDMax = 64
+)
+
+// openAIToolID returns id when it is at most max bytes long, else
+// "call_" and the first max-5 hex digits of its SHA-256: a deterministic
+// short id, so a call and its result, translated apart, still match.
+func openAIToolID(id string, max int) string {
+	if len(id) <= max {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return ("call_" + hex.EncodeToString(sum[:]))[:max]
 }
 
 // trimIDPrefix strips a vendor id prefix ("chatcmpl-", "msg_", "resp_",
