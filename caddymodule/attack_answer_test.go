@@ -101,6 +101,8 @@ func TestAttackErrorBodyWith200(t *testing.T) {
 		{"chat key, anthropic client", "oa-1", `{"error":{"message":"upstream says no","type":"server_error"}}`, msgs, false, moveOn, "server_error", 0, ""},
 		{"chat key, anthropic client, context length", "oa-1", `{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}`, msgs, false, relay, "", 400, "too long"},
 		{"embeddings error object", "oa-1", `{"error":{"message":"upstream says no","type":"server_error"}}`, emb, false, moveOn, "server_error", 0, ""},
+		{"embeddings empty object", "oa-1", `{}`, emb, false, moveOn, "server_error", 0, ""},
+		{"embeddings code and message", "oa-1", `{"code":500,"message":"upstream says no","data":null}`, emb, false, moveOn, "server_error", 0, ""},
 		{"embeddings invalid input", "oa-1", `{"error":{"message":"'$.input' is invalid.","type":"invalid_request_error","param":null,"code":null}}`, emb, false, relay, "", 400, "'$.input' is invalid."},
 		{"anthropic error event", "an-1", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, msgs, false, moveOn, "server_error", 0, ""},
 		{"anthropic empty object", "an-1", `{}`, msgs, false, moveOn, "server_error", 0, ""},

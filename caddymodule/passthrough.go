@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -20,17 +21,30 @@ import (
 type passthrough struct {
 	name   string // the endpoint's name in messages: "embeddings"
 	suffix string // appended to the key's OpenAI root: "/embeddings"
+	// answer is the top-level array every answer of the endpoint has
+	// ("data" for embeddings, per OpenAI's API reference); a 2xx without
+	// it ({}, a relay's {"code":…,"message":…}) is no answer: the key's
+	// server error, never relayed as a success. "" checks nothing.
+	answer string
 }
+
+// errNoAnswer is readJSON's error for a 2xx that is no answer of the
+// endpoint (the key's server error, see relayJSON).
+var errNoAnswer = errors.New("upstream answer is not an answer of the endpoint")
 
 // servedBy reports whether key uk serves the endpoint.
 func (pt *passthrough) servedBy(uk *upstreamKey) bool { return uk.openAIBase() != "" }
 
 // readJSON returns the upstream's answer with the client's model name when
 // the upstream was asked for another one (only when the answer names a
-// model: nothing is added), and its usage.
+// model: nothing is added), and its usage; errNoAnswer when the answer
+// lacks the endpoint's answer member.
 func (pt *passthrough) readJSON(c *call, data []byte) ([]byte, translate.Usage, error) {
 	var u translate.Usage
-	res := gjson.GetManyBytes(data, "usage.prompt_tokens", "usage.completion_tokens", "model")
+	res := gjson.GetManyBytes(data, "usage.prompt_tokens", "usage.completion_tokens", "model", pt.answer)
+	if pt.answer != "" && !res[3].IsArray() {
+		return nil, u, errNoAnswer
+	}
 	if res[0].Type == gjson.Number {
 		n := res[0].Int()
 		u.InputTokens = &n

@@ -36,7 +36,7 @@ var routes = [...]route{
 	{path: "/v1/messages", method: http.MethodPost, dialect: translate.AnthropicMessages, serve: (*Handler).serveCompletion, slot: true},
 	{path: "/v1/responses", method: http.MethodPost, dialect: translate.OpenAIResponses, serve: (*Handler).serveCompletion, slot: true},
 	{path: "/v1/messages/count_tokens", method: http.MethodPost, dialect: translate.AnthropicMessages, serve: (*Handler).serveCountTokens, slot: true},
-	{path: "/v1/embeddings", method: http.MethodPost, dialect: translate.OpenAIChat, pass: &passthrough{name: "embeddings", suffix: "/embeddings"}, slot: true},
+	{path: "/v1/embeddings", method: http.MethodPost, dialect: translate.OpenAIChat, pass: &passthrough{name: "embeddings", suffix: "/embeddings", answer: "data"}, slot: true},
 	{path: "/v1/models", method: http.MethodGet, serve: (*Handler).serveModelList},
 }
 
