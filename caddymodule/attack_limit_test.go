@@ -14,8 +14,9 @@ import (
 // Requested 35064" says the request can never fit the key's limit, so it
 // is the request's answer, not the key's state: the client gets it (a
 // client can send such a request at will, and it used to cool every key
-// of the pool in turn and hold the request for the whole search), and no
-// key cools. A genuine "Rate limit reached ..." still cools the key.
+// of the pool in turn and hold the request for the whole search), with
+// X-Should-Retry: false (the SDKs would retry a 429 in vain), and no key
+// cools. A genuine "Rate limit reached ..." still cools the key.
 func TestAttackRequestLargerThanKeyLimit(t *testing.T) {
 	m, gw := streamPair(t)
 	const tooLarge = `{"error":{"message":"Request too large for gpt-x in organization org-abc on tokens per min (TPM): Limit 30000, Requested 35064. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`
@@ -26,7 +27,7 @@ func TestAttackRequestLargerThanKeyLimit(t *testing.T) {
 		before := m.Stats("oa-1").Requests + m.Stats("oa-2").Requests
 		seq := recentSeq()
 		resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", "a long prompt", stream))
-		if resp.StatusCode != 429 || !strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, "Request too large for gpt-x") ||
+		if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" || !strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, "Request too large for gpt-x") ||
 			gjson.GetBytes(b, "error.code").Str != "rate_limit_exceeded" {
 			t.Fatalf("stream %v: %d %s", stream, resp.StatusCode, b)
 		}

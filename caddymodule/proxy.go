@@ -773,6 +773,11 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	}
 	if relay {
 		x.rl.key = x.uk.id
+		if status == http.StatusTooManyRequests {
+			// a 429 the request caused (larger than the key's limit):
+			// the SDKs would retry it in vain
+			x.w.Header().Set("X-Should-Retry", "false")
+		}
 		relayUpstreamError(x.w, x.rl, c.dialect, x.routedVia(), status, hdr,
 			scrubbedError(up, c.dialect, status, errBody, x.uk.forms))
 		return attemptResult{done: true}

@@ -87,7 +87,8 @@ func (rl *requestLog) failRequest(w http.ResponseWriter, d translate.Dialect, te
 // in the client's dialect (body), as the client's answer: the status as
 // the client's dialect has it, X-Routed-Via, and x-should-retry telling
 // the official SDKs whether retrying can help (the upstream refused the
-// request itself: no, except for the statuses the SDKs retry anyway).
+// request itself: no, except for the statuses the SDKs retry anyway; an
+// X-Should-Retry the caller set first is kept).
 func relayUpstreamError(w http.ResponseWriter, rl *requestLog, d translate.Dialect, routedVia string, status int, upstream http.Header, body []byte) {
 	rl.status = translate.ClientStatus(d, status)
 	hdr := w.Header()
@@ -99,6 +100,8 @@ func relayUpstreamError(w http.ResponseWriter, rl *requestLog, d translate.Diale
 	}
 	retry := "false"
 	switch {
+	case hdr.Get("X-Should-Retry") != "":
+		retry = hdr.Get("X-Should-Retry") // the caller knows better (settle)
 	case rl.status == http.StatusRequestTimeout, rl.status == http.StatusConflict,
 		rl.status == http.StatusTooManyRequests, rl.status >= 500:
 		retry = "true"
