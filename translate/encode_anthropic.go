@@ -179,7 +179,10 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 			}
 			b = appendRawField(b, "temperature", t)
 		}
-		if r.topP != "" {
+		if r.topP != "" && r.temperature == "" {
+			// Anthropic's current models refuse temperature and top_p
+			// together ("temperature and top_p cannot both be specified
+			// for this model"), which OpenAI accepts: temperature is kept
 			b = appendRawField(b, "top_p", r.topP)
 		}
 		if r.topK != "" {

@@ -245,6 +245,8 @@ func TestFieldValuesTranslated(t *testing.T) {
 	r := mustTranslate(t, OpenAIResponses, AnthropicMessages, `{"model":"m","input":"hi","max_output_tokens":2147483647,"temperature":0.7,"top_p":1}`, "claude-x")
 	wantGet(t, r, "max_tokens", "2147483647")
 	wantGet(t, r, "temperature", "0.7")
+	wantGet(t, r, "top_p", "") // not with temperature (TestTemperatureAndTopPToAnthropic)
+	r = mustTranslate(t, OpenAIResponses, AnthropicMessages, `{"model":"m","input":"hi","top_p":1}`, "claude-x")
 	wantGet(t, r, "top_p", "1")
 	r = mustTranslate(t, AnthropicMessages, OpenAIChat, `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"stop_sequences":["a","b"],"top_k":5,"metadata":{"user_id":"u"}}`, "gpt-x")
 	wantGet(t, r, "max_completion_tokens", "16")

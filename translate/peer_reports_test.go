@@ -407,3 +407,39 @@ func TestLongToolCallIDsToOpenAI(t *testing.T) {
 		t.Errorf("Responses ids within 64 changed: %v", fc)
 	}
 }
+
+
+// Anthropic's current models refuse a request that sets both temperature
+// and top_p ("`temperature` and `top_p` cannot both be specified for this
+// model. Please use only one."; cloud-apim/otoroshi-llm-extension issue
+// 140, opencode issue 28930, a LiteLLM proxy in
+// jekalmin/extended_openai_conversation issue 428), which OpenAI accepts:
+// translated to Anthropic, temperature is kept and top_p dropped; either
+// one alone is kept.
+func TestTemperatureAndTopPToAnthropic(t *testing.T) {
+	for _, c := range []struct {
+		from             Dialect
+		body, temp, topP string
+	}{
+		{OpenAIChat, `{"model":"claude-sonnet-4-5","temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "0.2", ""},
+		{OpenAIResponses, `{"model":"claude-sonnet-4-5","temperature":1.5,"top_p":0.5,"input":"x"}`, "1", ""},
+		{OpenAIChat, `{"model":"claude-sonnet-4-5","top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "", "0.9"},
+		{OpenAIChat, `{"model":"claude-sonnet-4-5","temperature":0,"messages":[{"role":"user","content":"x"}]}`, "0", ""},
+	} {
+		out, err := TranslateRequest(c.from, AnthropicMessages, []byte(c.body), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := gjson.GetBytes(out, "temperature").Raw; g != c.temp {
+			t.Errorf("%s: temperature %q, want %q: %s", c.body, g, c.temp, out)
+		}
+		if g := gjson.GetBytes(out, "top_p").Raw; g != c.topP {
+			t.Errorf("%s: top_p %q, want %q: %s", c.body, g, c.topP, out)
+		}
+	}
+	// an Anthropic client's own request is passed through as sent
+	am := `{"model":"claude-3-5-sonnet","max_tokens":5,"temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`
+	if out, err := TranslateRequest(AnthropicMessages, AnthropicMessages, []byte(am), ""); err != nil || string(out) != am {
+		t.Errorf("passthrough changed: %v %s", err, out)
+	}
+}

@@ -58,7 +58,7 @@ func TestChatToAnthropicRequest(t *testing.T) {
 	wantGet(t, r, "tool_choice", `{"type":"any","disable_parallel_tool_use":true}`)
 	wantGet(t, r, "max_tokens", "100")
 	wantGet(t, r, "temperature", "1")
-	wantGet(t, r, "top_p", "0.9")
+	wantGet(t, r, "top_p", "") // with temperature set, top_p is dropped (TestTemperatureAndTopPToAnthropic)
 	wantGet(t, r, "stop_sequences", `["END"]`)
 	wantGet(t, r, "metadata", `{"user_id":"u1"}`)
 	wantGet(t, r, "stream", "true")
