@@ -408,7 +408,6 @@ func TestLongToolCallIDsToOpenAI(t *testing.T) {
 	}
 }
 
-
 // Anthropic's current models refuse a request that sets both temperature
 // and top_p ("`temperature` and `top_p` cannot both be specified for this
 // model. Please use only one."; cloud-apim/otoroshi-llm-extension issue
