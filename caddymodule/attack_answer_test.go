@@ -222,3 +222,57 @@ func TestAttackEventStreamThatIsAnErrorObject(t *testing.T) {
 		t.Fatalf("overloaded: key %s %s, request log %q", s.State, s.Reason, attemptOutcomes(rr))
 	}
 }
+
+// TestAttackStreamErrorWithNumericCode: SGLang, vLLM and llama.cpp answer a
+// streamed request whose prompt and max_tokens exceed the context window
+// with status 200 and an in-band error whose code is the HTTP status
+// ({"error":{"object":"error","message":"Requested token count exceeds
+// the model's maximum context length ...","type":"BadRequestError",
+// "param":null,"code":400}}, then [DONE]); OpenRouter's error objects
+// carry the status as a number too. The numeric code is the status: the
+// request's own error reaches the client in its dialect and changes no
+// key (it used to count as a 500, cooling every key of the pool in turn,
+// and the client got a 502), while a numeric 5xx or 429 is still the key's.
+func TestAttackStreamErrorWithNumericCode(t *testing.T) {
+	m, gw := streamPair(t)
+	const ctxErr = `{"error": {"object": "error", "message": "Requested token count exceeds the model's maximum context length of 196608 tokens.", "type": "BadRequestError", "param": null, "code": 400}}`
+	cases := []struct {
+		name, bad string
+		status    int // the client's
+		reason    keypool.Reason
+	}{
+		{"sglang context length before content", "data: " + ctxErr + "\n\ndata: [DONE]\n\n", 400, ""},
+		{"llama.cpp context size before content", "data: {\"error\":{\"code\":400,\"message\":\"the request exceeds the available context size, try increasing it\",\"type\":\"exceed_context_size_error\"}}\n\n", 400, ""},
+		{"context length after content", chatRole + chatText + "data: " + ctxErr + "\n\ndata: [DONE]\n\n", 200, ""},
+		{"numeric 502 before content", "data: {\"error\":{\"code\":502,\"message\":\"Provider returned error\"}}\n\n", 200, "server_error"},
+		{"numeric 429 before content", "data: {\"error\":{\"code\":429,\"message\":\"Rate limit exceeded\"}}\n\n", 200, "rate_limited"},
+	}
+	for _, c := range cases {
+		poolFor(t, "oa").ClearCooldown("")
+		m.SetKey("oa-1", replay(c.bad))
+		before := m.Stats("oa-2").Requests
+		seq := recentSeq()
+		resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", "a long prompt", true))
+		rr := recentAfter(t, seq)
+		first, second := keyStatus(t, "oa", "o1"), m.Stats("oa-2").Requests-before
+		switch {
+		case c.reason != "": // the key's: the next key answers
+			if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/o2" || first.Reason != c.reason || second != 1 {
+				t.Errorf("%s: %d via %q, first key %s, second asked %d\n%s", c.name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), first.Reason, second, b)
+			}
+		case c.status == 400: // relayed before content
+			if resp.StatusCode != 400 || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "context") ||
+				second != 0 || rr.Status != 400 || attemptOutcomes(rr) != "o1:client_error" {
+				t.Errorf("%s: %d %s; second asked %d; log %d %q", c.name, resp.StatusCode, b, second, rr.Status, attemptOutcomes(rr))
+			}
+			keyUntouched(t, "oa", "o1")
+		default: // after content: the client's error event, no key blamed
+			if resp.StatusCode != 200 || !bytes.Contains(b, []byte("Partial")) || !bytes.Contains(b, []byte("maximum context length")) || bytes.Contains(b, []byte("[DONE]")) ||
+				second != 0 || rr.StreamOutcome != streamErrorEvent || attemptOutcomes(rr) != "o1:client_error" {
+				t.Errorf("%s: %d %s; second asked %d; log %q %q", c.name, resp.StatusCode, b, second, rr.StreamOutcome, attemptOutcomes(rr))
+			}
+			keyUntouched(t, "oa", "o1")
+		}
+		m.SetKey("oa-1", mockupstream.KeyBehavior{})
+	}
+}

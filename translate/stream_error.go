@@ -78,8 +78,11 @@ func (e *StreamError) Error() string {
 // permission_denied / request_forbidden / unsupported_country_region_territory
 // 403, model_not_found / not_found 404, rate_limit_exceeded /
 // rate_limit_error / insufficient_quota / slow_down 429, server_error 500,
-// service_unavailable_error / server_is_overloaded 503, timeouts 504.
-// Anything else is 500.
+// service_unavailable_error / server_is_overloaded 503, timeouts 504. A
+// code that is a number from 400 to 599 is the HTTP status itself
+// (OpenRouter's error.code; the in-band errors of vLLM, SGLang and
+// llama.cpp, {"type":"BadRequestError","code":400} for a prompt over the
+// context window). Anything else is 500.
 func StreamErrorStatus(typ, code string) int {
 	if s := errorNameStatus(code); s != 0 {
 		return s
@@ -91,6 +94,11 @@ func StreamErrorStatus(typ, code string) int {
 }
 
 func errorNameStatus(s string) int {
+	if len(s) == 3 && s >= "400" && s <= "599" && s[1] >= '0' && s[1] <= '9' && s[2] >= '0' && s[2] <= '9' {
+		// a number: the HTTP status itself (OpenRouter's error.code;
+		// vLLM, SGLang and llama.cpp in-band errors, "code":400)
+		return int(s[0]-'0')*100 + int(s[1]-'0')*10 + int(s[2]-'0')
+	}
 	switch s {
 	case "":
 		return 0

@@ -583,6 +583,9 @@ func TestStreamErrorFields(t *testing.T) {
 		{"invalid_request_error", "context_length_exceeded", 400}, {"invalid_request_error", "model_not_found", 404},
 		{"service_unavailable_error", "server_is_overloaded", 503}, {"invalid_request_error", "unsupported_parameter", 400},
 		{"mystery", "", 500}, {"", "", 500}, {"server_error", "unknown_code", 500},
+		// a numeric code is the HTTP status (vLLM, SGLang, llama.cpp, OpenRouter)
+		{"BadRequestError", "400", 400}, {"exceed_context_size_error", "400", 400}, {"", "429", 429}, {"", "502", 502},
+		{"invalid_request_error", "200", 400}, {"", "600", 500}, {"", "4000", 500}, {"", "4x0", 500}, {"", "-400", 500},
 	} {
 		if got := StreamErrorStatus(c.typ, c.code); got != c.want {
 			t.Errorf("StreamErrorStatus(%q, %q) = %d, want %d", c.typ, c.code, got, c.want)
