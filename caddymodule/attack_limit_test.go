@@ -1,11 +1,16 @@
 package caddymodule
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
@@ -51,5 +56,43 @@ func TestAttackRequestLargerThanKeyLimit(t *testing.T) {
 	}
 	if s := keyStatus(t, "oa", "o1"); s.Reason != "rate_limited" || s.SecondsLeft < 18 {
 		t.Fatalf("a real rate limit: %+v", s)
+	}
+}
+
+// TestAttackGoogleInvalidKey400: Google (and its OpenAI-compatible
+// endpoint, which wraps the error in an array) answers a bad key with 400
+// INVALID_ARGUMENT, the key's fault said in a structured ErrorInfo
+// (reason API_KEY_INVALID). The key is taken out of rotation (confirmed
+// by the probe) and the next key answers; it used to be relayed to every
+// client as a 400 of its own request, the dead key kept in rotation.
+func TestAttackGoogleInvalidKey400(t *testing.T) {
+	m, _ := mock(t, mockupstream.Config{})
+	const invalid = `[{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}}]`
+	ip, base := interpose(t, m, func(w http.ResponseWriter, r *http.Request, key string, body []byte) bool {
+		if key != "g-bad" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, invalid)
+		return true
+	})
+	gw := gateway(t, gatewayBlock("\t\tpool g {\n\t\t\tmodels gemini-*\n\t\t\tstrategy priority\n\t\t\taffinity off\n"+
+		"\t\t\tkey g-bad "+base+" {\n\t\t\t\tid bad\n\t\t\t\tpriority 1\n\t\t\t}\n"+
+		"\t\t\tkey g-good "+base+" {\n\t\t\t\tid good\n\t\t\t\tpriority 2\n\t\t\t}\n\t\t}\n"))
+	for i := 0; i < 3; i++ {
+		resp, b := post(t, gw+"/v1/chat/completions", chatBody("gemini-2.5-flash", "hello", i == 1))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "g/good" || !bytes.Contains(b, []byte("hello")) {
+			t.Fatalf("request %d: %d via %q %s", i, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+	}
+	// the gateway's own probe confirms the verdict: out of rotation, and
+	// only the first request and the probe reached the bad key
+	eventually(t, 5*time.Second, "the bad key confirmed invalid", func() bool {
+		s := keyStatus(t, "g", "bad")
+		return s.State != keypool.StateReady && s.Reason == "invalid_key" && !s.Provisional
+	})
+	if n := ip.count("g-bad"); n != 2 {
+		t.Fatalf("the bad key was asked %d times (the first request and the probe)", n)
 	}
 }

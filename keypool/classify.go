@@ -76,7 +76,9 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 //     shorter than ShortWait is named: QuotaExhausted until the named
 //     reset, else the next UTC midnight (Source "utc-midnight").
 //   - 401: InvalidKey. 402: NoCredit. The Anthropic 400 messages above:
-//     NoCredit, Forbidden.
+//     NoCredit, Forbidden. Google's 400 INVALID_ARGUMENT whose ErrorInfo
+//     (error.details[].reason) is API_KEY_INVALID or API_KEY_EXPIRED:
+//     InvalidKey.
 //   - 403 and 404 about the model: ModelNotFound (the key is benched for
 //     that model only). That is a structured code saying the model is
 //     unknown or not permitted (model_not_found, model_not_allowed,
@@ -136,6 +138,9 @@ func ClassifyResponseFor(model string, status int, h http.Header, bodyPrefix []b
 			what = "upstream overloaded"
 		}
 		o.Message = describe(what, status, e.code, hintText(o))
+	case status == http.StatusBadRequest && e.reasonIs("API_KEY_INVALID", "API_KEY_EXPIRED"):
+		o.Kind = InvalidKey
+		o.Message = describe("invalid key", status, e.code, "")
 	case status == http.StatusBadRequest && e.typeIs("invalid_request_error") && e.vendorMessage("Your credit balance is too low"):
 		o.Kind = NoCredit
 		o.Message = describe("out of credit", status, e.code, "")
@@ -234,6 +239,7 @@ type errorBody struct {
 	message    string   // error.message, else a string "error", else the top-level message
 	cut        bool     // message was cut short by the body limit
 	retryDelay string   // Google RetryInfo.retryDelay, e.g. "17s"
+	reasons    []string // Google ErrorInfo details[].reason, e.g. "API_KEY_INVALID"
 	quotaIDs   []string // Google QuotaFailure violations[].quotaId
 	resetsIn   float64  // resets_in_seconds (Codex usage_limit_reached)
 	hasResets  bool
@@ -270,14 +276,21 @@ type bodyFrame struct {
 
 // parseErrorBody reads the common error shapes
 // ({"error":{"type","code","message","status","details"}},
-// {"error":"..."}, top-level "type"/"code"/"message") with encoding/json's
-// tokenizer, so a body cut short by MaxClassifyBody still yields every
+// {"error":"..."}, top-level "type"/"code"/"message"; Google's
+// OpenAI-compatible endpoint's [{"error":{...}}], its first element) with
+// encoding/json's tokenizer, so a body cut short by MaxClassifyBody still
+// yields every
 // field read before the cut, and a message cut in the middle yields its
 // first part (errorBody.cut). A body that is not a JSON object (an HTML
 // page, plain text) yields nothing.
 func parseErrorBody(b []byte) errorBody {
 	var e errorBody
 	t := bytes.TrimSpace(b)
+	if len(t) > 0 && t[0] == '[' {
+		// Google's OpenAI-compatible endpoint: [{"error":{…}}]; the
+		// first element is read
+		t = bytes.TrimSpace(t[1:])
+	}
 	if len(t) == 0 || t[0] != '{' {
 		return e
 	}
@@ -345,6 +358,8 @@ func parseErrorBody(b []byte) errorBody {
 			inner.set(key, v)
 		case n == 4 && stack[1].name == "error" && stack[2].name == "details" && key == "retryDelay":
 			e.retryDelay = v // details[].retryDelay (RetryInfo)
+		case n == 4 && stack[1].name == "error" && stack[2].name == "details" && key == "reason":
+			e.reasons = append(e.reasons, v) // details[].reason (ErrorInfo)
 		case n == 6 && stack[1].name == "error" && stack[2].name == "details" && stack[4].name == "violations" && key == "quotaId":
 			e.quotaIDs = append(e.quotaIDs, v) // details[].violations[].quotaId (QuotaFailure)
 		}
@@ -424,6 +439,19 @@ func sanitizeCode(s string) string {
 		}
 	}
 	return s
+}
+
+// reasonIs reports whether a Google ErrorInfo in error.details names one
+// of reasons (upper case, as Google writes them).
+func (e *errorBody) reasonIs(reasons ...string) bool {
+	for _, r := range e.reasons {
+		for _, want := range reasons {
+			if r == want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // typeIs reports whether error.type is t.

@@ -288,3 +288,29 @@ func TestClassifyRequestTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyGoogleInvalidKey: Google answers a bad key with 400
+// INVALID_ARGUMENT whose structured ErrorInfo reason is API_KEY_INVALID
+// (its OpenAI-compatible endpoint wraps the error object in an array):
+// the key's (InvalidKey, confirmed by a probe), not the request's. Words
+// in the message (which may echo the client) are not evidence.
+func TestClassifyGoogleInvalidKey(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const obj = `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}},{"@type":"type.googleapis.com/google.rpc.LocalizedMessage","locale":"en-US","message":"API key not valid. Please pass a valid API key."}]}}`
+	for _, c := range []struct {
+		name, body string
+		kind       OutcomeKind
+	}{
+		{"native", obj, InvalidKey},
+		{"openai-compatible array", "[" + obj + "\n]", InvalidKey},
+		{"expired", strings.Replace(obj, "API_KEY_INVALID", "API_KEY_EXPIRED", 1), InvalidKey},
+		{"another reason", strings.Replace(obj, "API_KEY_INVALID", "FIELD_INVALID", 1), ClientError},
+		{"the words only", `{"error":{"code":400,"message":"Invalid value API_KEY_INVALID: API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}`, ClientError},
+		{"reason outside details", `{"error":{"code":400,"message":"x","status":"INVALID_ARGUMENT","reason":"API_KEY_INVALID","metadata":{"reason":"API_KEY_INVALID"}}}`, ClientError},
+	} {
+		o := ClassifyResponseFor("gemini-2.5-flash", 400, http.Header{}, []byte(c.body), now)
+		if o.Kind != c.kind {
+			t.Errorf("%s: %s %+v, want %s", c.name, o.Kind, o, c.kind)
+		}
+	}
+}
