@@ -62,3 +62,43 @@ func TestAttackStreamWithoutTerminalEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackFinishReasonError: OpenRouter's normalised finish_reason
+// "error" says the generation failed (a provider that broke off); it is
+// an upstream error, never a finish: after content the client gets its
+// dialect's error and no terminator, and the request log says error_event
+// with the key blamed (server_error); before content the next key answers.
+func TestAttackFinishReasonError(t *testing.T) {
+	m, gw := streamPair(t)
+	finErr := "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"error\"}]}\n\n"
+	for _, c := range []struct {
+		name, path, body, errForm, terminator string
+		hdr                                   []string
+	}{
+		{"chat", "/v1/chat/completions", string(chatBody("gpt-x", "hi", true)), "data: {\"error\":", "data: [DONE]", nil},
+		{"anthropic", "/v1/messages", `{"model":"gpt-x","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "event: error", "event: message_stop", []string{"Anthropic-Version", "2023-06-01"}},
+	} {
+		poolFor(t, "oa").ClearCooldown("")
+		m.SetKey("oa-1", replay(chatRole+chatText+finErr+"data: [DONE]\n\n"))
+		seq := recentSeq()
+		resp, b := post(t, gw+c.path, []byte(c.body), c.hdr...)
+		rr := recentAfter(t, seq)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/o1" || !bytes.Contains(b, []byte("Partial")) ||
+			!bytes.Contains(b, []byte(c.errForm)) || bytes.Contains(b, []byte(c.terminator)) || bytes.Contains(b, []byte("end_turn")) {
+			t.Errorf("%s: %d via %q:\n%s", c.name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+		if rr.StreamOutcome != streamErrorEvent || attemptOutcomes(rr) != "o1:server_error" {
+			t.Errorf("%s: request log %q %q", c.name, rr.StreamOutcome, attemptOutcomes(rr))
+		}
+		if s := keyStatus(t, "oa", "o1"); s.State != keypool.StateCooling || s.Reason != "server_error" {
+			t.Errorf("%s: key %s %s", c.name, s.State, s.Reason)
+		}
+		// before any content: the next key answers
+		poolFor(t, "oa").ClearCooldown("")
+		m.SetKey("oa-1", replay(chatRole+finErr+"data: [DONE]\n\n"))
+		resp, b = post(t, gw+c.path, []byte(c.body), c.hdr...)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/o2" || !bytes.Contains(b, []byte(c.terminator)) {
+			t.Errorf("%s before content: %d via %q:\n%s", c.name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package translate
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestAnswerError: a 2xx body that is an error object is found, with the
 // status its structured type implies; answers and other JSON are not.
@@ -46,5 +49,36 @@ func TestAnswerError(t *testing.T) {
 	}
 	if e := anthropicPassthroughError([]byte(`{"code":500,"message":"x"}`)); e == nil || e.Class != ErrAPI {
 		t.Errorf("not a message: %v", e)
+	}
+}
+
+// TestFinishReasonError: OpenRouter's finish_reason "error" is an upstream
+// error, never a finish: a passthrough relays the chunk and then the
+// dialect's error form (no [DONE]); a translation ends with the client's
+// error form; before the first content nothing is written and Run reports
+// it (the caller moves to another key).
+func TestFinishReasonError(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	role, text, fin := chunk(`{"role":"assistant","content":""}`, "null"), chunk(`{"content":"Partial"}`, "null"), chunk(`{}`, `"error"`)
+	in := role + text + fin + "data: [DONE]\n\n"
+	out, _, tr, err := collect(t, OpenAIChat, OpenAIChat, "", strings.NewReader(in))
+	want := role + text + fin + "data: " + string(errorBody(OpenAIChat, ErrUpstreamUnavailable, msgFinishError, "")) + "\n\n"
+	if err != nil || string(out) != want || tr.UpstreamError() == nil || tr.UpstreamError().Status != 500 {
+		t.Errorf("passthrough: %v %+v\n%s\nwant\n%s", err, tr.UpstreamError(), out, want)
+	}
+	for _, to := range []Dialect{AnthropicMessages, OpenAIResponses} {
+		out, _, tr, err := collect(t, OpenAIChat, to, "", strings.NewReader(in))
+		if err != nil || !strings.Contains(string(out), "Partial") || !strings.Contains(string(out), msgFinishError) ||
+			strings.Contains(string(out), "message_stop") || strings.Contains(string(out), "response.completed") || tr.UpstreamError() == nil {
+			t.Errorf("%s: %v\n%s", to, err, out)
+		}
+	}
+	for _, to := range []Dialect{OpenAIChat, AnthropicMessages} {
+		out, _, tr, err := collectWith(OpenAIChat, to, "", strings.NewReader(role+fin+"data: [DONE]\n\n"), true)
+		if err == nil || len(out) != 0 || tr.UpstreamError() == nil {
+			t.Errorf("%s before content: %v %q", to, err, out)
+		}
 	}
 }

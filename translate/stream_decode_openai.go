@@ -89,6 +89,13 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 			d.delta(delta)
 		}
 		if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
+			if fr.Str == "error" {
+				// OpenRouter's finish_reason for a generation that
+				// failed: an upstream error, never a finish
+				se := cs.t.setUpstreamError(newStreamError(OpenAIChat, "", "", msgFinishError, ""))
+				cs.fail(ErrUpstreamUnavailable, se.Message, se)
+				return false
+			}
 			d.flushTools()
 			stop := stopFromChat(fr.Str)
 			if d.refusal && stop == stopEndTurn {

@@ -229,6 +229,7 @@ func errStr(r gjson.Result) string {
 const (
 	msgTruncated   = "upstream stream ended without a finish reason; the answer is incomplete"
 	msgUnended     = "upstream stream ended after its finish reason but without its terminal event; the answer may be incomplete"
+	msgFinishError = "upstream ended the answer with finish_reason error: the generation failed"
 	msgInterrupted = "upstream stream interrupted: connection error"
 	msgEmpty       = "upstream closed the stream without sending any event"
 )

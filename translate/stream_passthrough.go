@@ -41,6 +41,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 	classify := t.hold && !t.committed
 	pre := false
 	isErr := false
+	failAfter := false // the upstream's finish_reason "error": the error form follows the chunk
 	sd := view(data)
 	switch t.from {
 	case OpenAIChat:
@@ -84,15 +85,28 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				}
 			}
 			pre = classify && !u.IsObject()
+			finErr := false
 			f.get("choices").ForEach(func(_, c gjson.Result) bool {
 				if fr := c.Get("finish_reason"); hasFinish && fr.Type == gjson.String && fr.Str != "" {
 					st.finished = true
 					pre = false
+					finErr = finErr || fr.Str == "error"
 				} else if pre && !chatDeltaIsPreamble(c.Get("delta")) {
 					pre = false
 				}
 				return true
 			})
+			if finErr {
+				// OpenRouter's finish_reason for a generation that failed:
+				// an upstream error, never a finish; the chunk is relayed,
+				// then the dialect's error form ends the stream
+				st.errored = true
+				t.stopped = true
+				if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, "", "", msgFinishError, ""))) {
+					return
+				}
+				failAfter = true
+			}
 		}
 		st.started = true
 		var eds [2]dataEdit
@@ -229,6 +243,9 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 	t.write(raw)
 	t.pre = false
 	t.errEvent = false
+	if failAfter {
+		t.passFail(msgFinishError, nil)
+	}
 }
 
 // Member names the passthrough looks for with hasMember.
