@@ -227,12 +227,11 @@ func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 	cs.t.errEvent = false
 }
 
-// endOrFail is the decoders' common end-of-input handling. A stream still
-// open at the end of its input lacks its terminal event (data: [DONE],
-// message_stop, response.completed, which end it, see end): it was cut
-// short, even after its finish reason (what follows the finish, Chat's
-// usage chunk, never came), and is never given a terminator the upstream
-// did not send.
+// endOrFail is the decoders' common end-of-input handling: a read error
+// or a stream that never started fails; otherwise end closes the client's
+// stream (with its terminator after a finish reason, even when the
+// upstream left its own terminal event out, as some OpenAI-compatible
+// servers do with data: [DONE]; with the truncation error without one).
 func (cs *canonStream) endOrFail(readErr error) {
 	switch {
 	case cs.closed:
@@ -241,9 +240,6 @@ func (cs *canonStream) endOrFail(readErr error) {
 	case !cs.started:
 		cs.t.truncated = true
 		cs.fail(ErrUpstreamUnavailable, msgEmpty, io.ErrUnexpectedEOF)
-	case cs.finished:
-		cs.t.truncated = true
-		cs.fail(ErrUpstreamUnavailable, msgUnended, io.ErrUnexpectedEOF)
 	default:
 		cs.end()
 	}

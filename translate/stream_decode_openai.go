@@ -61,6 +61,9 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 	d.top = fieldsInto(d.top, gjson.Parse(view(data)))
 	f := d.top
 	res := [6]gjson.Result{f.get("error"), f.get("id"), f.get("model"), f.get("created"), f.get("usage"), f.get("choices")}
+	if objectError(data) {
+		res[0] = gjson.Parse(view(data)) // vLLM's error chunk (objectError)
+	}
 	if e := res[0]; e.IsObject() || (e.Type == gjson.String && e.Str != "") {
 		typ, code, msg, param := openAIErrorFields(e)
 		se := cs.t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))

@@ -228,7 +228,6 @@ func errStr(r gjson.Result) string {
 // Messages of the error forms the gateway writes itself.
 const (
 	msgTruncated   = "upstream stream ended without a finish reason; the answer is incomplete"
-	msgUnended     = "upstream stream ended after its finish reason but without its terminal event; the answer may be incomplete"
 	msgFinishError = "upstream ended the answer with finish_reason error: the generation failed"
 	msgInterrupted = "upstream stream interrupted: connection error"
 	msgEmpty       = "upstream closed the stream without sending any event"

@@ -640,3 +640,36 @@ func FuzzStreamHoldPreamble(f *testing.F) {
 		}
 	})
 }
+
+// TestChatObjectErrorChunk: vLLM streams an error as a chunk whose fields
+// are at the top level ({"object":"error","message":...,"code":400}), with
+// no "error" member. Held before the commit point, it is the upstream's
+// error with its status (the numeric code) in every direction, and nothing
+// reaches the client; passed through after the commit point, the chunk is
+// relayed (its secret scrubbed) and the stream ends there.
+func TestChatObjectErrorChunk(t *testing.T) {
+	const errChunk = `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`
+	for _, to := range []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses} {
+		for _, chunk := range []string{errChunk, ` { "object" : "error", "message": "m", "type": "BadRequestError", "code": 400 }`} {
+			var out []byte
+			tr := NewStreamTranslator(OpenAIChat, to, "", EventWriterFunc(func(p []byte) error { out = append(out, p...); return nil }))
+			tr.HoldPreamble()
+			err := tr.Run(strings.NewReader("data: " + chunk + "\n\n"))
+			if !errors.Is(err, ErrNotCommitted) || len(out) != 0 || tr.UpstreamError() == nil || tr.UpstreamError().Status != 400 {
+				t.Errorf("→ %s %s: err %v, out %q, upstream error %+v", to, chunk, err, out, tr.UpstreamError())
+			}
+		}
+	}
+	// after content: relayed as sent, the stream stops there
+	in := ccChunk(`{"role":"assistant","content":"hi"}`, "", "") + "data: " + errChunk + "\n\n"
+	out, _, tr, _ := collect(t, OpenAIChat, OpenAIChat, "", strings.NewReader(in))
+	if string(out) != in || tr.UpstreamError() == nil || tr.UpstreamError().Status != 400 || tr.Truncated() {
+		t.Errorf("after content: %q, upstream error %+v", out, tr.UpstreamError())
+	}
+	// a chunk whose "object" is not the first member, or not "error", is a chunk
+	for _, d := range []string{`{"id":"x","object":"error"}`, `{"object":"chat.completion.chunk"}`, `{"object":"errors"}`, `"object":"error"`} {
+		if objectError([]byte(d)) != false {
+			t.Errorf("objectError(%s) = true", d)
+		}
+	}
+}

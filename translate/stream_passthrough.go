@@ -60,6 +60,18 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		// chunk means the same parsed or not (a member name written with
 		// \u escapes is not seen either way).
 		hasErr, hasUsage, hasFinish, usageAt := chatChunkMembers(data)
+		if objectError(data) {
+			// vLLM's error chunk: the error's fields at the top level
+			st.errored = true
+			t.stopped = true
+			typ, code, msg, param := openAIErrorFields(gjson.Parse(sd))
+			if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))) {
+				return
+			}
+			raw = t.scrub(ev, "message")
+			isErr = true
+			break
+		}
 		if classify || hasErr || hasUsage || hasFinish {
 			t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
 			f := t.scratch
@@ -328,6 +340,29 @@ func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt in
 	}
 	return hasErr, hasUsage, hasFinish, usageAt
 }
+
+// objectError reports whether an OpenAI Chat chunk is the error object
+// vLLM (and servers built like it) stream instead of a chunk:
+// {"object":"error","message":...,"type":...,"code":400}, its first member
+// "object" with the string "error" (white space allowed between tokens).
+// The byte test is exact for that form and costs a few byte compares.
+func objectError(data []byte) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if !bytes.HasPrefix(data[i:], keyObject) {
+		return false
+	}
+	i = skipSpace(data, i+len(keyObject))
+	if i >= len(data) || data[i] != ':' {
+		return false
+	}
+	return bytes.HasPrefix(data[skipSpace(data, i+1):], valueError)
+}
+
+var keyObject, valueError = []byte(`"object"`), []byte(`"error"`)
 
 // skipSpace returns the index of the first byte of data at or after i
 // that is not JSON white space.
@@ -684,18 +719,21 @@ func withData(ev *SSEEvent, nd []byte) []byte {
 	return appendEvent(nil, ev.Event, nd)
 }
 
-// passEnd ends a passthrough stream: one that broke off, ended without a
-// finish reason, or ended after it but without its terminal event (data:
-// [DONE], message_stop: what followed the finish never came) gets the
-// dialect's error form, never a terminator the upstream did not send.
+// passEnd ends a passthrough stream: one that broke off (a read error) or
+// ended without a finish reason gets the dialect's error form; one that
+// finished and then ended cleanly is left as the upstream ended it, with
+// or without its terminal event (data: [DONE], message_stop): no
+// terminator the upstream did not send is added.
 func (t *StreamTranslator) passEnd(readErr error) {
 	st := &t.pt
 	if t.stopped || st.errored || st.done {
 		return
 	}
 	if readErr == nil && st.finished {
-		t.truncated = true
-		t.passFail(msgUnended, io.ErrUnexpectedEOF)
+		// the upstream closed its stream cleanly after its finish reason
+		// without a terminal event: the answer is whole (some
+		// OpenAI-compatible servers never send data: [DONE]), and the
+		// client gets what a direct call gives, nothing added
 		return
 	}
 	if readErr != nil {
