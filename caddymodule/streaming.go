@@ -159,10 +159,11 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 		x.finish(o)
 		rl.streamError, rl.streamOutcome = o.Kind.String(), streamErrorEvent
 	case runErr == nil && st.Truncated():
-		// the upstream ended without a finish reason, or after it without
-		// its terminal event ([DONE], message_stop): the client was told
-		// in its dialect that the answer is cut short, the key is blamed
-		o := keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason or without its terminal event"}
+		// the upstream ended without a finish reason (one that finished
+		// and then closed without [DONE] / message_stop is whole): the
+		// client was told in its dialect that the answer is cut short,
+		// the key is blamed
+		o := keypool.Outcome{Kind: keypool.NetworkError, Status: resp.StatusCode, Message: "stream ended without a finish reason"}
 		if x.exitLost(io.ErrUnexpectedEOF) {
 			o = keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode, Message: "egress exit " + x.exit.name + " lost"}
 		}
