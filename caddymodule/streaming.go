@@ -60,6 +60,18 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	case kindPassthrough:
 		data, rl.usage, err = c.pass.readJSON(c, data)
 	default:
+		if c.stream {
+			// the client asked for a stream and the upstream answered
+			// whole (a server that ignores "stream" for some models):
+			// the client gets the stream that answer makes, in its
+			// dialect, never a JSON body its stream reader cannot read
+			data, rl.usage, err = translate.ResponseAsStream(x.d, c.dialect, data, c.responseModel(x.d), x.p.respOpts)
+			if err == nil {
+				ct, rl.streamOutcome = "text/event-stream", streamComplete
+				x.w.Header().Set("Cache-Control", "no-cache")
+			}
+			break
+		}
 		data, rl.usage, err = upstreamFor(x.d).readJSON(c, data, x.p.respOpts)
 		if x.d != c.dialect {
 			ct = ""

@@ -67,6 +67,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestRequestFixturesToResponses", TestRequestFixturesToResponses},
 		{"TestStreamEventViewsNotKept", TestStreamEventViewsNotKept},
 		{"TestHideUsageChunkByteIdentical", TestHideUsageChunkByteIdentical},
+		{"TestResponseAsStreamFixtures", TestResponseAsStreamFixtures},
 	}
 }
 
