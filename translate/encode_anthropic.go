@@ -30,12 +30,31 @@ func thinkingBudget(effort string) int64 {
 // and rejects budget_tokens (Anthropic "Extended thinking" and "Effort"
 // docs). Names it cannot parse get the older form.
 func anthropicAdaptive(model string) bool {
+	major, minor := claudeVersion(model)
+	return major > 4 || (major == 4 && minor >= 6)
+}
+
+// anthropicOneSampler reports whether an Anthropic model name is Claude 4.1
+// or later, which refuses temperature and top_p in one request
+// ("temperature and top_p cannot both be specified for this model");
+// earlier Claude models and other vendors' models on an Anthropic-dialect
+// endpoint take both.
+func anthropicOneSampler(model string) bool {
+	major, minor := claudeVersion(model)
+	return major > 4 || (major == 4 && minor >= 1)
+}
+
+// claudeVersion reads the version of a Claude model name ("claude-opus-4-1",
+// "claude-sonnet-4-5-20250929", "claude-3-5-haiku"): major -1 when the name
+// is not a Claude model's; a date or word after the major number is not a
+// minor one (minor 0).
+func claudeVersion(model string) (major, minor int) {
 	m := strings.ToLower(model)
 	i := strings.Index(m, "claude-")
 	if i < 0 {
-		return false
+		return -1, 0
 	}
-	major, minor := -1, 0
+	major = -1
 	for _, tok := range strings.Split(m[i+len("claude-"):], "-") {
 		n, err := strconv.Atoi(tok)
 		if err != nil || len(tok) > 2 {
@@ -51,7 +70,7 @@ func anthropicAdaptive(model string) bool {
 		minor = n
 		break
 	}
-	return major > 4 || (major == 4 && minor >= 6)
+	return major, minor
 }
 
 // encodeAnthropicRequest builds an Anthropic Messages request from the
@@ -179,10 +198,9 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 			}
 			b = appendRawField(b, "temperature", t)
 		}
-		if r.topP != "" && r.temperature == "" {
-			// Anthropic's current models refuse temperature and top_p
-			// together ("temperature and top_p cannot both be specified
-			// for this model"), which OpenAI accepts: temperature is kept
+		if r.topP != "" && (r.temperature == "" || !anthropicOneSampler(r.model)) {
+			// Claude 4.1 and later refuse temperature and top_p together,
+			// which OpenAI accepts: temperature is kept (anthropicOneSampler)
 			b = appendRawField(b, "top_p", r.topP)
 		}
 		if r.topK != "" {

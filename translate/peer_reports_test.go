@@ -413,8 +413,9 @@ func TestLongToolCallIDsToOpenAI(t *testing.T) {
 // model. Please use only one."; cloud-apim/otoroshi-llm-extension issue
 // 140, opencode issue 28930, a LiteLLM proxy in
 // jekalmin/extended_openai_conversation issue 428), which OpenAI accepts:
-// translated to Anthropic, temperature is kept and top_p dropped; either
-// one alone is kept.
+// translated to Anthropic for Claude 4.1 and later, temperature is kept
+// and top_p dropped; either one alone is kept, and models that take both
+// (earlier Claude models, other vendors' on an Anthropic endpoint) get both.
 func TestTemperatureAndTopPToAnthropic(t *testing.T) {
 	for _, c := range []struct {
 		from             Dialect
@@ -424,6 +425,12 @@ func TestTemperatureAndTopPToAnthropic(t *testing.T) {
 		{OpenAIResponses, `{"model":"claude-sonnet-4-5","temperature":1.5,"top_p":0.5,"input":"x"}`, "1", ""},
 		{OpenAIChat, `{"model":"claude-sonnet-4-5","top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "", "0.9"},
 		{OpenAIChat, `{"model":"claude-sonnet-4-5","temperature":0,"messages":[{"role":"user","content":"x"}]}`, "0", ""},
+		// models that take both keep both: Claude before 4.1, other vendors'
+		{OpenAIChat, `{"model":"claude-3-5-sonnet-20241022","temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "0.2", "0.9"},
+		{OpenAIChat, `{"model":"claude-sonnet-4-20250514","temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "0.2", "0.9"},
+		{OpenAIChat, `{"model":"deepseek-chat","temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "0.2", "0.9"},
+		{OpenAIChat, `{"model":"claude-opus-4-1-20250805","temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "0.2", ""},
+		{OpenAIChat, `{"model":"claude-haiku-4-5","temperature":0.2,"top_p":0.9,"messages":[{"role":"user","content":"x"}]}`, "0.2", ""},
 	} {
 		out, err := TranslateRequest(c.from, AnthropicMessages, []byte(c.body), "")
 		if err != nil {
