@@ -120,7 +120,11 @@ type PoolConfig struct {
 	// tried, so a hung key costs at most this much. A non-streamed answer
 	// whose upstream sends headers only when the whole answer is generated
 	// must arrive within it: raise it (and TotalTimeout) for long
-	// non-streamed generations. Keys may override it. Default: 15s.
+	// non-streamed generations. A timeout after the upstream took the
+	// whole request does not cool the key by itself: the gateway probes
+	// the key (ProbeTimeout) and books the timeout only when the probe
+	// gets no answer either (docs/operations.md). Keys may override it.
+	// Default: 15s.
 	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
 
 	// ConnectTimeout bounds opening a TCP connection to an upstream (its
@@ -201,7 +205,9 @@ type PoolConfig struct {
 	// the official SDKs ignore them): "on" (default) or "off".
 	ReasoningContent ReasoningSwitch `json:"reasoning_content,omitempty"`
 
-	// ProbeTimeout bounds a half-open probe attempt. Default: 5s.
+	// ProbeTimeout bounds a half-open probe attempt, and the gateway's
+	// own probe of a key whose upstream took a request and did not answer
+	// within AttemptTimeout. Default: 5s.
 	ProbeTimeout caddy.Duration `json:"probe_timeout,omitempty"`
 
 	// Egress is the pool's own list of egress exits (proxies), which

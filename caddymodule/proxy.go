@@ -500,7 +500,7 @@ func (h *Handler) attempt(w http.ResponseWriter, r *http.Request, p *pool, uk *u
 		return res
 	}
 	defer resp.Body.Close()
-	body := &idleReader{r: resp.Body, timer: x.timer, d: p.requestTimeout}
+	body := &idleReader{r: resp.Body, timer: x.timer, d: p.requestTimeout, rearmed: &x.rearmed}
 	if res, ok := x.check(resp, body); !ok {
 		return res
 	}
@@ -528,6 +528,8 @@ type exchange struct {
 	upTTFB   time.Duration // the upstream's time to first byte in this attempt
 	connect  time.Duration // a new connection's set-up, for the log (0: reused)
 	timedOut atomic.Bool
+	wrote    atomic.Bool       // the whole request went to the upstream (httptrace WroteRequest)
+	rearmed  atomic.Bool       // the first wait is over: request_timeout runs between reads
 	d        translate.Dialect // the upstream's (upstreamFor)
 	exit     *egressExit       // the egress exit that carried the attempt, nil: direct
 }
@@ -602,12 +604,22 @@ func (x *exchange) fail(o keypool.Outcome) attemptResult {
 
 // classifyErr classifies a transport or read error of the attempt: the
 // client's going away, the attempt's timeout, the loss of its egress exit
-// (not the key's fault, see exitLost), else the error itself.
+// (not the key's fault, see exitLost), else the error itself. A timeout
+// of the first wait after the upstream took the whole request (no
+// answer's headers or first bytes yet, or a stream's first content) is
+// marked AwaitingAnswer: the client's request may be a long generation,
+// so keypool leaves the key alone until the gateway's own probe (verify.go)
+// times out or fails too. A timeout before that (dial, TLS, writing the
+// request) or between reads of an answer begun stays the key's.
 func (x *exchange) classifyErr(err error, status int) keypool.Outcome {
 	if x.r.Context().Err() != nil {
 		return keypool.Outcome{Kind: keypool.Canceled, Status: status, Message: "client went away"}
 	}
 	if x.timedOut.Load() {
+		if x.wrote.Load() && !x.rearmed.Load() {
+			return keypool.Outcome{Kind: keypool.Timeout, Status: status, AwaitingAnswer: true,
+				Message: "no answer within attempt_timeout (the key is probed before it is blamed)"}
+		}
 		return keypool.Outcome{Kind: keypool.Timeout, Status: status, Message: "upstream timeout"}
 	}
 	if x.exitLost(err) {
@@ -674,6 +686,11 @@ func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool)
 		ConnectDone: func(_, _ string, err error) {
 			if st := connStart.Load(); err == nil && st != 0 {
 				connDur.CompareAndSwap(0, time.Now().UnixNano()-st)
+			}
+		},
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				x.wrote.Store(true)
 			}
 		},
 	}))

@@ -48,7 +48,8 @@ func TestCountTokensGatewayKeyRPM(t *testing.T) {
 
 // TestCountTokensHungUpstreamTimesOut: an upstream that never answers
 // count_tokens costs the pool's attempt_timeout, then the client gets the
-// local estimate (marked estimated) and the key is booked a timeout.
+// local estimate (marked estimated) and the key is booked a timeout once
+// the gateway's probe gets no answer within probe_timeout either.
 func TestCountTokensHungUpstreamTimesOut(t *testing.T) {
 	hung := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +61,7 @@ func TestCountTokensHungUpstreamTimesOut(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(hung) })
 	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n"+
-		"\t\tpool an {\n\t\t\tmodels claude-*\n\t\t\tattempt_timeout 200ms\n\t\t\tkey hung-key "+srv.URL+" {\n\t\t\t\tid hung\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n\t}\n")
+		"\t\tpool an {\n\t\t\tmodels claude-*\n\t\t\tattempt_timeout 200ms\n\t\t\tprobe_timeout 200ms\n\t\t\tkey hung-key "+srv.URL+" {\n\t\t\t\tid hung\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n\t}\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a bound on the test, not a measurement
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/v1/messages/count_tokens", strings.NewReader(countBody))

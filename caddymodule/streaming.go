@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgateway/llm_gateway/keypool"
@@ -199,6 +200,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 // content event: from here on request_timeout runs between reads.
 func (x *exchange) commitStream(status int) {
 	x.upTTFB = time.Since(x.t0)
+	x.rearmed.Store(true)
 	x.timer.Reset(x.p.requestTimeout)
 	x.rl.key, x.rl.status = x.uk.id, status
 	hdr := x.w.Header()
@@ -233,13 +235,19 @@ type idleReader struct {
 	timer *time.Timer
 	d     time.Duration
 	armed func() bool
-	sniff bool   // look at the first byte for a JSON object
-	head  []byte // the body's first bytes when it starts with '{'
+	// rearmed, when set, is set once a read re-arms the timer: the
+	// attempt's first wait (an answer awaited) is over
+	rearmed *atomic.Bool
+	sniff   bool   // look at the first byte for a JSON object
+	head    []byte // the body's first bytes when it starts with '{'
 }
 
 func (i *idleReader) Read(p []byte) (int, error) {
 	n, err := i.r.Read(p)
 	if n > 0 && (i.armed == nil || i.armed()) {
+		if i.rearmed != nil {
+			i.rearmed.Store(true)
+		}
 		i.timer.Reset(i.d)
 	}
 	if i.sniff && n > 0 {

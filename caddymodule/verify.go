@@ -15,6 +15,13 @@ import (
 // POST /llm_gateway/diagnose sends and never the client's body, confirms
 // the verdict, with a one-token completion: a models list may answer 200
 // for a key that is refused completions, out of credit or out of quota.
+//
+// A client attempt that timed out while the upstream had taken the
+// request and not answered (keypool.Outcome.AwaitingAnswer: maybe a long
+// generation the client asked for) leaves the key untouched; the same
+// one-token probe, bounded by the pool's probe_timeout, decides: a probe
+// that times out or fails too books the failure (cooldown, breaker), one
+// that answers leaves the key in rotation.
 func (h *Handler) verifier(p *pool) func(k *keypool.Key, o keypool.Outcome) {
 	logger := h.logger
 	return func(k *keypool.Key, o keypool.Outcome) {
@@ -22,7 +29,11 @@ func (h *Handler) verifier(p *pool) func(k *keypool.Key, o keypool.Outcome) {
 		if uk == nil {
 			return // a key of a newer config: its own handler verifies it
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*probeTimeout)
+		limit := 2 * probeTimeout
+		if o.Kind == keypool.Timeout {
+			limit = min(p.kp.Settings().ProbeTimeout, probeTimeout)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		defer cancel()
 		var res probeResult
 		probeKey(ctx, p, uk, &res, true)
@@ -30,10 +41,19 @@ func (h *Handler) verifier(p *pool) func(k *keypool.Key, o keypool.Outcome) {
 		if res.OK {
 			probe = keypool.Outcome{Kind: keypool.Success, Status: res.Status}
 		}
+		if o.Kind == keypool.Timeout && probe.Kind == keypool.Timeout {
+			probe.Message = "upstream timeout: no answer to the client's request within attempt_timeout nor to the gateway's probe within probe_timeout"
+		}
 		p.kp.Confirm(k.Fingerprint(), probe)
 		if logger != nil {
 			verdict := "not confirmed: the key stays in rotation after its provisional cooldown"
 			switch {
+			case o.Kind == keypool.Timeout && probe.Kind.Dead():
+				verdict = "timeout: the probe found the key dead"
+			case o.Kind == keypool.Timeout && probe.Kind.Transient():
+				verdict = "timeout confirmed: the probe got no answer either; the key is cooled"
+			case o.Kind == keypool.Timeout:
+				verdict = "timeout not confirmed: the probe was answered; the key stays in rotation"
 			case probe.Kind.Dead():
 				verdict = "confirmed"
 			case probe.Kind == keypool.Success:

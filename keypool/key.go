@@ -236,7 +236,8 @@ const sourceProvisional = "provisional"
 func (k *Key) cooldownProvisional() bool { return k.cooldownSource == sourceProvisional }
 
 // verdict is a long key-level verdict (InvalidKey, NoCredit, Forbidden, a
-// long QuotaExhausted) made from a client's request, awaiting an
+// long QuotaExhausted), or a suspicion of a hung key (Timeout with
+// Outcome.AwaitingAnswer), made from a client's request, awaiting an
 // independent probe's confirmation (Pool.Confirm).
 type verdict struct {
 	kind   OutcomeKind
@@ -244,6 +245,7 @@ type verdict struct {
 	seq    uint64    // the pool's lease sequence when it was first made: later leases began after it
 	until  time.Time // QuotaExhausted: the reset the answer named; zero otherwise
 	source string    // where until came from (Outcome.Source)
+	epoch  uint64    // Timeout: the breakerEpoch of the lease that timed out
 }
 
 // clearCooldown ends the cooldown.

@@ -111,6 +111,13 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 //     authoritative, capped only by MaxHintCooldown) or a ladder from
 //     RateLimitCooldown doubling per 429 within RateLimitWindow (capped by
 //     MaxCooldown).
+//   - Timeout with Outcome.AwaitingAnswer (the upstream took the request
+//     and had not answered by the deadline) changes nothing on the key:
+//     no cooldown, no breaker count, no failure, and a half-open probe
+//     lease ends as if it told nothing (the next lease is the probe
+//     again). The verifier set with SetVerifier, if any, probes the key
+//     (at most one probe per key at a time); only a probe that fails too
+//     applies the failure as below (Confirm).
 //   - ServerError, NetworkError and Timeout cool it by an ErrorCooldown
 //     backoff (or the upstream's Retry-After) and may open the circuit
 //     breaker: FailureThreshold consecutive failures open it for
@@ -181,6 +188,16 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 	}
 	now := p.clock.Now()
 	s := &p.settings
+	if o.Kind == Timeout && o.AwaitingAnswer {
+		// no answer yet from an upstream that took the request: maybe a
+		// long generation the client asked for; the key's state waits
+		// for the gateway's own probe (verify.go)
+		p.accountLocked(l, &o, now)
+		verify = p.unansweredLocked(k, l, &o)
+		p.refreshLocked(k, now)
+		p.wakeWaitersLocked()
+		return verify
+	}
 	if o.Status != 0 {
 		k.lastStatus = o.Status
 	}
@@ -234,26 +251,7 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 			k.coolUntil(now, now.Add(backoff(s.RateLimitCooldown, s.MaxCooldown, k.consec429)), RateLimited.String(), "backoff", o.Status, true)
 		}
 	case ServerError, NetworkError, Timeout:
-		k.failures++
-		switch {
-		case l.epoch != k.breakerEpoch || k.breaker == BreakerOpen && now.Before(k.breakerUntil):
-			// the breaker opened while this attempt was out, or is open:
-			// that opening already accounts for the failure
-		case k.breaker == BreakerHalfOpen || k.consecFailures+1 >= s.FailureThreshold:
-			// the breaker (re)opens and governs the wait from here on
-			k.consecFailures++
-			k.breakerTrips++
-			k.breakerEpoch++
-			k.breaker = BreakerOpen
-			k.breakerSince = now
-			k.breakerUntil = now.Add(backoff(s.BreakerOpen, max(s.MaxCooldown, s.BreakerOpen), k.breakerTrips))
-		default:
-			k.consecFailures++
-			k.coolUntil(now, now.Add(backoff(s.ErrorCooldown, s.MaxCooldown, k.consecFailures)), o.Kind.String(), "backoff", o.Status, true)
-		}
-		if o.HasRetryAfter {
-			k.coolUntil(now, now.Add(min(o.RetryAfter, s.MaxHintCooldown)), o.Kind.String(), hintSource(o), o.Status, false)
-		}
+		p.transientLocked(k, &o, l.epoch, now)
 	case InvalidKey, NoCredit, Forbidden, QuotaExhausted:
 		k.failures++
 		verify = p.verdictLocked(k, &o, now)
@@ -267,6 +265,34 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 	p.refreshLocked(k, now)
 	p.wakeWaitersLocked()
 	return verify
+}
+
+// transientLocked applies a transient failure o (ServerError,
+// NetworkError, Timeout) to k: an ErrorCooldown backoff (or the
+// upstream's Retry-After) and the circuit breaker's count. epoch is the
+// key's breakerEpoch when the failed request began.
+func (p *Pool) transientLocked(k *Key, o *Outcome, epoch uint64, now time.Time) {
+	s := &p.settings
+	k.failures++
+	switch {
+	case epoch != k.breakerEpoch || k.breaker == BreakerOpen && now.Before(k.breakerUntil):
+		// the breaker opened while this attempt was out, or is open:
+		// that opening already accounts for the failure
+	case k.breaker == BreakerHalfOpen || k.consecFailures+1 >= s.FailureThreshold:
+		// the breaker (re)opens and governs the wait from here on
+		k.consecFailures++
+		k.breakerTrips++
+		k.breakerEpoch++
+		k.breaker = BreakerOpen
+		k.breakerSince = now
+		k.breakerUntil = now.Add(backoff(s.BreakerOpen, max(s.MaxCooldown, s.BreakerOpen), k.breakerTrips))
+	default:
+		k.consecFailures++
+		k.coolUntil(now, now.Add(backoff(s.ErrorCooldown, s.MaxCooldown, k.consecFailures)), o.Kind.String(), "backoff", o.Status, true)
+	}
+	if o.HasRetryAfter {
+		k.coolUntil(now, now.Add(min(o.RetryAfter, s.MaxHintCooldown)), o.Kind.String(), hintSource(*o), o.Status, false)
+	}
 }
 
 // accountLocked books the attempt's tokens and latency.

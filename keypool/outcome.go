@@ -31,7 +31,9 @@ const (
 	// host itself is unreachable (refused, DNS, TLS) Outcome.HostDown is
 	// set as well.
 	NetworkError
-	// Timeout: the attempt exceeded its deadline. Transient.
+	// Timeout: the attempt exceeded its deadline. Transient. With
+	// Outcome.AwaitingAnswer set (the upstream took the request and had
+	// not answered yet) it is only a suspicion: see Lease.Release.
 	Timeout
 	// InvalidKey: 401. The key is taken out of rotation for
 	// Settings.InvalidKeyCooldown once a probe confirms it (until then
@@ -175,6 +177,19 @@ type Outcome struct {
 	// caller before Release (or reported earlier with Lease.ReportTTFB);
 	// it feeds the lowest_latency strategy.
 	TTFB time.Duration
+	// AwaitingAnswer, with Kind Timeout, says the attempt's deadline
+	// passed after the upstream had accepted the connection and the
+	// whole request, while the caller waited for its answer (a
+	// non-streamed answer's headers or first bytes, a stream's first
+	// content). A long generation (the client's max_tokens or reasoning
+	// effort) looks the same as a hung key there, so Release does not
+	// take the key's state from it: the key is neither cooled nor
+	// counted towards the breaker, and the verifier (SetVerifier) probes
+	// it; only a probe that fails too applies the timeout (Confirm).
+	// Leave it false for connection-level timeouts (dial, TLS, writing
+	// the request) and for an idle answer once it has begun: those are
+	// the key's.
+	AwaitingAnswer bool
 }
 
 // Classify turns an upstream answer (status and headers) or a transport

@@ -76,7 +76,9 @@ type Settings struct {
 	// ProbeTimeout is the attempt timeout the caller should use for a
 	// lease whose Probe() is true (a half-open breaker probe, the first
 	// request after a dead-key cooldown, or an early probe of a cooling
-	// key). Default 5s. The pool only reports it; the caller applies it.
+	// key), and a good bound for the verifier's own probe of a key
+	// suspected on a Timeout with Outcome.AwaitingAnswer (SetVerifier).
+	// Default 5s. The pool only reports it; the caller applies it.
 	ProbeTimeout time.Duration
 	// ProbeBackoff is the wait before the next early probe of a cooling
 	// key after one failed; it doubles per failed probe up to

@@ -16,6 +16,11 @@ import (
 // itself, never the client's body) confirms it through Confirm. One
 // client request can thus never bench a key for longer than
 // ProvisionalCooldown, whatever the upstream answered it.
+//
+// A timeout while the upstream had taken the request and not answered yet
+// (Outcome.AwaitingAnswer) is weaker still: the client's request may ask
+// for a long generation, so the key is not touched at all until the
+// verifier's probe times out or fails too (Confirm).
 
 // SetVerifier sets the function the pool calls when a provisional verdict
 // is made on a key (nil: none; the verdict then stays provisional and
@@ -23,7 +28,9 @@ import (
 // goroutine, never under the pool's lock, and at most one call per key is
 // in flight: the key counts as being verified until fn returns. k is the
 // key, o the client request's outcome that led to the verdict (o.Kind is
-// InvalidKey, NoCredit, Forbidden or QuotaExhausted). fn should send its
+// InvalidKey, NoCredit, Forbidden or QuotaExhausted, or Timeout with
+// o.AwaitingAnswer: the probe should then be cheap and bounded by a short
+// timeout such as Settings.ProbeTimeout). fn should send its
 // own probe request for k (e.g. a one-token completion on the key's
 // credentials), classify the answer and report it with Confirm before it
 // returns. For QuotaExhausted the probe must spend quota (a models list
@@ -49,8 +56,15 @@ func (p *Pool) SetVerifier(fn func(k *Key, o Outcome)) {
 //     provisional cooldown ends at once (in cluster mode through
 //     Backend.Clear, which also closes the key's shared breaker: the key
 //     just served the probe).
+//   - probe.Kind.Transient() (ServerError, NetworkError, Timeout) when
+//     the pending verdict is a Timeout awaiting an answer
+//     (Outcome.AwaitingAnswer): the key is unresponsive on the gateway's
+//     own word, and the probe's failure is applied as Release applies a
+//     transient failure (ErrorCooldown backoff, breaker count; a half-open
+//     breaker reopens), shared in cluster mode like the dead-key case.
 //   - anything else (network error, timeout, cancellation, a rate limit):
-//     the provisional cooldown stands and expires normally.
+//     the provisional cooldown stands and expires normally; a pending
+//     Timeout is dropped and the key keeps its state.
 //
 // The pending verdict is used up either way. Confirm of an unknown key or
 // of a key with no pending verdict does nothing.
@@ -68,7 +82,28 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 	before := k.view()
 	var rel *SharedRelease
 	clearShared := false
+	hung := v.kind == Timeout && probe.Kind.Transient()
+	if hung || probe.Kind.Dead() {
+		if probe.Status != 0 {
+			k.lastStatus = probe.Status
+		}
+		if probe.Message != "" {
+			k.lastMessage = probe.Message
+		}
+	}
 	switch {
+	case hung:
+		p.transientLocked(k, &probe, v.epoch, now)
+		if p.smart {
+			k.noteFailure(now)
+		}
+		if b != nil {
+			rel = &SharedRelease{
+				Pool: p.name, Instance: p.instance, Fingerprint: k.fingerprint,
+				LeaseID:       p.instance + ":confirm:" + strconv.FormatUint(leaseSeq.Add(1), 36), // never registered
+				SharedEffects: p.sharedEffectsLocked(k, before, now),
+			}
+		}
 	case probe.Kind.Dead():
 		d, src := p.settings.deadCooldown(&probe, now)
 		if probe.Kind == QuotaExhausted && !probe.HasRetryAfter && v.kind == QuotaExhausted && v.until.After(now) {
@@ -83,9 +118,6 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 		}
 		k.coolUntil(now, now.Add(d), probe.Kind.String(), src, status, false)
 		k.probePending = true
-		if probe.Message != "" {
-			k.lastMessage = probe.Message
-		}
 		if b != nil {
 			rel = &SharedRelease{
 				Pool: p.name, Instance: p.instance, Fingerprint: k.fingerprint,
@@ -131,7 +163,7 @@ func (p *Pool) verdictLocked(k *Key, o *Outcome, now time.Time) (verify bool) {
 	}
 	k.coolProvisional(now, s.ProvisionalCooldown, o.Kind, o.Status)
 	v := &verdict{kind: o.Kind, status: o.Status, seq: p.seq}
-	if k.pending != nil {
+	if k.pending != nil && k.pending.kind.Dead() {
 		v.seq = k.pending.seq // a request begun since the first verdict still lifts it
 	}
 	if o.Kind == QuotaExhausted {
@@ -140,6 +172,23 @@ func (p *Pool) verdictLocked(k *Key, o *Outcome, now time.Time) (verify bool) {
 	k.pending = v
 	if p.verifier == nil || k.verifying {
 		return false
+	}
+	k.verifying = true
+	return true
+}
+
+// unansweredLocked takes note of a Timeout awaiting the answer
+// (Outcome.AwaitingAnswer) of lease l on k: nothing changes on the key;
+// a pending Timeout verdict is recorded for the verifier's probe unless a
+// verdict is already pending or no verifier is set. It reports whether
+// the verifier is to be started.
+func (p *Pool) unansweredLocked(k *Key, l *Lease, o *Outcome) (verify bool) {
+	if p.verifier == nil || k.pending != nil {
+		return false // no one to probe, or a verdict already awaits its probe
+	}
+	k.pending = &verdict{kind: Timeout, status: o.Status, seq: p.seq, epoch: l.epoch}
+	if k.verifying {
+		return false // the running probe's Confirm takes it
 	}
 	k.verifying = true
 	return true
