@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -50,6 +51,30 @@ func TestStreamAnsweredWhole(t *testing.T) {
 		}
 		if s := keyStatus(t, up.pool, up.key); s.State != keypool.StateReady {
 			t.Errorf("%s: key %s %s", up.pool, s.State, s.Reason)
+		}
+	}
+}
+
+// TestEmptyChoicesIsAnAnswer: Gemini's OpenAI-compatible endpoint answers
+// a prompt its safety filter blocks with status 200 and "choices": []. That
+// is the prompt's doing: the Chat client gets the answer as sent, an
+// Anthropic client an empty message, and no key is cooled (it used to cool
+// every key of the pool in turn and end in a 502).
+func TestEmptyChoicesIsAnAnswer(t *testing.T) {
+	m, gw := streamPair(t)
+	const blocked = `{"id":"x","object":"chat.completion","created":1,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":0,"total_tokens":9}}`
+	m.SetKey("oa-1", mockupstream.KeyBehavior{ReplayBody: []byte(blocked), ReplayContentType: "application/json"})
+	resp, b := post(t, gw+"/v1/chat/completions", []byte(`{"model":"gpt-x","messages":[{"role":"user","content":"blocked"}]}`))
+	if resp.StatusCode != 200 || string(b) != blocked || resp.Header.Get("X-Routed-Via") != "oa/o1" {
+		t.Errorf("chat client: %d via %q: %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+	}
+	resp, b = post(t, gw+"/v1/messages", []byte(`{"model":"gpt-x","max_tokens":50,"messages":[{"role":"user","content":"blocked"}]}`), "Anthropic-Version", "2023-06-01")
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"content":[]`)) || !bytes.Contains(b, []byte(`"stop_reason":"end_turn"`)) {
+		t.Errorf("anthropic client: %d: %s", resp.StatusCode, b)
+	}
+	for _, k := range []string{"o1", "o2"} {
+		if s := keyStatus(t, "oa", k); s.State != keypool.StateReady {
+			t.Errorf("key %s %s %s", k, s.State, s.Reason)
 		}
 	}
 }

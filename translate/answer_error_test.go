@@ -44,8 +44,13 @@ func TestAnswerError(t *testing.T) {
 			t.Errorf("%s: %+v, want %d %s %q", c.body, se, c.status, c.typ, c.msg)
 		}
 	}
-	if e := chatPassthroughError([]byte(`{"choices":[]}`)); e == nil || e.Class != ErrAPI {
-		t.Errorf("empty choices: %v", e)
+	if e := chatPassthroughError([]byte(`{"choices":[]}`)); e != nil {
+		t.Errorf("empty choices (Gemini's answer to a blocked prompt) is an answer: %v", e)
+	}
+	for _, b := range []string{`{}`, `{"choices":null}`, `{"choices":{}}`, `{"code":500,"message":"x"}`} {
+		if e := chatPassthroughError([]byte(b)); e == nil || e.Class != ErrAPI {
+			t.Errorf("%s: %v", b, e)
+		}
 	}
 	if e := anthropicPassthroughError([]byte(`{"code":500,"message":"x"}`)); e == nil || e.Class != ErrAPI {
 		t.Errorf("not a message: %v", e)

@@ -758,11 +758,21 @@ func (r *canonRequest) addMessage(role string, parts ...canonPart) {
 // choices[0] is used.
 func decodeChatResponse(body []byte) (*canonResponse, *Error) {
 	root := gjson.Parse(view(body))
-	c := root.Get("choices.0")
-	if !c.Exists() {
+	choices := root.Get("choices")
+	if !choices.IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response has no choices"}
 	}
 	resp := &canonResponse{id: root.Get("id").String(), model: root.Get("model").String(), created: root.Get("created").Int()}
+	c := choices.Get("0")
+	if !c.Exists() {
+		// an answer without a choice (Gemini's, for a prompt its safety
+		// filter blocks: see chatPassthroughError): no content
+		resp.stop = stopEndTurn
+		if u := root.Get("usage"); u.IsObject() {
+			resp.usage = chatUsage(u)
+		}
+		return resp, nil
+	}
 	m := c.Get("message")
 	if rc := chatReasoningText(m); rc != "" {
 		resp.parts = append(resp.parts, canonPart{kind: partThinking, text: rc})

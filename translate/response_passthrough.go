@@ -49,10 +49,13 @@ func AnswerError(up Dialect, body []byte) *StreamError {
 
 // chatPassthroughError is what a Chat Completions answer passed through to
 // a Chat client is checked for, as a translated one is
-// (decodeChatResponse): a body without a first choice (an empty object, a
-// relay's {"code":…,"message":…}) is not an answer. nil for an answer.
+// (decodeChatResponse): a body without a "choices" array (an empty object,
+// a relay's {"code":…,"message":…}) is not an answer. An empty array is
+// one: Gemini's OpenAI-compatible endpoint answers a prompt its safety
+// filter blocks with "choices": [] (what the client's prompt caused, not
+// the key's failure). nil for an answer.
 func chatPassthroughError(body []byte) *Error {
-	if gjson.GetBytes(body, "choices.0").Exists() {
+	if gjson.GetBytes(body, "choices").IsArray() {
 		return nil
 	}
 	return &Error{Class: ErrAPI, Message: "upstream response has no choices"}
