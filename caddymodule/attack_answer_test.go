@@ -95,6 +95,8 @@ func TestAttackErrorBodyWith200(t *testing.T) {
 		{"chat rate limit", "oa-1", `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, chat, false, moveOn, "rate_limited", 0, ""},
 		{"chat code and message", "oa-1", `{"code":500,"message":"upstream says no","data":null}`, chat, false, moveOn, "server_error", 0, ""},
 		{"chat empty object", "oa-1", `{}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat finish_reason error", "oa-1", `{"id":"c","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Par"},"finish_reason":"error"}]}`, chat, false, moveOn, "server_error", 0, ""},
+		{"chat finish_reason error, anthropic client", "oa-1", `{"id":"c","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Par"},"finish_reason":"error"}]}`, msgs, false, moveOn, "server_error", 0, ""},
 		{"chat choices not an array", "oa-1", `{"id":"c","object":"chat.completion","created":1,"model":"gpt-x","choices":null}`, chat, false, moveOn, "server_error", 0, ""},
 		{"chat context length", "oa-1", `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, chat, false, relay, "", 400, "This model's maximum context length is 8192 tokens."},
 		{"chat stream answered with an error object", "oa-1", `{"error":{"message":"upstream says no","type":"server_error"}}`, chat, true, moveOn, "server_error", 0, ""},

@@ -47,7 +47,8 @@ func TestAnswerError(t *testing.T) {
 	if e := chatPassthroughError([]byte(`{"choices":[]}`)); e != nil {
 		t.Errorf("empty choices (Gemini's answer to a blocked prompt) is an answer: %v", e)
 	}
-	for _, b := range []string{`{}`, `{"choices":null}`, `{"choices":{}}`, `{"code":500,"message":"x"}`} {
+	for _, b := range []string{`{}`, `{"choices":null}`, `{"choices":{}}`, `{"code":500,"message":"x"}`,
+		`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Par"},"finish_reason":"error"}]}`} {
 		if e := chatPassthroughError([]byte(b)); e == nil || e.Class != ErrAPI {
 			t.Errorf("%s: %v", b, e)
 		}

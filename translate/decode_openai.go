@@ -773,6 +773,11 @@ func decodeChatResponse(body []byte) (*canonResponse, *Error) {
 		}
 		return resp, nil
 	}
+	if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str == "error" {
+		// OpenRouter's failed generation: an upstream failure, as in a
+		// stream (chatPassthroughError)
+		return nil, &Error{Class: ErrAPI, Message: msgFinishError}
+	}
 	m := c.Get("message")
 	if rc := chatReasoningText(m); rc != "" {
 		resp.parts = append(resp.parts, canonPart{kind: partThinking, text: rc})

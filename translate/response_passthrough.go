@@ -53,12 +53,18 @@ func AnswerError(up Dialect, body []byte) *StreamError {
 // a relay's {"code":…,"message":…}) is not an answer. An empty array is
 // one: Gemini's OpenAI-compatible endpoint answers a prompt its safety
 // filter blocks with "choices": [] (what the client's prompt caused, not
-// the key's failure). nil for an answer.
+// the key's failure). A first choice whose finish_reason is "error"
+// (OpenRouter's, for a generation that failed) is the upstream's failure,
+// as in a stream. nil for an answer.
 func chatPassthroughError(body []byte) *Error {
-	if gjson.GetBytes(body, "choices").IsArray() {
-		return nil
+	r := gjson.GetManyBytes(body, "choices", "choices.0.finish_reason")
+	if !r[0].IsArray() {
+		return &Error{Class: ErrAPI, Message: "upstream response has no choices"}
 	}
-	return &Error{Class: ErrAPI, Message: "upstream response has no choices"}
+	if r[1].Type == gjson.String && r[1].Str == "error" {
+		return &Error{Class: ErrAPI, Message: msgFinishError}
+	}
+	return nil
 }
 
 // anthropicPassthroughError is what an Anthropic Messages answer passed
