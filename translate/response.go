@@ -38,6 +38,24 @@ type ResponseOptions struct {
 	OmitReasoning bool
 }
 
+// decodeResponse decodes a whole answer of upstream dialect from (a JSON
+// object) into the canonical form; an *Error of class ErrAPI when body is
+// not valid JSON, not an object, or not an answer of that dialect.
+func decodeResponse(from Dialect, body []byte) (*canonResponse, *Error) {
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		return nil, &Error{Class: ErrAPI, Message: "upstream returned a response that is not valid JSON"}
+	}
+	switch from {
+	case OpenAIChat:
+		return decodeChatResponse(body)
+	case AnthropicMessages:
+		return decodeAnthropicResponse(body)
+	case OpenAIResponses:
+		return decodeResponsesResponse(body)
+	}
+	return nil, &Error{Class: ErrAPI, Message: sprintf("translation of %s responses is not supported", from)}
+}
+
 // TranslateResponseWith is TranslateResponse with options.
 func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
 	if from == to {
@@ -67,21 +85,7 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 		}
 		return out, u, nil
 	}
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
-		return nil, Usage{}, &Error{Class: ErrAPI, Message: "upstream returned a response that is not valid JSON"}
-	}
-	var resp *canonResponse
-	var err *Error
-	switch from {
-	case OpenAIChat:
-		resp, err = decodeChatResponse(body)
-	case AnthropicMessages:
-		resp, err = decodeAnthropicResponse(body)
-	case OpenAIResponses:
-		resp, err = decodeResponsesResponse(body)
-	default:
-		return nil, Usage{}, &Error{Class: ErrAPI, Message: sprintf("translation of %s responses is not supported", from)}
-	}
+	resp, err := decodeResponse(from, body)
 	if err != nil {
 		return nil, Usage{}, err
 	}

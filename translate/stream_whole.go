@@ -15,18 +15,7 @@ package translate
 // usage is what the answer reported. The error, when body cannot be read
 // as an answer of dialect from, is an *Error of class ErrAPI.
 func ResponseAsStream(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
-	var cr *canonResponse
-	var e *Error
-	switch from {
-	case OpenAIChat:
-		cr, e = decodeChatResponse(body)
-	case AnthropicMessages:
-		cr, e = decodeAnthropicResponse(body)
-	case OpenAIResponses:
-		cr, e = decodeResponsesResponse(body)
-	default:
-		return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown upstream dialect"}
-	}
+	cr, e := decodeResponse(from, body)
 	if e != nil {
 		return nil, Usage{}, e
 	}
