@@ -47,40 +47,26 @@ func slowAcceptUpstream(t testing.TB) string {
 
 // silentListener accepts connections and never sends a byte: a stalled
 // HTTP proxy, or an upstream whose TLS handshake never completes.
-func silentListener(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
+func silentListener(t testing.TB) string { return holdingListener(t, nil) }
 
 // stallingSocks is a SOCKS5 proxy (RFC 1928, no authentication) that
 // answers the greeting at once and then never answers the CONNECT
 // request: a socks5h proxy whose resolution of the upstream's name hangs.
 func stallingSocks(t testing.TB) string {
+	return holdingListener(t, func(c net.Conn) {
+		var hello [3]byte // VER 5, NMETHODS 1, METHOD 0
+		if _, err := io.ReadFull(c, hello[:]); err != nil {
+			return
+		}
+		_, _ = c.Write([]byte{5, 0})  // no authentication required
+		_, _ = io.Copy(io.Discard, c) // the CONNECT request: no reply
+	})
+}
+
+// holdingListener accepts connections on a loopback port, runs serve (nil:
+// nothing) on each in its own goroutine and holds them open until the
+// test ends; it returns the address.
+func holdingListener(t testing.TB, serve func(net.Conn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,14 +83,9 @@ func stallingSocks(t testing.TB) string {
 			mu.Lock()
 			held = append(held, c)
 			mu.Unlock()
-			go func() {
-				var hello [3]byte // VER 5, NMETHODS 1, METHOD 0
-				if _, err := io.ReadFull(c, hello[:]); err != nil {
-					return
-				}
-				_, _ = c.Write([]byte{5, 0})  // no authentication required
-				_, _ = io.Copy(io.Discard, c) // the CONNECT request: no reply
-			}()
+			if serve != nil {
+				go serve(c)
+			}
 		}
 	}()
 	t.Cleanup(func() {
