@@ -295,9 +295,11 @@ func unmarshalPriceWindows(d *caddyfile.Dispenser, pc *PriceConfig) error {
 		}
 		w.Price = p
 		*slot = w
-	}
-	if err := pc.Price.checkWindows(); err != nil {
-		return d.Errf("price %s: %v", pc.Model, err)
+		// checked as each window is read, so that an overlap is reported
+		// at the line of the window that makes it
+		if err := pc.Price.checkWindows(); err != nil {
+			return d.Errf("price %s: %v", pc.Model, err)
+		}
 	}
 	return nil
 }
