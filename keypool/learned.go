@@ -30,11 +30,6 @@ type RateLimit struct {
 }
 
 // RateLimits are the rate limits one upstream answer reported, as
-// windows returns r's windows in learnedEntry.w order.
-func (r *RateLimits) windows() [lwCount]*RateLimit {
-	return [lwCount]*RateLimit{&r.Requests, &r.Tokens, &r.InputTokens, &r.OutputTokens}
-}
-
 // ParseRateLimits reads them. Requests and Tokens are filled from either
 // family; InputTokens and OutputTokens only from Anthropic's.
 type RateLimits struct {
@@ -42,6 +37,11 @@ type RateLimits struct {
 	Tokens       RateLimit
 	InputTokens  RateLimit
 	OutputTokens RateLimit
+}
+
+// windows returns r's windows in learnedEntry.w order.
+func (r *RateLimits) windows() [lwCount]*RateLimit {
+	return [lwCount]*RateLimit{&r.Requests, &r.Tokens, &r.InputTokens, &r.OutputTokens}
 }
 
 // Any reports whether any limit was reported.
