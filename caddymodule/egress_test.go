@@ -342,26 +342,9 @@ func TestEgressStreamingEachKind(t *testing.T) {
 			if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("X-Routed-Via"), " via "+p.kind) {
 				t.Fatalf("status %d, X-Routed-Via %q", resp.StatusCode, resp.Header.Get("X-Routed-Via"))
 			}
-			sc := bufio.NewScanner(resp.Body)
-			var firstAt time.Time
-			var text strings.Builder
-			done := false
-			for sc.Scan() {
-				d, ok := strings.CutPrefix(sc.Text(), "data: ")
-				if !ok {
-					continue
-				}
-				if firstAt.IsZero() {
-					firstAt = time.Now()
-				}
-				if d == "[DONE]" {
-					done = true
-					continue
-				}
-				text.WriteString(gjson.Get(d, "choices.0.delta.content").String())
-			}
-			if !done || text.String() != mockupstream.Text("one two three four five six seven eight") {
-				t.Fatalf("stream: done %v, text %q", done, text.String())
+			firstAt, text, done := readChatStream(resp.Body)
+			if !done || text != mockupstream.Text("one two three four five six seven eight") {
+				t.Fatalf("stream: done %v, text %q", done, text)
 			}
 			last := m.Stats("mk-1").LastEventSentAt
 			if !firstAt.Before(last) {
