@@ -401,25 +401,7 @@ func TestSpendAbandonedStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+gatewayKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() && !strings.HasPrefix(sc.Text(), "data: ") {
-	}
-	cancel()
-	resp.Body.Close()
-	var e map[string]any
-	eventually(t, 5*time.Second, "the abandoned stream's log entry", func() bool {
-		for _, x := range readJSONLines(t, appLog) {
-			if x["msg"] == "llm request" {
-				e = x
-				return true
-			}
-		}
-		return false
-	})
+	e := abandonStream(t, req, cancel, appLog, func(line string) bool { return strings.HasPrefix(line, "data: ") })
 	// input: the estimate (body bytes / 4) at $4 per million; output: none reported
 	want := float64(len(body)/4) * 4 / 1e6
 	if e["cost"] != "estimated" || math.Abs(num(e["cost_usd"])-want) > 1e-15 || num(e["status"]) != 499 {
@@ -452,25 +434,7 @@ func TestSpendAbandonedAnthropicStream(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/v1/messages", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+gatewayKey)
 	req.Header.Set("Anthropic-Version", "2023-06-01")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() && !strings.Contains(sc.Text(), "content_block_delta") {
-	}
-	cancel()
-	resp.Body.Close()
-	var e map[string]any
-	eventually(t, 5*time.Second, "the abandoned stream's log entry", func() bool {
-		for _, x := range readJSONLines(t, appLog) {
-			if x["msg"] == "llm request" {
-				e = x
-				return true
-			}
-		}
-		return false
-	})
+	e := abandonStream(t, req, cancel, appLog, func(line string) bool { return strings.Contains(line, "content_block_delta") })
 	if e["cost"] != "estimated" || num(e["cost_usd"]) <= 0 || num(e["status"]) != 499 || num(e["input_tokens"]) <= 0 {
 		t.Fatalf("log entry: cost %v cost_usd %v status %v input_tokens %v, want estimated, > 0, 499, > 0", e["cost"], e["cost_usd"], e["status"], e["input_tokens"])
 	}
@@ -551,4 +515,31 @@ func TestClusterSpendShared(t *testing.T) {
 			t.Fatalf("instance %d: cluster model totals %+v", i, r.Cluster.Models)
 		}
 	}
+}
+
+// abandonStream sends req (made with the context cancel ends), reads the
+// stream until a line for which reached is true, then cancels and closes
+// it, and returns the "llm request" entry the gateway logs to appLog.
+func abandonStream(t *testing.T, req *http.Request, cancel context.CancelFunc, appLog string, reached func(line string) bool) map[string]any {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !reached(sc.Text()) {
+	}
+	cancel()
+	resp.Body.Close()
+	var e map[string]any
+	eventually(t, 5*time.Second, "the abandoned stream's log entry", func() bool {
+		for _, x := range readJSONLines(t, appLog) {
+			if x["msg"] == "llm request" {
+				e = x
+				return true
+			}
+		}
+		return false
+	})
+	return e
 }
