@@ -133,7 +133,7 @@ func (b *budgetBook) charge(c spendCharge) {
 		return
 	}
 	at := budgetNow()
-	var hit []*budgetEntry
+	hit := make([]*budgetEntry, 0, 3) // at most the key's, the caller's and the pool's
 	if e := b.keys[c.Pool][c.KeyID]; e != nil {
 		hit = append(hit, e)
 	}
@@ -302,7 +302,7 @@ func (b *budgetBook) poolGate(p *pool) *loopFailure {
 	}
 	now := budgetNow()
 	b.refresh()
-	for _, e := range b.pkeys[p.name] {
+	for _, e := range es {
 		b.check(e, now)
 	}
 	if pe == nil {
