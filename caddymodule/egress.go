@@ -948,8 +948,11 @@ func (h *Handler) logEgress() {
 		scheme, rest, _ := strings.Cut(raw, "://")
 		if i := strings.LastIndexByte(rest, '@'); i >= 0 && scheme != "" {
 			// the password is the secret; a user alone is a token
-			user, pass, hasPass := strings.Cut(rest[:i], ":")
-			if secret := map[bool]string{true: pass, false: user}[hasPass]; !strings.Contains(secret, "{") {
+			secret, pass, hasPass := strings.Cut(rest[:i], ":")
+			if hasPass {
+				secret = pass
+			}
+			if !strings.Contains(secret, "{") {
 				literal = append(literal, maskProxyURL(raw))
 			}
 		}
