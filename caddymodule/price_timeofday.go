@@ -52,6 +52,38 @@ type PriceWindow struct {
 	// Caddyfile); a missing cache_read, cache_write or reasoning figure is
 	// the window's own input or output price. A window has no windows.
 	Price
+
+	// spec is Days and Hours parsed, set by check (at provisioning) so
+	// that pricing a request parses nothing; nil: parsed on each use.
+	spec *windowSpec
+}
+
+// windowSpec is a PriceWindow's Days as a bit set indexed by
+// time.Weekday and its Hours as [start, end) minutes of the day.
+type windowSpec struct {
+	days  uint8
+	hours [][2]int
+}
+
+// parse returns the window's Days and Hours parsed: the spec check
+// stored, else parsed now.
+func (w *PriceWindow) parse() (windowSpec, error) {
+	if w.spec != nil {
+		return *w.spec, nil
+	}
+	days, err := parseWeekdays(w.Days)
+	if err != nil {
+		return windowSpec{}, err
+	}
+	sp := windowSpec{days: days, hours: make([][2]int, 0, len(w.Hours))}
+	for _, h := range w.Hours {
+		s, e, err := parseHourRange(h)
+		if err != nil {
+			return windowSpec{}, err
+		}
+		sp.hours = append(sp.hours, [2]int{s, e})
+	}
+	return sp, nil
 }
 
 // Names of the two windows a Price may carry.
@@ -99,18 +131,15 @@ func (p Price) at(t time.Time) (Price, string) {
 // contains reports whether t falls in the window. A window that does not
 // parse (prevented by check) contains nothing.
 func (w *PriceWindow) contains(t time.Time) bool {
-	days, err := parseWeekdays(w.Days)
+	sp, err := w.parse()
 	if err != nil {
 		return false
 	}
 	t = t.UTC()
 	m := t.Hour()*60 + t.Minute()
-	day := func(d time.Weekday) bool { return days&(1<<uint((d+7)%7)) != 0 }
-	for _, h := range w.Hours {
-		s, e, err := parseHourRange(h)
-		if err != nil {
-			return false
-		}
+	day := func(d time.Weekday) bool { return sp.days&(1<<uint((d+7)%7)) != 0 }
+	for _, h := range sp.hours {
+		s, e := h[0], h[1]
 		switch {
 		case s < e:
 			if m >= s && m < e && day(t.Weekday()) {
@@ -149,6 +178,11 @@ func (w *PriceWindow) check(name string) error {
 	if err := w.Price.check(); err != nil {
 		return fmt.Errorf("%s window: %v", name, err)
 	}
+	sp, err := w.parse()
+	if err != nil {
+		return fmt.Errorf("%s window: %v", name, err)
+	}
+	w.spec = &sp
 	return nil
 }
 
