@@ -101,16 +101,13 @@ func (h *Handler) provisionPrices() error {
 	return nil
 }
 
-// priceFor returns the price of an upstream model served by the named
-// pool: the pool's own prices, then the global ones, then the built-in
-// table; in each the most specific pattern wins.
-func (h *Handler) priceFor(poolName, model string) (Price, string, bool) {
-	for _, p := range h.pools {
-		if p.name == poolName {
-			if pr, pat, ok := p.prices.lookup(model); ok {
-				return pr, pat, true
-			}
-			break
+// priceFor returns the price of an upstream model served by pool p (nil
+// when unknown): the pool's own prices, then the global ones, then the
+// built-in table; in each the most specific pattern wins.
+func (h *Handler) priceFor(p *pool, model string) (Price, string, bool) {
+	if p != nil {
+		if pr, pat, ok := p.prices.lookup(model); ok {
+			return pr, pat, true
 		}
 	}
 	if pr, pat, ok := h.priceTab.lookup(model); ok {
@@ -134,15 +131,16 @@ func (h *Handler) costRequest(rl *requestLog) {
 		return
 	}
 	c := requestCost{}
+	p := h.poolByName(rl.pool)
 	switch {
 	case rl.status >= 400 && rl.status != 499 && rl.usage.IsZero():
 		c.known = true // refused upstream: nothing billed
 	default:
-		p, pat, ok := h.priceFor(rl.pool, rl.upstreamModel)
+		pr, pat, ok := h.priceFor(p, rl.upstreamModel)
 		if ok {
 			// a time-of-day price is the one in force when the request started
-			p, c.window = p.at(priceTime(rl.start))
-			c.usd, c.estimated = costOf(p, rl.usage, rl.estInput)
+			pr, c.window = pr.at(priceTime(rl.start))
+			c.usd, c.estimated = costOf(pr, rl.usage, rl.estInput)
 			// a stream that began but did not complete was cut before the
 			// final usage: its output count is partial, whatever the
 			// upstream reported of the input
@@ -165,7 +163,7 @@ func (h *Handler) costRequest(rl *requestLog) {
 	for _, k := range keys {
 		costFor(k).add(c)
 	}
-	shareCost(h.poolBackend(rl.pool), keys, c)
+	shareCost(poolBackend(p), keys, c)
 	if !c.known {
 		noteUnknownModel(rl.pool, rl.upstreamModel)
 	} else if c.usd > 0 {

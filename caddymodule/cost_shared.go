@@ -149,16 +149,14 @@ func clusterCosts(ctx context.Context, b *redisBackend) (map[costKey]costFigures
 	return out, nil
 }
 
-// poolBackend returns the Redis backend of the named pool, nil in memory
-// mode.
-func (h *Handler) poolBackend(name string) *redisBackend {
-	for _, p := range h.pools {
-		if p.name == name && p.kp != nil {
-			b, _ := p.kp.Backend().(*redisBackend)
-			return b
-		}
+// poolBackend returns the Redis backend of pool p, nil in memory mode or
+// when p is nil.
+func poolBackend(p *pool) *redisBackend {
+	if p == nil || p.kp == nil {
+		return nil
 	}
-	return nil
+	b, _ := p.kp.Backend().(*redisBackend)
+	return b
 }
 
 // liveRedisBackend returns the Redis backend of some live pool, nil when
