@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAttackUpstreamEchoesKey: an upstream (a careless relay) that echoes
@@ -29,6 +30,14 @@ func TestAttackUpstreamEchoesKey(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	gw, admin := adminGateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tpool echo {\n\t\t\tkey "+upKey+" "+srv.URL+"/v1 {\n\t\t\t\tid k1\n\t\t\t}\n\t\t\tmodels echo-model\n\t\t}\n\t}\n", "")
+	// echoed: the upstream's message reached label, its key masked (so
+	// the check below is not passed by an answer that dropped it)
+	echoed := func(label string, b []byte) {
+		t.Helper()
+		if !bytes.Contains(b, []byte("Incorrect API key provided: [redacted]")) {
+			t.Errorf("%s does not carry the upstream's message, masked: %s", label, b[:min(len(b), 400)])
+		}
+	}
 	check := func(label string, b []byte) {
 		t.Helper()
 		for _, s := range []string{upKey, gatewayKey, "0123456789abcdef"} {
@@ -37,10 +46,12 @@ func TestAttackUpstreamEchoesKey(t *testing.T) {
 			}
 		}
 	}
+	seq := recentSeq()
 	resp, b := post(t, gw+"/v1/chat/completions", chatBody("echo-model", "hi", false))
 	if resp.StatusCode < 400 {
 		t.Fatalf("client: %d %s", resp.StatusCode, b)
 	}
+	echoed("client answer", b)
 	check("client answer", b)
 	check("client headers", []byte(fmt.Sprint(resp.Header)))
 	pr, err := http.Post(admin+"/llm_gateway/playground", "application/json",
@@ -51,8 +62,14 @@ func TestAttackUpstreamEchoesKey(t *testing.T) {
 	var pb bytes.Buffer
 	_, _ = pb.ReadFrom(pr.Body)
 	pr.Body.Close()
+	if pr.StatusCode != 400 {
+		t.Errorf("playground: %d %s", pr.StatusCode, pb.Bytes())
+	}
+	echoed("playground answer", pb.Bytes())
 	check("playground answer", pb.Bytes())
 	check("playground headers", []byte(fmt.Sprint(pr.Header)))
+	// a request is logged as it ends, maybe just after its answer
+	eventually(t, 2*time.Second, "the client's and the playground's requests in the request log", func() bool { return recentSeq()-seq == 2 })
 	for _, route := range []string{"requests", "pools", "sessions", "usage?by=key", "spend", "egress", "budgets", "models"} {
 		code, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/"+route)
 		if code != 200 {
