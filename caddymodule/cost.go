@@ -156,7 +156,7 @@ func (h *Handler) costRequest(rl *requestLog) {
 		}
 	}
 	model := boundedCostModel(rl.upstreamModel)
-	keys := []costKey{{kind: costByKey, a: rl.pool, b: rl.key}, {kind: costByModel, a: model}}
+	keys := append(make([]costKey, 0, 3), costKey{kind: costByKey, a: rl.pool, b: rl.key}, costKey{kind: costByModel, a: model})
 	if rl.gatewayKey != "" {
 		keys = append(keys, costKey{kind: costByGatewayKey, a: rl.gatewayKey})
 	}
