@@ -90,6 +90,35 @@ func pickCPUus(f roundFigures) (float64, bool) {
 	return float64(f.CPUPerReq) / float64(time.Microsecond), f.HasCPU
 }
 
+// pairedMedian is the median over rounds of op applied to m's and base's
+// figures of the same round (pick's second result false in either skips
+// the round). Every target takes each measurement in every round, seconds
+// after the others, so a per-round ratio compares figures taken under the
+// same background load, and a drift in that load between rounds moves
+// both sides of it.
+func pairedMedian(m, base *measurement, pick func(roundFigures) (float64, bool), op func(a, b float64) (float64, bool)) figure {
+	if m == nil || base == nil {
+		return figure{}
+	}
+	var vs []float64
+	for i := 0; i < len(m.Rounds) && i < len(base.Rounds); i++ {
+		a, okA := pick(m.Rounds[i])
+		b, okB := pick(base.Rounds[i])
+		if !okA || !okB {
+			continue
+		}
+		if v, ok := op(a, b); ok {
+			vs = append(vs, v)
+		}
+	}
+	v, ok := median(vs)
+	return figure{v, ok}
+}
+
+// div is a/b for a positive b; minus is a-b.
+func div(a, b float64) (float64, bool)   { return a / b, b > 0 }
+func minus(a, b float64) (float64, bool) { return a - b, true }
+
 // ratio is a/b, when both are measured and b is positive.
 func ratio(a, b figure) figure {
 	if !a.OK || !b.OK || b.V <= 0 {
@@ -159,8 +188,8 @@ func (r *report) memPerStream(target string) map[int]float64 {
 }
 
 // headline computes the headline table: for each target but direct,
-// reverse_proxy first, the median over rounds of each figure, then its
-// ratio to (or difference from) reverse_proxy's median.
+// reverse_proxy first, the median over rounds of each figure's ratio to
+// (or difference from) reverse_proxy's figure of the same round.
 func (r *report) headline() headline {
 	var h headline
 	find := func(name, wl, level string) *measurement { return r.find(name, wl, level) }
@@ -197,12 +226,15 @@ func (r *report) headline() headline {
 	}
 	for _, t := range rows {
 		row := headlineRow{Target: t}
-		row.AddedP50 = sub(roundMedian(find(t.Name, wlJSON.Name, headLatLevel), pickP50ms), b.DirectP50)
-		row.ReqRatio = ratio(roundMedian(find(t.Name, wlJSON.Name, headLoadLevel), pickRPS), b.RPS)
-		row.CPUReqRatio = ratio(roundMedian(find(t.Name, wlJSON.Name, headLoadLevel), pickCPUus), b.CPUReq)
-		row.StreamRatio = ratio(roundMedian(find(t.Name, wlStream.Name, headLoadLevel), pickRPS), b.StreamRPS)
-		row.CPUStreamRatio = ratio(roundMedian(find(t.Name, wlStream.Name, headLoadLevel), pickCPUus), b.CPUStream)
-		row.AddedTTFB = sub(roundMedian(find(t.Name, wlStream.Name, headLoadLevel), pickTTFBms), b.TTFB)
+		direct := find(headDirect, wlJSON.Name, headLatLevel)
+		row.AddedP50 = pairedMedian(find(t.Name, wlJSON.Name, headLatLevel), direct, pickP50ms, minus)
+		bj, bs := find(headBase, wlJSON.Name, headLoadLevel), find(headBase, wlStream.Name, headLoadLevel)
+		tj, ts := find(t.Name, wlJSON.Name, headLoadLevel), find(t.Name, wlStream.Name, headLoadLevel)
+		row.ReqRatio = pairedMedian(tj, bj, pickRPS, div)
+		row.CPUReqRatio = pairedMedian(tj, bj, pickCPUus, div)
+		row.StreamRatio = pairedMedian(ts, bs, pickRPS, div)
+		row.CPUStreamRatio = pairedMedian(ts, bs, pickCPUus, div)
+		row.AddedTTFB = pairedMedian(ts, bs, pickTTFBms, minus)
 		// the largest stream count both ran; a baseline that did not grow
 		// gives no ratio
 		mine := r.memPerStream(t.Name)
@@ -382,7 +414,7 @@ func (h headline) markdown(b *strings.Builder, loadStart, loadEnd string) {
 		b.WriteString(h.Err + "\n\n")
 		return
 	}
-	fmt.Fprintf(b, "Medians over %d round(s) of each figure, then each target's median ÷ `reverse_proxy`'s median (`reverse_proxy` = 1.00). `c=1 added p50`: median latency of a non-streamed request at c=1 minus the no-proxy (`direct`) median, in ms. `c=16 req/s` and `CPU/req`: non-streamed requests at c=16 (CPU: the proxy process's user+system time per request, /proc/<pid>/stat). `c=16 streams/s`, `CPU/stream` and `added TTFB p50`: full-speed streams at c=16, TTFB over `reverse_proxy`'s, in ms. `RSS/idle stream`: the memory case's RSS growth per open idle stream (one run, no rounds), at the largest stream count both ran cleanly (no failed stream, at least 90%% open). `-`: not measured in this run.\n\n", h.Rounds)
+	fmt.Fprintf(b, "Medians over %d round(s) of each figure's ratio to (or difference from) `reverse_proxy`'s figure of the same round (`reverse_proxy` = 1.00): every target runs in its own process for the whole run and takes each measurement right after the others, so a round's figures are seconds apart. `c=1 added p50`: median latency of a non-streamed request at c=1 minus the no-proxy (`direct`) median of the same round, in ms. `c=16 req/s` and `CPU/req`: non-streamed requests at c=16 (CPU: the proxy process's user+system time per request, /proc/<pid>/stat). `c=16 streams/s`, `CPU/stream` and `added TTFB p50`: full-speed streams at c=16, TTFB over `reverse_proxy`'s, in ms. `RSS/idle stream`: the memory case's RSS growth per open idle stream (one run, no rounds), at the largest stream count both ran cleanly (no failed stream, at least 90%% open). `-`: not measured in this run.\n\n", h.Rounds)
 	b.WriteString("| target | c=1 added p50 | c=16 req/s ÷ reverse_proxy | CPU/req ÷ reverse_proxy | c=16 streams/s ÷ reverse_proxy | CPU/stream ÷ reverse_proxy | added TTFB p50, c=16 streams | RSS/idle stream ÷ reverse_proxy |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range h.Rows {
@@ -414,7 +446,7 @@ func (h headline) markdown(b *strings.Builder, loadStart, loadEnd string) {
 	if len(rss) == 0 {
 		rss = []string{"-"}
 	}
-	fmt.Fprintf(b, "\n`reverse_proxy`'s medians (the denominators): c=1 p50 %s (no proxy: %s); c=16 %s req/s, CPU %s µs/req; c=16 %s streams/s, CPU %s µs/stream, TTFB p50 %s; RSS per idle stream %s. Load average (1/5/15 min) %s at start, %s at end.\n\n",
+	fmt.Fprintf(b, "\n`reverse_proxy`'s medians over rounds (for scale; each ratio above is taken per round): c=1 p50 %s (no proxy: %s); c=16 %s req/s, CPU %s µs/req; c=16 %s streams/s, CPU %s µs/stream, TTFB p50 %s; RSS per idle stream %s. Load average (1/5/15 min) %s at start, %s at end.\n\n",
 		num(bs.P50, "%.3f ms"), num(bs.DirectP50, "%.3f ms"), num(bs.RPS, "%.0f"), num(bs.CPUReq, "%.0f"),
 		num(bs.StreamRPS, "%.0f"), num(bs.CPUStream, "%.0f"), num(bs.TTFB, "%.3f ms"), strings.Join(rss, ", "),
 		orDash(loadStart), orDash(loadEnd))

@@ -76,7 +76,7 @@ func parseFlags() *options {
 	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
 	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-redis,gw-keys,gw-a2o,gw-o2a (all: gw-redis only when redis-server is in PATH)")
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "duration of each measurement (per round)")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds over all targets (the order alternates; the headline takes medians over rounds, the detailed tables pool the samples)")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds over all measurements (each taken on every target in turn, in alternating order; the headline takes the median over rounds of each per-round ratio, the detailed tables pool the samples)")
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "warm-up per target and workload, not measured")
 	flag.StringVar(&o.conc, "conc", "1,16,128", "closed-loop concurrency levels")
 	flag.IntVar(&o.rate, "rate", 1000, "fixed rate for non-streaming requests (req/s; 0: skip)")
@@ -290,24 +290,48 @@ func run(o *options) error {
 		Targets:   targets,
 		Redis:     redisInfo,
 		LoadStart: loadStart,
-		Settings: fmt.Sprintf("%d rounds (target order alternating; the headline takes the median over rounds of each figure, the detailed tables pool the samples) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; each proxy process measured once idle after its start (at most %v: an llm_gateway fetches every key's models list at start); Caddy log level %s",
+		Settings: fmt.Sprintf("%d rounds (all targets run for the whole run, each in its own process; each measurement is taken on every target in turn, in an order that alternates; the headline takes the median over rounds of each per-round ratio to reverse_proxy, the detailed tables pool the samples) of %v per measurement after %v warm-up; concurrency %s; fixed rate %d req/s and %d streams/s; %d B requests, %d B answers; streams of %d events at full speed, %d events at %.0f events/s (paced, c=%d); gateway pools: max_concurrency_per_key 100000; each proxy process measured once idle after its start (at most %v: an llm_gateway fetches every key's models list at start); Caddy log level %s",
 			o.rounds, o.duration, o.warmup, o.conc, o.rate, o.streamRate, o.reqSize, o.mock.RespSize, o.mock.Events,
 			o.mock.PacedEvents, o.mock.PacedRate, o.pacedConc, maxIdleWait, map[bool]string{true: "INFO", false: "WARN"}[o.gatewayLog]),
 	}, StateNote: stateNote}
 
-	// one target at a time; with several rounds the order alternates so a
-	// drift in background load does not favour one target
+	// every target runs in its own process for the whole run; each
+	// measurement is taken on every target in turn before the next one
+	// starts, in an order that alternates, so the figures compared in a
+	// ratio are taken seconds apart and a drift in background load does
+	// not favour one target (the headline pairs them by round)
+	running := make([]*runningTarget, 0, len(targets))
+	defer func() {
+		for _, rt := range running {
+			rt.stop()
+		}
+	}()
+	for _, t := range targets {
+		rt, err := startTarget(ctx, o, t, caddyBin, dir, mockAddr, rs)
+		if err != nil {
+			return err
+		}
+		running = append(running, rt)
+	}
+	turn := 0
 	for round := 0; round < o.rounds; round++ {
-		for i := range targets {
-			t := targets[i]
-			if round%2 == 1 {
-				t = targets[len(targets)-1-i]
+		for _, s := range specs {
+			for i := range running {
+				rt := running[i]
+				if turn%2 == 1 {
+					rt = running[len(running)-1-i]
+				}
+				if err := rt.measure(ctx, o, rep, s, mockAddr, rs, round == 0); err != nil {
+					return err
+				}
 			}
-			if err := benchTarget(ctx, o, rep, t, caddyBin, dir, mockAddr, rs, specs, round == 0); err != nil {
-				return err
-			}
+			turn++
 		}
 	}
+	for _, rt := range running {
+		rt.stop()
+	}
+	running = nil
 	for _, m := range rep.Runs {
 		m.sortSamples()
 	}
@@ -354,74 +378,97 @@ func run(o *options) error {
 	return nil
 }
 
-// benchTarget starts one target, runs every measurement on it, adding the
-// samples to those of earlier rounds, and stops it. For a target with
-// state redis (on rs) it also counts the state round trips of each
-// measurement, through Caddy's admin endpoint.
-func benchTarget(ctx context.Context, o *options, rep *report, t target, caddyBin, dir, mockAddr string, rs *redisServer, specs []runSpec, first bool) error {
-	base, pid := "http://"+mockAddr, 0
-	adminPort := 0
-	profiling := o.profile != "" && first && t.Proxy != proxyNone
-	counting := t.State == stateRedis && rs != nil
-	if profiling || counting {
-		var err error
-		if adminPort, err = freePort(); err != nil {
-			return err
-		}
-	}
+// runningTarget is one target's proxy process (none for direct), kept
+// for the whole run.
+type runningTarget struct {
+	t         target
+	base      string // the URL the load generator sends to
+	pid       int    // the proxy process (0: direct)
+	adminPort int    // Caddy's admin endpoint (0: none)
+	p         *proc
+}
+
+// startTarget starts t's proxy process (for a target with a proxy), waits
+// until it is idle after its start, and warms it up. Its admin endpoint
+// is on when the run profiles, or counts state round trips (t has state
+// redis on rs).
+func startTarget(ctx context.Context, o *options, t target, caddyBin, dir, mockAddr string, rs *redisServer) (*runningTarget, error) {
+	rt := &runningTarget{t: t, base: "http://" + mockAddr}
 	if t.Proxy != proxyNone {
-		p, b, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, adminPort)
-		if err != nil {
-			return fmt.Errorf("%s: %v", t.Name, err)
+		if o.profile != "" || (t.State == stateRedis && rs != nil) {
+			var err error
+			if rt.adminPort, err = freePort(); err != nil {
+				return nil, err
+			}
 		}
-		defer p.stop()
-		base, pid = b, p.Pid()
-		idleAfterStart(ctx, t.Name, pid)
+		p, b, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, rt.adminPort)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", t.Name, err)
+		}
+		rt.p, rt.base, rt.pid = p, b, p.Pid()
+		idleAfterStart(ctx, t.Name, rt.pid)
 	}
-	fmt.Fprintf(os.Stderr, "bench: %s (%s) at %s\n", t.Name, t.Desc, base)
+	fmt.Fprintf(os.Stderr, "bench: %s (%s) at %s\n", t.Name, t.Desc, rt.base)
 	if o.warmup > 0 {
 		for _, w := range []workload{wlJSON, wlStream} {
-			if _, err := attack(ctx, t, base, runSpec{W: w, Conc: 16, Dur: o.warmup}, o.reqSize, 0, ""); err != nil {
-				return err
+			if _, err := attack(ctx, t, rt.base, runSpec{W: w, Conc: 16, Dur: o.warmup}, o.reqSize, 0, ""); err != nil {
+				rt.stop()
+				return nil, err
 			}
 		}
 	}
-	for _, s := range specs {
-		var prof *profiler
-		if profiling && contains(o.profSpecs, s.W.Name+"/"+s.Level()) {
-			prof = startProfile(adminPort, s.Dur, filepath.Join(o.profile, t.Name+"-"+s.W.Name+"-"+strings.ReplaceAll(s.Level(), "/", "per")))
+	return rt, nil
+}
+
+// stop stops the target's proxy process, once.
+func (rt *runningTarget) stop() {
+	if rt.p != nil {
+		rt.p.stop()
+		rt.p = nil
+	}
+}
+
+// measure runs one measurement s on the target and adds its samples to
+// those of earlier rounds. In the first round it profiles the
+// measurements named by -profile-runs; for a target with state redis (on
+// rs) it also counts the state round trips, through Caddy's admin
+// endpoint.
+func (rt *runningTarget) measure(ctx context.Context, o *options, rep *report, s runSpec, mockAddr string, rs *redisServer, first bool) error {
+	t := rt.t
+	var prof *profiler
+	if o.profile != "" && first && t.Proxy != proxyNone && contains(o.profSpecs, s.W.Name+"/"+s.Level()) {
+		prof = startProfile(rt.adminPort, s.Dur, filepath.Join(o.profile, t.Name+"-"+s.W.Name+"-"+strings.ReplaceAll(s.Level(), "/", "per")))
+	}
+	var sp *stateProbe
+	if t.State == stateRedis && rs != nil && rt.adminPort > 0 {
+		sp = newStateProbe(ctx, rt.adminPort, rs)
+	}
+	m, err := attack(ctx, t, rt.base, s, o.reqSize, rt.pid, "http://"+mockAddr)
+	if prof != nil {
+		prof.finish()
+	}
+	if err != nil {
+		return err
+	}
+	if sp != nil {
+		if err := sp.finish(ctx, m); err != nil {
+			// the latencies still count; the smoke check fails on it
+			fmt.Fprintf(os.Stderr, "bench: %s: state round trips not counted: %v\n", t.Name, err)
 		}
-		var sp *stateProbe
-		if counting {
-			sp = newStateProbe(ctx, adminPort, rs)
-		}
-		m, err := attack(ctx, t, base, s, o.reqSize, pid, "http://"+mockAddr)
-		if prof != nil {
-			prof.finish()
-		}
-		if err != nil {
-			return err
-		}
-		if sp != nil {
-			if err := sp.finish(ctx, m); err != nil {
-				// the latencies still count; the smoke check fails on it
-				fmt.Fprintf(os.Stderr, "bench: %s: state round trips not counted: %v\n", t.Name, err)
-			}
-		}
-		fmt.Fprintf(os.Stderr, "  %-6s %-7s %8.0f req/s  p50 %6dµs  p99 %6dµs  errors %d\n",
-			s.W.Name, s.Level(), m.RPS(), pct(m.Lat, 50).Microseconds(), pct(m.Lat, 99).Microseconds(), m.Errors)
-		if m.HasState {
-			fmt.Fprintf(os.Stderr, "         state round trips %.2f/req (%s; mean %s); redis: scripts %.2f/req, publish %.2f/req\n",
-				m.roundTrips(), m.stateDetail(), m.roundTripTimes(), m.perReq(float64(m.Scripts)), m.perReq(float64(m.Publishes)))
-		}
-		if m.OK == 0 {
-			return fmt.Errorf("%s %s %s: no request succeeded (%s)", t.Name, s.W.Name, s.Level(), m.FirstErr)
-		}
-		if prev := rep.find(t.Name, s.W.Name, s.Level()); prev != nil {
-			prev.merge(m)
-		} else {
-			rep.Runs = append(rep.Runs, m)
-		}
+	}
+	fmt.Fprintf(os.Stderr, "  %-14s %-6s %-7s %8.0f req/s  p50 %6dµs  p99 %6dµs  errors %d\n",
+		t.Name, s.W.Name, s.Level(), m.RPS(), pct(m.Lat, 50).Microseconds(), pct(m.Lat, 99).Microseconds(), m.Errors)
+	if m.HasState {
+		fmt.Fprintf(os.Stderr, "         state round trips %.2f/req (%s; mean %s); redis: scripts %.2f/req, publish %.2f/req\n",
+			m.roundTrips(), m.stateDetail(), m.roundTripTimes(), m.perReq(float64(m.Scripts)), m.perReq(float64(m.Publishes)))
+	}
+	if m.OK == 0 {
+		return fmt.Errorf("%s %s %s: no request succeeded (%s)", t.Name, s.W.Name, s.Level(), m.FirstErr)
+	}
+	if prev := rep.find(t.Name, s.W.Name, s.Level()); prev != nil {
+		prev.merge(m)
+	} else {
+		rep.Runs = append(rep.Runs, m)
 	}
 	return ctx.Err()
 }
