@@ -472,18 +472,20 @@ func (s *sseReader) next() (event, data string, err error) {
 	return "", "", io.EOF
 }
 
-func TestAdminEvents(t *testing.T) {
-	m, base := mock(t, mockupstream.Config{})
-	gw, admin := adminGateway(t, gatewayBlock(poolBlock("adm-events", base, 1, "")), "")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// openEvents opens the admin API's events stream (GET
+// /llm_gateway/events) for the rest of the test (closed at its end, and
+// bounded to 10 seconds), checks that it is an event stream and that its
+// first event is hello, and returns its reader.
+func openEvents(t *testing.T, admin string) *sseReader {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on the test, not a measurement
+	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/llm_gateway/events", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -491,16 +493,33 @@ func TestAdminEvents(t *testing.T) {
 	if ev, _, err := sr.next(); err != nil || ev != "hello" {
 		t.Fatalf("first event %q, %v", ev, err)
 	}
+	return sr
+}
+
+// await skips events until one named want and returns its data; the
+// test fails when the stream ends or errs first.
+func (s *sseReader) await(t *testing.T, want string) string {
+	t.Helper()
+	for {
+		ev, data, err := s.next()
+		if err != nil {
+			t.Fatalf("waiting for a %s event: %v", want, err)
+		}
+		if ev == want {
+			return data
+		}
+	}
+}
+
+func TestAdminEvents(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	gw, admin := adminGateway(t, gatewayBlock(poolBlock("adm-events", base, 1, "")), "")
+
+	sr := openEvents(t, admin)
 	waitFor := func(typ string) keyEvent {
 		t.Helper()
 		for {
-			ev, data, err := sr.next()
-			if err != nil {
-				t.Fatalf("waiting for %s: %v", typ, err)
-			}
-			if ev != "key" {
-				continue
-			}
+			data := sr.await(t, "key")
 			var ke keyEvent
 			if err := json.Unmarshal([]byte(data), &ke); err != nil {
 				t.Fatalf("%v: %s", err, data)

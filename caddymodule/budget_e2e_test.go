@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -140,34 +138,11 @@ func TestBudgetEvents(t *testing.T) {
 	_, admin := adminGateway(t, "\tllm_gateway {\n\t\tauth off\n\t\tpool budev {\n\t\t\tmodels *\n"+
 		"\t\t\tkey sk-ev1 "+base+" {\n\t\t\t\tid ev1\n\t\t\t\tbudget 2 usd per monthly {\n\t\t\t\t\twarn 50%\n\t\t\t\t}\n\t\t\t}\n"+
 		"\t\t\tkey sk-ev2 "+base+" {\n\t\t\t\tid ev2\n\t\t\t}\n\t\t}\n\t}\n", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on the test, not a measurement
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/llm_gateway/events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sr := &sseReader{sc: bufio.NewScanner(resp.Body)}
-	if ev, _, err := sr.next(); err != nil || ev != "hello" {
-		t.Fatalf("first event %q, %v", ev, err)
-	}
-	next := func(want string) string {
-		t.Helper()
-		for {
-			ev, data, err := sr.next()
-			if err != nil {
-				t.Fatalf("waiting for a %s event: %v", want, err)
-			}
-			if ev == want {
-				return data
-			}
-		}
-	}
+	sr := openEvents(t, admin)
 	bk := book(t)
 	bk.charge(spendCharge{Pool: "budev", KeyID: "ev1", USD: 1.5, Known: true})
 	var be budgetEvent
-	if err := json.Unmarshal([]byte(next("budget")), &be); err != nil || be.Type != "budget_warning" || be.Scope != "key" ||
+	if err := json.Unmarshal([]byte(sr.await(t, "budget")), &be); err != nil || be.Type != "budget_warning" || be.Scope != "key" ||
 		be.Name != "budev/ev1" || be.Key != "ev1" || be.SpentUSD != 1.5 || be.LimitUSD != 2 || be.Budget != "2 USD monthly" {
 		t.Fatalf("warning event %+v %v", be, err)
 	}
