@@ -28,18 +28,24 @@ type requestLog struct {
 	attempts        []attemptLog
 	status          int
 	errMsg          string
-	streamError     string
-	streamOutcome   string // a stream* constant (relay.go); "" when not streamed
-	fallbackFrom    string
-	affinityHit     bool
-	reqBody         []byte // only with log_payloads
-	respBody        []byte // only with log_payloads (non-streamed answers)
-	gatewayKey      string
-	ttfb            time.Duration
-	acquireWait     time.Duration
-	usage           translate.Usage
-	estInput        int64        // the request's input token estimate (body bytes / 4), for costOf
-	cost            *requestCost // set by costRequest; nil when the request is not billable
+	// upstreamErr is the upstream's error message of an upstream error
+	// answer relayed to the client (relayUpstreamError: a client_error the
+	// request caused, a model 404 or 403 two keys gave), as the client got
+	// it: upstream key redacted, credentials scrubbed; logged as
+	// upstream_error, at most maxErrorMessage bytes
+	upstreamErr   string
+	streamError   string
+	streamOutcome string // a stream* constant (relay.go); "" when not streamed
+	fallbackFrom  string
+	affinityHit   bool
+	reqBody       []byte // only with log_payloads
+	respBody      []byte // only with log_payloads (non-streamed answers)
+	gatewayKey    string
+	ttfb          time.Duration
+	acquireWait   time.Duration
+	usage         translate.Usage
+	estInput      int64        // the request's input token estimate (body bytes / 4), for costOf
+	cost          *requestCost // set by costRequest; nil when the request is not billable
 
 	// awaitsContinue: an HTTP/1 client that sent "Expect: 100-continue"
 	// and waits for it before sending its body; an error answered before
@@ -161,6 +167,9 @@ func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	fields = appendCostFields(fields, rl.cost)
 	if rl.errMsg != "" {
 		fields = append(fields, zap.String("error", clipMessage(rl.errMsg, maxErrorMessage)))
+	}
+	if rl.upstreamErr != "" {
+		fields = append(fields, zap.String("upstream_error", clipMessage(rl.upstreamErr, maxErrorMessage)))
 	}
 	if rl.fallbackFrom != "" {
 		fields = append(fields, zap.String("fallback_from", rl.fallbackFrom))

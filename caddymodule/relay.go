@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
@@ -107,5 +109,18 @@ func relayUpstreamError(w http.ResponseWriter, rl *requestLog, d translate.Diale
 		retry = "true"
 	}
 	hdr.Set("X-Should-Retry", retry)
+	rl.upstreamErr = relayedMessage(body)
 	writeJSON(w, rl.status, body)
+}
+
+// relayedMessage returns the message of an error body in a client's
+// dialect (error.message in the OpenAI and Anthropic forms), for the
+// request log: the body is already redacted (scrubbedError); credentials
+// are scrubbed again and the message cut to maxErrorMessage bytes.
+func relayedMessage(body []byte) string {
+	m := gjson.GetBytes(body, "error.message")
+	if m.Type != gjson.String || m.Str == "" {
+		return ""
+	}
+	return clipMessage(translate.ScrubSecrets(m.Str), maxErrorMessage)
 }
