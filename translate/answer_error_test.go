@@ -88,3 +88,53 @@ func TestFinishReasonError(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerErrorNeedsAStatement: an "error" member that states nothing
+// ({}, null, "", a zero code) is no error, and a body holding an answer
+// (non-empty choices, content or output) is an answer whatever its
+// "error" member holds; an error with only a message, a type or a code
+// is still found.
+func TestAnswerErrorNeedsAStatement(t *testing.T) {
+	const choice = `"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]`
+	answers := []struct {
+		up   Dialect
+		body string
+	}{
+		{OpenAIChat, `{"error":{}}`},
+		{OpenAIChat, `{"error":null}`},
+		{OpenAIChat, `{"error":{"message":"","type":"","code":null,"param":null}}`},
+		{OpenAIChat, `{"error":{"code":0}}`},
+		{OpenAIChat, `{"error":[]}`},
+		{OpenAIChat, `{"id":"c",` + choice + `,"error":{}}`},
+		{OpenAIChat, `{"id":"c",` + choice + `,"error":{"message":"relay warning: slow upstream","type":"server_error"}}`},
+		{OpenAIChat, `{"id":"c",` + choice + `,"error":"relay warning"}`},
+		{AnthropicMessages, `{"type":"message","content":[{"type":"text","text":"hi"}],"error":{"type":"overloaded_error","message":"x"}}`},
+		{AnthropicMessages, `{"content":[{"type":"text","text":"hi"}],"error":{}}`},
+		{OpenAIResponses, `{"output":[{"type":"message","content":[]}],"error":{"message":"x"}}`},
+	}
+	for _, c := range answers {
+		if se := AnswerError(c.up, []byte(c.body)); se != nil {
+			t.Errorf("%s: an answer or no error, found %+v", c.body, se)
+		}
+	}
+	errs := []struct {
+		body   string
+		status int
+		typ    string
+		msg    string
+	}{
+		// an empty answer array does not make an error an answer
+		{`{"choices":[],"error":{"message":"quota exhausted","type":"insufficient_quota"}}`, 429, "insufficient_quota", "quota exhausted"},
+		{`{"content":[],"error":{"message":"no"}}`, 500, "server_error", "no"},
+		{`{"error":{"message":"only a message"}}`, 500, "server_error", "only a message"},
+		{`{"error":{"type":"rate_limit_error"}}`, 429, "rate_limit_error", ""},
+		{`{"error":{"code":"rate_limit_exceeded"}}`, 429, "rate_limit_exceeded", ""},
+		{`{"error":{"code":503}}`, 503, "503", ""},
+	}
+	for _, c := range errs {
+		se := AnswerError(OpenAIChat, []byte(c.body))
+		if se == nil || se.Status != c.status || se.Type != c.typ || se.Message != c.msg {
+			t.Errorf("%s: %+v, want %d %q %q", c.body, se, c.status, c.typ, c.msg)
+		}
+	}
+}

@@ -299,10 +299,18 @@ func appendAnthropicText(b []byte, text, cache string) []byte {
 // skipped (hoisted), consecutive turns of the same role are merged, tool
 // results go first in their user turn, blank text blocks are dropped and
 // turns left empty are skipped. Blocks are written straight into b (no
-// per-turn buffer: a turn may be most of a large request).
+// per-turn buffer: a turn may be most of a large request). An assistant
+// turn's signed thinking goes first (see thinkingFirst), also when it
+// comes from a later message merged into the turn (a system message
+// hoisted from between two assistant messages leaves them adjacent).
 func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 	lastRole := ""
 	open := false
+	// the open turn: where its blocks start, whether its first block is
+	// thinking, whether it holds a tool call
+	var turnBlocks int
+	var turnThinking, turnCalled bool
+	var moved []byte // thinking moved to the front of a merged turn
 	for i := range msgs {
 		m := &msgs[i]
 		if m.role == "system" {
@@ -317,26 +325,54 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 			b = append(b, `{"role":"`...)
 			b = append(b, m.role...)
 			b = append(b, `","content":[`...)
+			turnBlocks, turnThinking, turnCalled = len(b), false, false
 		}
 		blocks := len(b)
 		// tool results first (Anthropic parallel tool use docs); in an
-		// assistant turn, signed thinking first (see thinkingFirst)
-		hoist := m.role == "assistant" && thinkingFirst(m.parts)
+		// assistant turn, signed thinking first (see thinkingFirst); in a
+		// merged assistant turn that does not start with thinking (and has
+		// made no tool call yet), this message's leading thinking moves to
+		// the turn's front
+		assistant := m.role == "assistant"
+		front := assistant && merge && !turnThinking && !turnCalled && leadingThinking(m.parts)
+		hoist := assistant && !front && thinkingFirst(m.parts)
 		var err *Error
 		for pass := 0; pass < 2; pass++ {
 			for j := range m.parts {
 				p := &m.parts[j]
 				first := p.kind == partToolResult
-				if hoist {
+				if hoist || front {
 					first = (p.kind == partThinking || p.kind == partRedactedThinking) && !hasToolCall(m.parts[:j])
 				}
 				if first != (pass == 0) {
 					continue
 				}
+				if front && first {
+					if moved, err = appendAnthropicBlock(moved, p, i, j); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				at := len(b)
 				if b, err = appendAnthropicBlock(b, p, i, j); err != nil {
 					return nil, err
 				}
+				if len(b) > at && assistant {
+					if at == turnBlocks {
+						turnThinking = p.kind == partThinking || p.kind == partRedactedThinking
+					}
+					turnCalled = turnCalled || p.kind == partToolCall
+				}
 			}
+		}
+		if len(moved) > 0 {
+			// the merged turn starts with text: its blocks follow the
+			// thinking (the turn is not empty, so a comma joins them)
+			moved = append(moved, ',')
+			b = append(b, moved...) // grow b by len(moved), then shift
+			copy(b[turnBlocks+len(moved):], b[turnBlocks:len(b)-len(moved)])
+			copy(b[turnBlocks:], moved)
+			moved, turnThinking = moved[:0], true
 		}
 		switch {
 		case len(b) > blocks:
@@ -350,6 +386,22 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 		}
 	}
 	return b, nil
+}
+
+// leadingThinking reports whether ps holds replayable thinking before its
+// first tool call.
+func leadingThinking(ps []canonPart) bool {
+	for i := range ps {
+		switch p := &ps[i]; p.kind {
+		case partToolCall:
+			return false
+		case partThinking, partRedactedThinking:
+			if anthropicReplayable(p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // thinkingFirst reports whether an assistant turn's replayable thinking

@@ -37,14 +37,40 @@ func responsesPassthroughError(body []byte) *Error {
 // StreamErrorStatus), so that it is classified by its structured type,
 // never as a success; nil when the body is not such an error object
 // (an answer, or JSON that is neither). Only top-level members are read.
+//
+// An error object states something: a non-empty message, type or code
+// ("error":{}, "error":null and "error":"" are no error). A body that
+// holds an answer, a non-empty "choices", "content" or "output" array,
+// is an answer whatever its "error" member says (relays add
+// "error":null or "error":{} to answers, and a few copy a warning there).
 func AnswerError(up Dialect, body []byte) *StreamError {
-	r := gjson.GetManyBytes(body, "error", "object")
+	r := gjson.GetManyBytes(body, "error", "object", "choices", "content", "output")
 	e := r[0]
-	if !(e.IsObject() || e.Type == gjson.String && e.Str != "") || r[1].Str == "response" {
+	if r[1].Str == "response" || nonEmptyArray(r[2]) || nonEmptyArray(r[3]) || nonEmptyArray(r[4]) {
+		return nil
+	}
+	if e.Type == gjson.String {
+		if e.Str == "" {
+			return nil
+		}
+	} else if !e.IsObject() {
 		return nil
 	}
 	typ, code, msg, param := openAIErrorFields(e) // Anthropic's error object has the same type and message
+	if e.IsObject() && typ == "" && msg == "" && (code == "" || code == "0") {
+		return nil // "error":{} (or only a param, or a zero code): states nothing
+	}
 	return newStreamError(up, typ, code, msg, param)
+}
+
+// nonEmptyArray reports whether v is an array with at least one element.
+func nonEmptyArray(v gjson.Result) bool {
+	if !v.IsArray() {
+		return false
+	}
+	n := false
+	v.ForEach(func(_, _ gjson.Result) bool { n = true; return false })
+	return n
 }
 
 // chatPassthroughError is what a Chat Completions answer passed through to
