@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,10 +212,13 @@ func (x *exchange) commitStream(status int) {
 	x.w.WriteHeader(http.StatusOK)
 }
 
-// isEventStream reports whether a Content-Type is text/event-stream.
+// isEventStream reports whether a Content-Type is text/event-stream: its
+// media type, before any parameters, compared without case and with
+// white space around it ignored (RFC 9110, section 8.3.1). Parameters are
+// not read, so unlike mime.ParseMediaType it allocates nothing.
 func isEventStream(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "text/event-stream"
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // idleReader re-arms the attempt's timeout after every read that returns

@@ -97,3 +97,24 @@ func TestFlushWriterWritesEveryEventBeforeARead(t *testing.T) {
 		t.Fatalf("an idle read wrote %v, flushed %d times", rec.writes[5:], rec.flushes-2)
 	}
 }
+
+// TestIsEventStream: the media type decides, without case, with white
+// space and parameters allowed (RFC 9110, section 8.3.1).
+func TestIsEventStream(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"text/event-stream":                       true,
+		"text/event-stream; charset=utf-8":        true,
+		"Text/Event-Stream;charset=UTF-8":         true,
+		" text/event-stream ; charset=utf-8 ":     true,
+		"text/event-stream;":                      true,
+		"application/json":                        false,
+		"text/event-streams":                      false,
+		"text/event":                              false,
+		"":                                        false,
+		"application/x-ndjson; text/event-stream": false,
+	} {
+		if got := isEventStream(ct); got != want {
+			t.Errorf("isEventStream(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}

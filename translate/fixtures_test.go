@@ -55,6 +55,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestPassthroughChatUsage", TestPassthroughChatUsage},
 		{"TestAddStreamUsageAndHide", TestAddStreamUsageAndHide},
 		{"TestChatChunkMembersAsHasMember", TestChatChunkMembersAsHasMember},
+		{"TestChunkLeadFixtures", TestChunkLeadFixtures},
 		{"TestHoldPreambleHealthyStreamsUnchanged", TestHoldPreambleHealthyStreamsUnchanged},
 		{"TestHoldPreambleFirstContentNotDelayed", TestHoldPreambleFirstContentNotDelayed},
 		{"TestMultiTurnChatClientAnthropicUpstream", TestMultiTurnChatClientAnthropicUpstream},

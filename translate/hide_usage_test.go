@@ -290,3 +290,104 @@ func FuzzChatChunkMembers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChunkLead: a chunk read after another through chunkLead answers as
+// chatChunkMembers on the chunk alone, whatever the two chunks share.
+func FuzzChunkLead(f *testing.F) {
+	f.Add([]byte(`{"id":"x","choices":[{"delta":{"content":"a"},"finish_reason":null}]}`), []byte(`{"id":"x","choices":[{"delta":{"content":"b"},"finish_reason":"stop"}]}`))
+	f.Add([]byte(`{"id":"x","usage":null}`), []byte(`{"id":"x","usage":{"a":1}}`))
+	f.Add([]byte(`{"a":"b","error":`), []byte(`{"a":"b","error":{}}`))
+	f.Add([]byte(`{"a":1,"finish_reason" :`), []byte(`{"a":1,"finish_reason" : "x"}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var l chunkLead
+		for _, d := range [][]byte{a, b, a, b} {
+			e, u, fr, at := l.members(d)
+			we, wu, wf, wat := chatChunkMembers(d)
+			if e != we || u != wu || fr != wf || at != wat {
+				t.Fatalf("%q after %q: members = %v %v %v %d, chatChunkMembers = %v %v %v %d", d, l.b, e, u, fr, at, we, wu, wf, wat)
+			}
+		}
+	})
+}
+
+// TestChunkLeadFixtures: every OpenAI Chat stream of the corpus, read
+// chunk after chunk through one chunkLead, answers as chatChunkMembers on
+// each chunk alone, and the lead skips most of the chunks' colons.
+func TestChunkLeadFixtures(t *testing.T) {
+	chunks, skipped, total := 0, 0, 0
+	for _, fx := range streamsIn(t, fixtureDirs(t), OpenAIChat) {
+		var l chunkLead
+		r := NewSSEReader(bytes.NewReader(fx.body))
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			d := ev.Data
+			from := commonPrefix(d, l.b)
+			e, u, fr, at := l.members(d)
+			we, wu, wf, wat := chatChunkMembers(d)
+			if e != we || u != wu || fr != wf || at != wat {
+				t.Fatalf("%s: %q: members = %v %v %v %d, chatChunkMembers = %v %v %v %d", fx.name, d, e, u, fr, at, we, wu, wf, wat)
+			}
+			chunks++
+			total += bytes.Count(d, []byte(":"))
+			skipped += bytes.Count(d[:from], []byte(":"))
+		}
+	}
+	if chunks < 50 {
+		t.Fatalf("only %d chunks read", chunks)
+	}
+	if skipped*2 < total {
+		t.Errorf("the lead skipped %d of %d colons in %d chunks; want most", skipped, total, chunks)
+	}
+	t.Logf("%d chunks: %d of %d colons skipped", chunks, skipped, total)
+}
+
+// BenchmarkChunkMembers compares, per chunk of the recorded OpenAI Chat
+// streams, chatChunkMembers on each chunk alone (scan) with the same read
+// through a chunkLead kept over each stream (lead); run both in one
+// process and compare the ratio.
+func BenchmarkChunkMembers(b *testing.B) {
+	var streams [][][]byte
+	for _, fx := range streamsIn(b, fixtureDirs(b), OpenAIChat) {
+		var chunks [][]byte
+		r := NewSSEReader(bytes.NewReader(fx.body))
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			if !bytes.Equal(ev.Data, doneMarker) {
+				chunks = append(chunks, bytes.Clone(ev.Data))
+			}
+		}
+		streams = append(streams, chunks)
+	}
+	n := 0
+	for _, s := range streams {
+		n += len(s)
+	}
+	b.Run("scan", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for _, s := range streams {
+				for _, d := range s {
+					chatChunkMembers(d)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+	})
+	b.Run("lead", func(b *testing.B) {
+		var l chunkLead
+		for i := 0; i < b.N; i++ {
+			for _, s := range streams {
+				l.b = l.b[:0]
+				for _, d := range s {
+					l.members(d)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+	})
+}

@@ -96,6 +96,7 @@ type StreamTranslator struct {
 	pt            passState
 	scratch       objFields
 	modelAt       modelPlace // where the last OpenAI Chat chunk held its model
+	chunkLead     chunkLead  // the last OpenAI Chat chunk's bytes before its first member of note
 	hideUsage     bool
 	omitReasoning bool
 

@@ -2,7 +2,9 @@ package translate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -59,7 +61,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 		// findings count only where the byte test agrees, so that a
 		// chunk means the same parsed or not (a member name written with
 		// \u escapes is not seen either way).
-		hasErr, hasUsage, hasFinish, usageAt := chatChunkMembers(data)
+		hasErr, hasUsage, hasFinish, usageAt := t.chunkLead.members(data)
 		if objectError(data) {
 			// vLLM's error chunk: the error's fields at the top level
 			st.errored = true
@@ -301,8 +303,17 @@ func hasMember(data, qkey []byte, first byte) bool {
 // the last "usage" name followed by a colon starts, -1 when there is none
 // (usageNullMemberAt's starting point).
 func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt int) {
-	usageAt = -1
-	for off := 0; off < len(data); {
+	hasErr, hasUsage, hasFinish, usageAt, _ = chatChunkMembersFrom(data, 0)
+	return hasErr, hasUsage, hasFinish, usageAt
+}
+
+// chatChunkMembersFrom is chatChunkMembers over the colons at from and
+// after (the name before a colon may start before from). first is the
+// offset of the first of those colons whose name is one of the three,
+// whatever its value; len(data) when there is none.
+func chatChunkMembersFrom(data []byte, from int) (hasErr, hasUsage, hasFinish bool, usageAt, first int) {
+	usageAt, first = -1, len(data)
+	for off := from; off < len(data); {
 		c := bytes.IndexByte(data[off:], ':')
 		if c < 0 {
 			break
@@ -317,9 +328,6 @@ func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt in
 			continue
 		}
 		v := skipSpace(data, c+1)
-		if v >= len(data) {
-			break
-		}
 		if q == 0 {
 			continue
 		}
@@ -328,17 +336,77 @@ func chatChunkMembers(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt in
 		name := data[:q+1]
 		switch data[q-1] {
 		case 'r':
-			hasErr = hasErr || bytes.HasSuffix(name, keyError)
+			if !bytes.HasSuffix(name, keyError) {
+				continue
+			}
+			hasErr = hasErr || v < len(data)
 		case 'e':
-			if bytes.HasSuffix(name, keyUsage) {
+			if !bytes.HasSuffix(name, keyUsage) {
+				continue
+			}
+			if v < len(data) {
 				hasUsage = hasUsage || data[v] == '{'
 				usageAt = q + 1 - len(keyUsage)
 			}
 		case 'n':
-			hasFinish = hasFinish || (data[v] == '"' && bytes.HasSuffix(name, keyFinishReason))
+			if !bytes.HasSuffix(name, keyFinishReason) {
+				continue
+			}
+			hasFinish = hasFinish || (v < len(data) && data[v] == '"')
+		default:
+			continue
+		}
+		first = min(first, c)
+		if v >= len(data) {
+			break
 		}
 	}
+	return hasErr, hasUsage, hasFinish, usageAt, first
+}
+
+// maxChunkLead bounds the bytes chunkLead keeps of a chunk.
+const maxChunkLead = 512
+
+// chunkLead keeps the leading bytes of the last OpenAI Chat chunk up to
+// its first colon after one of the names chatChunkMembers looks for, so
+// that the next chunk's scan starts where the two chunks first differ:
+// an upstream writes every chunk of a stream with the same leading
+// members (id, object, created, model, system_fingerprint, then
+// choices[0].index and delta, per the OpenAI API reference, "The chat
+// completion chunk object"), so only the delta's text onwards is read.
+// A colon in the shared bytes has the same name before it as in the last
+// chunk, which was none of the three.
+type chunkLead struct {
+	b []byte
+}
+
+// members is chatChunkMembers(data), reading only the colons from where
+// data first differs from the kept lead, and keeps data's lead for the
+// next chunk.
+func (l *chunkLead) members(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt int) {
+	from := commonPrefix(data, l.b)
+	var first int
+	hasErr, hasUsage, hasFinish, usageAt, first = chatChunkMembersFrom(data, from)
+	// the bytes both share are in place: copy only from where they differ
+	n := min(first, maxChunkLead)
+	k := min(from, n)
+	l.b = append(l.b[:k], data[k:n]...)
 	return hasErr, hasUsage, hasFinish, usageAt
+}
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// compared eight bytes at a time.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for ; i < n && a[i] == b[i]; i++ {
+	}
+	return i
 }
 
 // objectError reports whether an OpenAI Chat chunk is the error object
