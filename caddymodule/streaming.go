@@ -66,14 +66,14 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 			// whole (a server that ignores "stream" for some models):
 			// the client gets the stream that answer makes, in its
 			// dialect, never a JSON body its stream reader cannot read
-			data, rl.usage, err = translate.ResponseAsStream(x.d, c.dialect, data, c.responseModel(x.d), x.p.respOpts)
+			data, rl.usage, err = translate.ResponseAsStream(x.d, c.dialect, data, c.responseModel(x.d), x.responseOptions())
 			if err == nil {
 				ct, rl.streamOutcome = "text/event-stream", streamComplete
 				x.w.Header().Set("Cache-Control", "no-cache")
 			}
 			break
 		}
-		data, rl.usage, err = upstreamFor(x.d).readJSON(c, data, x.p.respOpts)
+		data, rl.usage, err = upstreamFor(x.d).readJSON(c, data, x.responseOptions())
 		if x.d != c.dialect {
 			ct = ""
 		}
@@ -113,7 +113,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	cw := &commitWriter{fw: fw, x: x, status: resp.StatusCode}
 	st := upstreamFor(x.d).newStream(c, cw)
 	fw.errs = st
-	st.SetOptions(x.p.respOpts)
+	st.SetOptions(x.responseOptions())
 	if holdPreamble {
 		st.HoldPreamble()
 	}

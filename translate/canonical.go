@@ -35,6 +35,7 @@ type canonPart struct {
 	content   []canonPart // tool result content
 	signature string      // thinking signature
 	raw       string      // exact source bytes of an Anthropic thinking block (replayed unchanged)
+	custom    bool        // a call of a custom (freeform) tool: args is {"input":…} (see custom_tools.go)
 }
 
 // canonMessage is one conversation turn. role is "user", "assistant" or
@@ -51,6 +52,7 @@ type canonTool struct {
 	schema            string // raw JSON Schema, "" when absent
 	strict            string // raw "true"/"false", "" when absent
 	cache             string // raw cache_control
+	custom            bool   // a Responses custom tool, sent as a function tool (see custom_tools.go)
 }
 
 // canonRequest is a decoded request.

@@ -877,7 +877,12 @@ func openAIToolChoice(tc gjson.Result, c *checker, namePath, modePath string) (c
 			return "", "", e
 		}
 		switch typ {
-		case "function":
+		case "function", "custom":
+			if typ == "custom" && namePath != "name" {
+				return "", "", nil // a Chat custom tool has no counterpart (dropped)
+			}
+			// a Responses custom tool ({"type":"custom","name"}) goes out
+			// as a function tool (see custom_tools.go)
 			if name, e = c.reqStr(tc.Get(namePath), top("tool_choice."+namePath)); e != nil {
 				return "", "", e
 			}

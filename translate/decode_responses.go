@@ -129,7 +129,26 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				return e
 			}
 			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: args.Str})
-		case "function_call_output":
+		case "custom_tool_call":
+			if !c.translate {
+				return nil // the Responses upstream judges it
+			}
+			callID, e := c.reqNonEmpty(itf.get("call_id"), p.dot("call_id"))
+			var name, input string
+			if e == nil {
+				name, e = c.reqNonEmpty(itf.get("name"), p.dot("name"))
+			}
+			if e == nil {
+				input, e = c.reqStr(itf.get("input"), p.dot("input"))
+			}
+			if e != nil {
+				return e
+			}
+			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: wrapCustomInput(input), custom: true})
+		case "custom_tool_call_output", "function_call_output":
+			if typ == "custom_tool_call_output" && !c.translate {
+				return nil
+			}
 			callID, e := c.reqNonEmpty(itf.get("call_id"), p.dot("call_id"))
 			if e != nil {
 				return e
@@ -238,8 +257,8 @@ func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *E
 	return part, ok, nil
 }
 
-// responsesTools reads function tools; hosted tools have no counterpart
-// and are dropped.
+// responsesTools reads function tools and (translating) custom tools;
+// hosted tools have no counterpart and are dropped.
 func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	if e := c.array(tools, top("tools")); e != nil || !tools.IsArray() {
 		return nil, e
@@ -252,6 +271,16 @@ func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		typ, e := c.reqStr(t.Get("type"), p.dot("type"))
 		if e != nil {
 			return e
+		}
+		if typ == "custom" && c.translate {
+			// a freeform tool (Codex's apply_patch): a function tool with
+			// one string parameter (see custom_tools.go)
+			tool, e := responsesCustomTool(t, p, c)
+			if e != nil {
+				return e
+			}
+			out = append(out, tool)
+			return nil
 		}
 		if typ != "function" {
 			return nil // hosted tools have no counterpart: dropped

@@ -179,6 +179,10 @@ func encodeResponsesResponse(r *canonResponse) []byte {
 		case partToolCall:
 			flushText()
 			out = appendComma(out)
+			if p.custom {
+				out = appendRSCustomToolCallItem(out, withPrefix("ctc_", p.id), "completed", p.id, p.name, unwrapCustomInput(p.args))
+				continue
+			}
 			out = appendRSFunctionCallItem(out, withPrefix("fc_", p.id), "completed", p.id, p.name, []byte(compactArgs(p.args)))
 		}
 	}

@@ -52,6 +52,9 @@ type Request struct {
 	// ChatReasoningToContent) would change, so Encode skips its scans
 	clean bool
 
+	customDone bool     // custom is set (CustomTools)
+	custom     []string // the custom tools' names
+
 	seedDone       bool
 	seedSys, seed1 string
 

@@ -36,6 +36,16 @@ type ResponseOptions struct {
 	// signed and redacted blocks in LiteLLM's thinking_blocks form. It has
 	// no effect on passthrough or on other client dialects.
 	OmitReasoning bool
+
+	// CustomTools are the names of the custom (freeform) tools the
+	// client's OpenAI Responses request declared (Request.CustomTools).
+	// A translated answer's calls of these tools, which a Chat or
+	// Anthropic upstream makes as function calls with {"input":"…"},
+	// reach a Responses client as custom_tool_call items with that input
+	// unwrapped (streamed as response.custom_tool_call_input.delta and
+	// .done events), per the Responses API reference. No effect on other
+	// client dialects or on passthrough.
+	CustomTools []string
 }
 
 // decodeResponse decodes a whole answer of upstream dialect from (a JSON
@@ -102,6 +112,7 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 	case AnthropicMessages:
 		return encodeAnthropicResponse(resp), resp.usage, nil
 	case OpenAIResponses:
+		markCustomCalls(resp.parts, o.CustomTools)
 		return encodeResponsesResponse(resp), resp.usage, nil
 	}
 	return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown client dialect"}

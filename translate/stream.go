@@ -148,6 +148,9 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 	t.omitReasoning = o.OmitReasoning
 	if t.cs != nil {
 		t.cs.keepThinking = t.to == OpenAIChat && !o.OmitReasoning
+		if t.to == OpenAIResponses {
+			t.cs.customTools = o.CustomTools
+		}
 	}
 }
 

@@ -32,9 +32,10 @@ type streamBlock struct {
 	data      string   // redacted_thinking data
 	text      []byte   // accumulated text / thinking / arguments (when the encoder needs it)
 	signature string
-	argsSent  bool   // a non-empty argument fragment was sent
-	outIdx    int    // client-side index (encoder use)
-	itemID    string // client-side item id (encoder use)
+	argsSent  bool        // a non-empty argument fragment was sent
+	outIdx    int         // client-side index (encoder use)
+	itemID    string      // client-side item id (encoder use)
+	custom    *customArgs // a call of a client's custom tool (Responses encoder use)
 }
 
 // streamEncoder writes one client dialect.
@@ -78,6 +79,8 @@ type canonStream struct {
 	hiSur  rune
 	hiBlk  *streamBlock
 	hiKind deltaKind
+	// customTools are the client's custom tools (ResponseOptions.CustomTools)
+	customTools []string
 }
 
 func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream {

@@ -75,7 +75,9 @@ func (e *responsesStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 	case partThinking, partRedactedThinking:
 		blk.itemID = "rs_" + e.base + "_" + idx
 	case partToolCall:
-		blk.itemID = withPrefix("fc_", blk.id)
+		if !e.customStart(cs, blk) {
+			blk.itemID = withPrefix("fc_", blk.id)
+		}
 	}
 	e.emit(cs, "response.output_item.added", func(b []byte) []byte {
 		b = append(b, `,"output_index":`...)
@@ -87,6 +89,9 @@ func (e *responsesStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 		case partThinking, partRedactedThinking:
 			return appendRSReasoningItem(b, blk.itemID, nil, false, "")
 		default:
+			if blk.custom != nil {
+				return appendRSCustomToolCallItem(b, blk.itemID, "in_progress", blk.id, blk.name, "")
+			}
 			return appendRSFunctionCallItem(b, blk.itemID, "in_progress", blk.id, blk.name, nil)
 		}
 	})
@@ -125,6 +130,10 @@ func (e *responsesStreamEncoder) delta(cs *canonStream, blk *streamBlock, k delt
 			return appendString(b, s)
 		})
 	case deltaArgs:
+		if blk.custom != nil {
+			e.customDelta(cs, blk)
+			return
+		}
 		e.emit(cs, "response.function_call_arguments.delta", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"delta":`...)
@@ -167,6 +176,10 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 	case partRedactedThinking:
 		item = appendRSReasoningItem(nil, blk.itemID, nil, false, reasoningEnc(blk.kind, "", blk.data))
 	case partToolCall:
+		if blk.custom != nil {
+			item = e.customStop(cs, blk)
+			break
+		}
 		if len(blk.text) == 0 {
 			blk.text = append(blk.text, "{}"...)
 		}
