@@ -25,8 +25,9 @@ import (
 // whole or streamed (response.custom_tool_call_input.delta / .done).
 
 // customInputSchema is the parameters of the function tool a custom tool
-// goes out as.
-const customInputSchema = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input: free-form text, passed as it is (not JSON)."}},"required":["input"],"additionalProperties":false}`
+// goes out as (no "additionalProperties": some OpenAI-compatible servers,
+// Gemini's among them, refuse the keyword).
+const customInputSchema = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input: free-form text, passed as it is (not JSON)."}},"required":["input"]}`
 
 // responsesCustomTool reads a Responses custom tool definition t at path p
 // into the function tool it goes out as (see customInputSchema).
