@@ -364,33 +364,52 @@ func chatChunkMembersFrom(data []byte, from int) (hasErr, hasUsage, hasFinish bo
 	return hasErr, hasUsage, hasFinish, usageAt, first
 }
 
-// maxChunkLead bounds the bytes chunkLead keeps of a chunk.
-const maxChunkLead = 512
-
-// chunkLead keeps the leading bytes of the last OpenAI Chat chunk up to
-// its first colon after one of the names chatChunkMembers looks for, so
-// that the next chunk's scan starts where the two chunks first differ:
-// an upstream writes every chunk of a stream with the same leading
-// members (id, object, created, model, system_fingerprint, then
-// choices[0].index and delta, per the OpenAI API reference, "The chat
-// completion chunk object"), so only the delta's text onwards is read.
-// A colon in the shared bytes has the same name before it as in the last
-// chunk, which was none of the three.
+// chunkLead keeps the leading bytes of the last OpenAI Chat chunks that
+// precede any colon after one of the names chatChunkMembers looks for, so
+// that the next chunk's scan starts where it differs from them: an
+// upstream writes every chunk of a stream with the same leading members
+// (id, object, created, model, system_fingerprint, then choices[0].index
+// and delta, per the OpenAI API reference, "The chat completion chunk
+// object"), so only the delta's text onwards is read. A colon in the
+// shared bytes has the same name before it as in the chunk the lead came
+// from, which was none of the three.
+//
+// After a chunk that differs from the lead early, the lead is that whole
+// chunk up to its first such colon; once the next chunk shares at least
+// minStableLead bytes with it, the lead is cut to what the two share
+// (stable) and later chunks that start with it are recognised by one
+// compare, without copying.
 type chunkLead struct {
-	b []byte
+	b      []byte
+	stable bool
 }
 
+// maxChunkLead bounds the bytes chunkLead keeps of a chunk;
+// minStableLead is the shortest shared lead that is kept as stable.
+const (
+	maxChunkLead  = 512
+	minStableLead = 32
+)
+
 // members is chatChunkMembers(data), reading only the colons from where
-// data first differs from the kept lead, and keeps data's lead for the
-// next chunk.
+// data first differs from the kept lead, and updates the lead.
 func (l *chunkLead) members(data []byte) (hasErr, hasUsage, hasFinish bool, usageAt int) {
+	if l.stable && bytes.HasPrefix(data, l.b) {
+		hasErr, hasUsage, hasFinish, usageAt, _ = chatChunkMembersFrom(data, len(l.b))
+		return hasErr, hasUsage, hasFinish, usageAt
+	}
 	from := commonPrefix(data, l.b)
 	var first int
 	hasErr, hasUsage, hasFinish, usageAt, first = chatChunkMembersFrom(data, from)
+	if !l.stable && from >= minStableLead {
+		// the bytes both share, none a colon after a name of note
+		l.b, l.stable = l.b[:from], true
+		return hasErr, hasUsage, hasFinish, usageAt
+	}
 	// the bytes both share are in place: copy only from where they differ
 	n := min(first, maxChunkLead)
 	k := min(from, n)
-	l.b = append(l.b[:k], data[k:n]...)
+	l.b, l.stable = append(l.b[:k], data[k:n]...), false
 	return hasErr, hasUsage, hasFinish, usageAt
 }
 
