@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/llmgateway/llm_gateway/keypool"
@@ -55,6 +56,7 @@ type budgetBook struct {
 	gws   map[string]*budgetEntry            // gateway key id -> entry
 	pools map[string]*budgetEntry            // pool -> entry
 	all   []*budgetEntry
+	gates map[string]*keyGate // pool -> its key budgets' gate (see keyGate)
 
 	// cluster mode: the figures requests are admitted on are read at
 	// most once per budgetFresh, by one pull at a time, which a request
@@ -120,6 +122,26 @@ type budgetEntry struct {
 	kp     *keypool.Pool
 	spend  *scopeSpend
 	shared string // name in the shared store ("" without one)
+
+	// staleDone is the oldest bucket of the window at the entry's last
+	// successful push: the buckets before it are gone from the shared
+	// record (0: none pushed yet)
+	staleDone atomic.Int64
+
+	gate  *keyGate    // key budgets: the gate of the entry's pool (nil: none)
+	dirty atomic.Bool // key budgets: queued on gate for a check
+	gauge atomic.Pointer[prometheus.Gauge]
+}
+
+// spendGauge is the entry's llm_gateway_budget_spend_usd series, looked
+// up once.
+func (e *budgetEntry) spendGauge() prometheus.Gauge {
+	if g := e.gauge.Load(); g != nil {
+		return *g
+	}
+	g := budgetMetrics().spend.WithLabelValues(e.scope, e.name)
+	e.gauge.Store(&g)
+	return g
 }
 
 // charge books one request's cost against every budget it falls under:
@@ -146,12 +168,15 @@ func (b *budgetBook) charge(c spendCharge) {
 	for _, e := range hit {
 		e.spend.add(e.rule.period, at, c.USD)
 		b.push(e, at)
+		e.dirty.Store(false) // checked here: its gate need not
 		b.check(e, at)
 	}
 }
 
 // push adds the entry's unsynced spend to the shared store and mirrors
 // the shared figures; on failure the spend stays pending for the next try.
+// The buckets that left the window since the entry's last successful push
+// are deleted with it (see staleSince).
 func (b *budgetBook) push(e *budgetEntry, now time.Time) {
 	if b.shared == nil {
 		return
@@ -165,16 +190,41 @@ func (b *budgetBook) push(e *budgetEntry, now time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	ttl := p.dropAt(cur).Sub(now) + p.span()
-	stale := make([]int64, 0, budgetSteps)
-	for i := int64(1); i <= budgetSteps; i++ {
-		stale = append(stale, p.first(cur)-i)
-	}
+	first := p.first(cur)
+	stale := e.staleSince(first, pending)
 	got, err := b.shared.addSpend(ctx, e.shared, pending, ttl, stale)
 	if err != nil {
 		e.spend.restorePending(pending)
 		return
 	}
+	for done := e.staleDone.Load(); done < first && !e.staleDone.CompareAndSwap(done, first); done = e.staleDone.Load() {
+	}
 	e.spend.mirror(got)
+}
+
+// staleSince returns the buckets a push at the window whose oldest bucket
+// is first deletes from the shared record: the budgetSteps buckets before
+// first, less those an earlier push of the entry already deleted (none
+// when the window has not moved since: nil), and any bucket of pending
+// older than first (spend kept from before, added and dropped at once).
+func (e *budgetEntry) staleSince(first int64, pending map[int64]float64) []int64 {
+	lo := first - budgetSteps
+	if done := e.staleDone.Load(); done > lo && done <= first {
+		lo = done
+	}
+	var stale []int64
+	if lo < first {
+		stale = make([]int64, 0, first-lo)
+		for i := first - 1; i >= lo; i-- {
+			stale = append(stale, i)
+		}
+	}
+	for bk := range pending {
+		if bk < lo {
+			stale = append(stale, bk)
+		}
+	}
+	return stale
 }
 
 // pull refreshes the entries' spend from the shared store (one round
@@ -211,15 +261,14 @@ func (b *budgetBook) check(e *budgetEntry, now time.Time) (over bool, reset time
 	spent, reset = e.spend.state(e.rule, now)
 	over = reached(spent, e.rule.limit)
 	warn, exceeded := e.spend.marks(e.rule, now, spent, over)
-	m := budgetMetrics()
-	m.spend.WithLabelValues(e.scope, e.name).Set(spent)
+	e.spendGauge().Set(spent)
 	if warn {
-		m.warnings.WithLabelValues(e.scope, e.name).Inc()
+		budgetMetrics().warnings.WithLabelValues(e.scope, e.name).Inc()
 		b.logger.Warn("budget warning level reached", e.fields(spent, reset)...)
 		publishBudgetEvent(e, "budget_warning", spent, now, reset)
 	}
 	if exceeded {
-		m.exceeded.WithLabelValues(e.scope, e.name).Inc()
+		budgetMetrics().exceeded.WithLabelValues(e.scope, e.name).Inc()
 		b.logger.Warn("budget used up: refused until the period resets", e.fields(spent, reset)...)
 		publishBudgetEvent(e, "budget_exceeded", spent, now, reset)
 	}
@@ -290,7 +339,10 @@ func (b *budgetBook) gatewayGate(gk *gwKey) *loopFailure {
 // is tried, on the figures at hand as gatewayGate does (holding keys
 // whose budget is used up, releasing those whose period reset), and
 // returns the failure when the pool's own budget is used up (429 with
-// Retry-After until the reset), else nil.
+// Retry-After until the reset), else nil. The key budgets are checked
+// through the pool's keyGate: only those whose spend changed since they
+// were last checked, and all of them once a period or window step of
+// one of them ended; a request that finds neither touches none.
 func (b *budgetBook) poolGate(p *pool) *loopFailure {
 	if b == nil {
 		return nil
@@ -302,8 +354,12 @@ func (b *budgetBook) poolGate(p *pool) *loopFailure {
 	}
 	now := budgetNow()
 	b.refresh()
-	for _, e := range es {
-		b.check(e, now)
+	if g := b.gates[p.name]; g != nil {
+		g.apply(b, now)
+	} else {
+		for _, e := range es {
+			b.check(e, now)
+		}
 	}
 	if pe == nil {
 		return nil
@@ -337,6 +393,8 @@ type scopeSpend struct {
 	over         bool  // the limit was reported reached ...
 	overBucket   int64
 	heldUntil    time.Time // key budgets: the hold placed (zero: none)
+
+	watchers []*budgetEntry // key budgets of live books that check it (see keyGate)
 }
 
 // spendLedger holds every scope's spend for the whole process, by
@@ -378,6 +436,7 @@ func (s *scopeSpend) add(p budgetPeriod, at time.Time, usd float64) {
 			delete(s.buckets, k)
 		}
 	}
+	s.touchLocked(nil)
 }
 
 // takePending returns and clears the spend not yet shared.
@@ -386,6 +445,9 @@ func (s *scopeSpend) takePending() map[int64]float64 {
 	defer s.mu.Unlock()
 	p := s.pending
 	s.pending = nil
+	if len(p) > 0 {
+		s.touchLocked(nil)
+	}
 	return p
 }
 
@@ -399,6 +461,7 @@ func (s *scopeSpend) restorePending(p map[int64]float64) {
 	for b, v := range p {
 		s.pending[b] += v
 	}
+	s.touchLocked(nil)
 }
 
 func (s *scopeSpend) hasPending() bool {
@@ -414,12 +477,20 @@ func (s *scopeSpend) hasPending() bool {
 func (s *scopeSpend) mirror(m map[int64]float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	changed := len(m) != len(s.buckets)
 	for b, v := range m {
-		if old := s.buckets[b]; old > v {
+		old, ok := s.buckets[b]
+		switch {
+		case old > v:
 			m[b] = old
+		case !ok || old != v:
+			changed = true
 		}
 	}
 	s.buckets = m
+	if changed {
+		s.touchLocked(nil)
+	}
 }
 
 // state returns the spend in the window at now and, when it is at or
@@ -492,6 +563,11 @@ func (s *scopeSpend) holdKey(e *budgetEntry, over bool, reset, now time.Time) {
 		s.heldUntil = time.Time{}
 	}
 	changed := !prev.Equal(s.heldUntil)
+	if changed {
+		// another configuration's entry (a reload under way, its budget
+		// changed) reads the hold too
+		s.touchLocked(e)
+	}
 	s.mu.Unlock()
 	if !changed || e.kp == nil {
 		return

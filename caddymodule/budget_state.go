@@ -108,6 +108,7 @@ func (h *Handler) provisionBudgets(ctx caddy.Context) error {
 		h.budgets = nil
 		return nil
 	}
+	b.buildGates()
 	now := budgetNow()
 	for _, e := range b.pkeys {
 		b.pull(e, now)
@@ -160,6 +161,7 @@ func (s *scopeSpend) setShared(shared bool) {
 		s.pending = nil
 	}
 	s.shared = shared
+	s.touchLocked(nil)
 }
 
 // resetHold forgets what the pool was told, so the next check places
@@ -168,6 +170,7 @@ func (s *scopeSpend) setShared(shared bool) {
 func (s *scopeSpend) resetHold() {
 	s.mu.Lock()
 	s.heldUntil = holdUnknown
+	s.touchLocked(nil)
 	s.mu.Unlock()
 }
 
@@ -327,7 +330,8 @@ var liveBudgets struct {
 }
 
 // publishBudgets makes b visible to the admin API until ctx is done, and
-// sets its limits' metric.
+// sets its limits' metric; until then changes of its key budgets' spend
+// queue them for their pool's keyGate.
 func publishBudgets(ctx caddy.Context, b *budgetBook) {
 	liveBudgets.Lock()
 	liveBudgets.books = append(liveBudgets.books, b)
@@ -336,10 +340,12 @@ func publishBudgets(ctx caddy.Context, b *budgetBook) {
 	for _, e := range b.all {
 		m.limit.WithLabelValues(e.scope, e.name).Set(e.rule.limit)
 	}
+	b.watchSpends()
 	if ctx.Context == nil {
 		return
 	}
 	context.AfterFunc(ctx, func() {
+		b.unwatchSpends()
 		liveBudgets.Lock()
 		defer liveBudgets.Unlock()
 		for i, x := range liveBudgets.books {

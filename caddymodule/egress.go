@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -141,6 +140,12 @@ type egressPlan struct {
 // whose cooldown ends first alone (tried once). Exits in tried are left
 // out.
 func (pl *egressPlan) order(session string, tried []*egressExit) []*egressExit {
+	return pl.orderInto(nil, session, tried)
+}
+
+// orderInto is order appending to buf (buf[:0] of a caller's array keeps
+// a request's ranking off the heap).
+func (pl *egressPlan) orderInto(buf []*egressExit, session string, tried []*egressExit) []*egressExit {
 	n := len(pl.exits)
 	start := 0
 	switch pl.strategy {
@@ -149,9 +154,7 @@ func (pl *egressPlan) order(session string, tried []*egressExit) []*egressExit {
 		start = rand.IntN(n)
 	case "sticky":
 		if session != "" {
-			h := fnv.New64a()
-			_, _ = io.WriteString(h, session)
-			start = int(h.Sum64() % uint64(n))
+			start = int(fnv1a64(session) % uint64(n))
 			break
 		}
 		start = int(pl.next.Add(1)-1) % n
@@ -159,7 +162,7 @@ func (pl *egressPlan) order(session string, tried []*egressExit) []*egressExit {
 		start = int(pl.next.Add(1)-1) % n
 	}
 	now := time.Now()
-	var healthy []*egressExit
+	out := buf[:0]
 	var soonest *egressExit
 	var soonestAt time.Time
 	for i := 0; i < n; i++ {
@@ -173,12 +176,24 @@ func (pl *egressPlan) order(session string, tried []*egressExit) []*egressExit {
 			}
 			continue
 		}
-		healthy = append(healthy, e)
+		out = append(out, e)
 	}
-	if len(healthy) == 0 && soonest != nil && len(tried) == 0 {
-		return []*egressExit{soonest}
+	if len(out) == 0 && soonest != nil && len(tried) == 0 {
+		return append(out, soonest)
 	}
-	return healthy
+	return out
+}
+
+// fnv1a64 is the 64-bit FNV-1a hash of s (as hash/fnv's New64a computes
+// it, without its allocation).
+func fnv1a64(s string) uint64 {
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= prime64
+	}
+	return h
 }
 
 // exhausted reports whether every exit of the plan failed in this request.
@@ -728,7 +743,8 @@ func egressDo(pl *egressPlan, req *http.Request, session string, tried *[]*egres
 		resp, err := upstreamClient.Do(req)
 		return resp, nil, err
 	}
-	exits := pl.order(session, *tried)
+	var buf [8]*egressExit // the ranking stays on the stack for up to 8 exits
+	exits := pl.orderInto(buf[:0], session, *tried)
 	if len(exits) == 0 {
 		return nil, nil, unreachable(pl, *tried)
 	}
