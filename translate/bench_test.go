@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"hash/fnv"
 	"runtime"
 	"strconv"
@@ -296,7 +297,15 @@ func prepareCases(b *testing.B) []prepareCase {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// the load harness's request (bench/bodies.go): 2 KB, two messages
+	small, err := json.Marshal(map[string]any{"model": "bench-sse", "stream": true, "max_tokens": 1024, "temperature": 0.2,
+		"messages": []map[string]any{{"role": "system", "content": "You are a terse assistant."},
+			{"role": "user", "content": "Summarise: " + strings.Repeat("the quick brown fox jumps over the lazy dog while a gateway relays tokens ", 27)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	return []prepareCase{
+		{"passthrough_chat_2k", OpenAIChat, OpenAIChat, small, "up-model"},
 		{"passthrough_anthropic", AnthropicMessages, AnthropicMessages, am, "claude-opus-4-1"},
 		{"anthropic_to_chat", AnthropicMessages, OpenAIChat, am, "gpt-5"},
 		{"chat_to_anthropic", OpenAIChat, AnthropicMessages, cc, "claude-sonnet-4-5"},

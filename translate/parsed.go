@@ -2,7 +2,9 @@ package translate
 
 import (
 	"bytes"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/gjson"
@@ -142,7 +144,10 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 	countParse()
 	// checkJSON's checks, with one walk of the top level for the duplicate
 	// keys, the outline and the decoder
-	root, e := checkJSONRoot(body)
+	sc := parseScratchPool.Get().(*parseScratch)
+	defer sc.put()
+	root, e := checkJSONRootInto(sc.root[:0], body)
+	sc.root = root
 	if e != nil {
 		return nil, e
 	}
@@ -162,8 +167,10 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 	// one decoding pass, in translate mode: it checks everything
 	// ValidateRequest checks and the vendor's ranges and enums too, and
 	// leaves the canonical form a translation encodes
-	c := &checker{d: d, translate: true, root: root, rootSet: true, checkOnly: d == AnthropicMessages && !build}
+	c := &checker{d: d, translate: true, root: root, rootSet: true, checkOnly: d == AnthropicMessages && !build,
+		members: sc.members, parts: sc.parts}
 	canon, e := decodeWith(c, body)
+	sc.members, sc.parts = c.members, c.parts
 	if e == nil {
 		if c.checkOnly {
 			e = c.pairErr
@@ -175,7 +182,11 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 		if !c.checkOnly {
 			r.canon = canon
 		}
-		r.root = root
+		if r.canon == nil {
+			// the first Encode to another dialect builds the canonical
+			// form from these (Encode); the pooled buffer goes back
+			r.root = slices.Clone(root)
+		}
 		r.clean = !c.dirty
 		r.seedFrom(c)
 		return r, nil
@@ -377,6 +388,13 @@ func encodeCanon(req *canonRequest, to Dialect, model string) ([]byte, error) {
 // errors, with the duplicate-key walk also returning the top-level
 // members (read once, for the outline and the decoder).
 func checkJSONRoot(body []byte) (objFields, *Error) {
+	return checkJSONRootInto(make(objFields, 0, 24), body)
+}
+
+// checkJSONRootInto is checkJSONRoot reading the members into buf (from
+// its length on); the members are returned even with an error, so that
+// buf can be reused.
+func checkJSONRootInto(buf objFields, body []byte) (objFields, *Error) {
 	t := bytes.TrimLeft(body, " \t\r\n")
 	if len(t) == 0 {
 		return nil, invalid("", "request body is empty; expected a JSON object")
@@ -390,9 +408,9 @@ func checkJSONRoot(body []byte) (objFields, *Error) {
 	if !gjson.ValidBytes(body) {
 		return nil, invalid("", "request body is not valid JSON")
 	}
-	root := fieldsInto(make(objFields, 0, 24), gjson.Parse(view(body)))
+	root := fieldsInto(buf, gjson.Parse(view(body)))
 	if k := duplicateKey(root); k != "" {
-		return nil, invalid(clip(k), "request body has the field %q more than once", clip(k))
+		return root, invalid(clip(k), "request body has the field %q more than once", clip(k))
 	}
 	return root, nil
 }
@@ -418,4 +436,34 @@ func duplicateKey(f objFields) string {
 		seen[f[i].key] = struct{}{}
 	}
 	return ""
+}
+
+// parseScratch holds the buffers parseRequest's pass walks objects into:
+// the top-level members and the checker's spares. They are reused across
+// requests (parseScratchPool): each holds pointers, and a fresh set cost
+// several KiB of allocation per request, a large share of a small
+// request's preparation. Nothing the Request keeps points into them; put
+// clears what they held, so no request body stays reachable from the
+// pool.
+type parseScratch struct {
+	root    objFields
+	members spares[objField]
+	parts   spares[canonPart]
+}
+
+// maxPooledRoot bounds the top-level buffer kept in the pool (members).
+const maxPooledRoot = 256
+
+var parseScratchPool = sync.Pool{New: func() any { return &parseScratch{root: make(objFields, 0, 24)} }}
+
+// put clears the buffers and returns them to the pool.
+func (sc *parseScratch) put() {
+	clear(sc.root[:cap(sc.root)])
+	if cap(sc.root) > maxPooledRoot {
+		sc.root = make(objFields, 0, 24)
+	}
+	sc.root = sc.root[:0]
+	sc.members.clear()
+	sc.parts.clear()
+	parseScratchPool.Put(sc)
 }

@@ -642,3 +642,50 @@ func TestSessionSeedNotedInPass(t *testing.T) {
 		}
 	}
 }
+
+// TestParsedRequestsOutliveScratch: the buffers a parse walks objects
+// into are reused by the next parse (parseScratchPool), so a Request must
+// keep nothing that points into them. Every body of the corpus is parsed
+// first, in every dialect and for every upstream, and only then encoded:
+// each Encode must still answer what a fresh translation does, and the
+// session seed what it did right after the parse.
+func TestParsedRequestsOutliveScratch(t *testing.T) {
+	type parsed struct {
+		r            *Request
+		body         []byte
+		seedS, seedU string
+	}
+	var all []parsed
+	for _, b := range testBodies(t) {
+		for _, d := range parsedDialects {
+			for _, up := range parsedDialects {
+				r, err := ParseRequestFor(d, b, up)
+				if err != nil {
+					continue
+				}
+				s, u := r.SessionSeed()
+				all = append(all, parsed{r, b, s, u})
+			}
+		}
+	}
+	if len(all) < 300 {
+		t.Fatalf("only %d requests parsed", len(all))
+	}
+	for _, p := range all {
+		d := p.r.Dialect()
+		if s, u := p.r.SessionSeed(); s != p.seedS || u != p.seedU {
+			t.Fatalf("%s %.200s: SessionSeed changed after other parses", d, p.body)
+		}
+		for _, to := range parsedDialects {
+			if to == d {
+				continue
+			}
+			want, wantErr := TranslateRequest(d, to, p.body, "up-model")
+			got, gotErr := p.r.Encode(to, "up-model")
+			if !bytes.Equal(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
+				t.Fatalf("%s→%s %.300s:\nEncode %.300s %v\nfresh  %.300s %v", d, to, p.body, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	t.Logf("%d requests parsed before any was encoded", len(all))
+}

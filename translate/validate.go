@@ -277,11 +277,23 @@ func (p *spares[T]) take() []T {
 	return f[:0]
 }
 
-// give hands a slice from take back for reuse.
+// give hands a slice from take back for reuse; a slice grown past
+// maxSpareCap is dropped.
 func (p *spares[T]) give(f []T) {
-	if p.n < len(p.s) {
+	if p.n < len(p.s) && cap(f) <= maxSpareCap {
 		p.s[p.n] = f
 		p.n++
+	}
+}
+
+// maxSpareCap bounds the capacity of a slice spares keeps.
+const maxSpareCap = 1024
+
+// clear zeroes every slice held, to its capacity: what they held were
+// views of a request body, which a pooled spares must not keep reachable.
+func (p *spares[T]) clear() {
+	for _, f := range p.s[:p.n] {
+		clear(f[:cap(f)])
 	}
 }
 
