@@ -106,7 +106,10 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 // reset, an empty or preamble-only stream, no content within
 // attempt_timeout) is retried on another key and the client never sees
 // it. The translator holds bytes, not time: a healthy stream's first
-// content leaves as soon as it is read.
+// content leaves as soon as it is read. After an in-band error that
+// reached the client, the upstream is read on for the usage that may
+// follow it (booked; the outcome stays the error), within the
+// request_timeout that was running.
 func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptResult {
 	c, rl := x.c, x.rl
 	fw := newFlushWriter(x.w, rl, x.h.clientWriteTimeout(), x.uk.forms)
@@ -120,8 +123,11 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	if c.hideUsage && x.d == c.dialect {
 		st.HideUsageChunk()
 	}
-	body.armed = st.Committed // attempt_timeout runs until the first content
-	body.sniff = true         // an error object sent instead of events (settled below)
+	// attempt_timeout runs until the first content; after an in-band
+	// error, while the translator reads on for the usage that may follow
+	// (translate.MaxDrainAfterError), the timeout running is not re-armed
+	body.armed = st.Live
+	body.sniff = true // an error object sent instead of events (settled below)
 	runErr := st.Run(&flushBeforeRead{r: body, fw: fw})
 	fw.flush()
 	rl.usage = st.Usage()
@@ -157,9 +163,10 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 			o.Message = "stream ended before its first content"
 		}
 		return x.fail(o)
-	case x.r.Context().Err() != nil, fw.err != nil:
+	case se == nil && (x.r.Context().Err() != nil || fw.err != nil):
 		// the client went away, or stopped reading (its context may not
-		// show it yet)
+		// show it yet); one that leaves after an in-band error (while the
+		// usage that follows it is read) leaves the error the outcome
 		x.finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode})
 		rl.status = 499
 		rl.streamOutcome = streamCanceled
@@ -225,7 +232,8 @@ func isEventStream(ct string) bool {
 // data, so request_timeout bounds each wait for the upstream, not the whole
 // length of a stream.
 // While armed is set and reports false (a stream before its first content
-// event), reads do not re-arm it: the attempt's first wait still runs.
+// event, or reading on after an in-band error), reads do not re-arm it:
+// the wait that was running still runs.
 //
 // With sniff set (a stream), the body is also looked at for an upstream
 // that answered with a JSON object instead of events (a relay that set

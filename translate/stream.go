@@ -58,7 +58,14 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 //     in a passthrough, as the client dialect's error form otherwise), and
 //     nothing after it is: an Anthropic client stream ends at the error
 //     event, as Anthropic's own API does; a Chat stream at the error chunk;
-//     a Responses stream at response.failed.
+//     a Responses stream at response.failed. The upstream is then read on
+//     for the usage that may follow (see MaxDrainAfterError): booked in
+//     Usage, relayed only as a Chat passthrough's usage-only chunk and in a
+//     translated Responses client's response.failed.
+//   - an OpenAI Chat stream of chunks with "choices": [] alone (Gemini's
+//     stream of a prompt its safety filter blocked) that ends cleanly is
+//     an answer, not a truncation: relayed as is in a passthrough, an
+//     empty answer that stopped for a refusal otherwise.
 //   - a stream that ends normally without its terminator or final blank
 //     line gets the terminator added.
 //
@@ -232,8 +239,9 @@ func (t *StreamTranslator) WritingErrorEvent() bool { return t.errEvent }
 func (t *StreamTranslator) EventsWritten() int { return t.events }
 
 // Run reads the upstream SSE body until EOF, a read error or the end of
-// what is relayed (an in-band error event), writing client events as it
-// goes. It returns:
+// what is relayed (its terminator; an in-band error event, after which it
+// reads on at most MaxDrainAfterError bytes for the usage), writing client
+// events as it goes. It returns:
 //   - the first EventWriter error (the client went away; nothing more is
 //     written);
 //   - with HoldPreamble, when the stream failed before its first content
@@ -251,6 +259,7 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 	r.reset(upstream)
 	defer r.Release()
 	var readErr error
+	early := false // the loop ended before the upstream did
 	for {
 		var err error
 		t.ev, err = r.Next()
@@ -271,9 +280,12 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 		if t.stopped || (t.from != t.to && t.cs.closed) || (t.from == t.to && t.pt.done) {
 			// the stream is over (its terminator, an error): an upstream
 			// that holds the connection open after it is not waited for
+			// (after an error, only for its usage: afterError)
+			early = true
 			break
 		}
 	}
+	t.afterError(r, early)
 	t.ev = SSEEvent{}
 	if t.from == t.to {
 		t.passEnd(readErr)

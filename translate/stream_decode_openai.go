@@ -29,8 +29,11 @@ type chatStreamDecoder struct {
 	cur     *chatTool
 	pending []*chatTool
 	refusal bool
-	top     objFields // scratch for the chunk's members
-	dsc     objFields // scratch for the delta's members
+	// chunks with "choices": [] seen (empties), chunks with choices
+	// (others): see passState.blocked
+	empties, others bool
+	top             objFields // scratch for the chunk's members
+	dsc             objFields // scratch for the delta's members
 }
 
 type chatTool struct {
@@ -55,6 +58,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 	}
 	if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
 		d.flushTools()
+		d.blocked()
 		cs.end()
 		return
 	}
@@ -74,6 +78,11 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.t.usage.merge(chatUsage(u))
 	}
 	choices := res[5]
+	if !choices.IsArray() || hasElements(choices) {
+		d.others = true
+	} else if !f.get("prompt_filter_results").Exists() {
+		d.empties = true
+	}
 	if !cs.started {
 		if res[1].Str == "" && !hasElements(choices) {
 			return // Azure's prompt_filter_results chunk, or a usage-only chunk
@@ -262,8 +271,20 @@ func (d *chatStreamDecoder) flushTools() {
 func (d *chatStreamDecoder) end(readErr error) {
 	if readErr == nil {
 		d.flushTools()
+		d.blocked()
 	}
 	d.cs.endOrFail(readErr)
+}
+
+// blocked finishes, at a clean end, a stream that held only chunks with
+// "choices": [] (Gemini's OpenAI-compatible stream of a prompt its safety
+// filter blocked, with no finish_reason): an empty answer that stopped
+// for a refusal (Anthropic stop_reason "refusal", Responses incomplete
+// with reason content_filter, MAPPING.md §3.3), not a truncation.
+func (d *chatStreamDecoder) blocked() {
+	if d.empties && !d.others && !d.cs.finished && !d.cs.closed {
+		d.cs.finish(stopRefusal, "")
+	}
 }
 
 // hasElements reports whether r is a non-empty array.

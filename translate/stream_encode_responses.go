@@ -23,6 +23,10 @@ type responsesStreamEncoder struct {
 	base   string
 	outIdx int
 	output []byte // completed items, JSON array body
+	// response.failed held back after an upstream's in-band error until
+	// the usage that may follow it is read (failed)
+	failPending       bool
+	failCode, failMsg string
 }
 
 func (e *responsesStreamEncoder) emit(cs *canonStream, name string, fill func(b []byte) []byte) {
@@ -233,8 +237,25 @@ func (e *responsesStreamEncoder) fail(cs *canonStream, class ErrorClass, msg str
 	e.emit(cs, "error", func(b []byte) []byte {
 		return appendRSErrorFields(b, typ, code, msg)
 	})
+	e.failPending, e.failCode, e.failMsg = true, code, msg
+	if cs.t.upErr == nil || !cs.t.committed {
+		// the gateway's own failure: nothing more is read
+		e.failed(cs)
+	}
+}
+
+// failed writes the response.failed that fail held back, with the usage
+// known now (an upstream's in-band error: after the drain, afterDrain).
+func (e *responsesStreamEncoder) failed(cs *canonStream) {
+	if !e.failPending {
+		return
+	}
+	e.failPending = false
+	errEvent := cs.t.errEvent
+	cs.t.errEvent = true
 	e.emit(cs, "response.failed", func(b []byte) []byte {
 		b = append(b, `,"response":`...)
-		return e.response(cs, b, "failed", "", cs.usage(), code, msg)
+		return e.response(cs, b, "failed", "", cs.usage(), e.failCode, e.failMsg)
 	})
+	cs.t.errEvent = errEvent
 }

@@ -24,9 +24,13 @@ type passState struct {
 	finished bool // finish_reason / message_delta / response.completed seen
 	done     bool // terminator seen
 	errored  bool // the upstream sent an error event
-	lastSeq  int64
-	respID   string
-	upModel  string // Responses response.model
+	// OpenAI Chat: a chunk with "choices": [] (not Azure's
+	// prompt_filter_results) was seen (empties), a chunk with choices or
+	// not read (others); a stream of empties alone is an answer (blocked)
+	empties, others bool
+	lastSeq         int64
+	respID          string
+	upModel         string // Responses response.model
 }
 
 func (t *StreamTranslator) passEvent(ev *SSEEvent) {
@@ -48,7 +52,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 	switch t.from {
 	case OpenAIChat:
 		if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
-			if !st.finished {
+			if !st.finished && !st.blocked() {
 				t.passTruncated()
 				return
 			}
@@ -94,9 +98,16 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			}
 			if u.IsObject() {
 				t.usage.merge(chatUsage(u))
-				if t.hideUsage && !hasElements(f.get("choices")) {
-					return // the client did not ask for the usage chunk
+				if t.hideUsage && st.others && !hasElements(f.get("choices")) {
+					// the client did not ask for the usage chunk (kept
+					// when no choice came: a blocked prompt's only chunk)
+					return
 				}
+			}
+			if ch := f.get("choices"); !ch.IsArray() || hasElements(ch) {
+				st.others = true
+			} else if !f.get("prompt_filter_results").Exists() {
+				st.empties = true
 			}
 			pre = classify && !u.IsObject()
 			finErr := false
@@ -121,6 +132,8 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				}
 				failAfter = true
 			}
+		} else {
+			st.others = true
 		}
 		st.started = true
 		var eds [2]dataEdit
@@ -816,7 +829,7 @@ func (t *StreamTranslator) passEnd(readErr error) {
 	if t.stopped || st.errored || st.done {
 		return
 	}
-	if readErr == nil && st.finished {
+	if readErr == nil && (st.finished || st.blocked()) {
 		// the upstream closed its stream cleanly after its finish reason
 		// without a terminal event: the answer is whole (some
 		// OpenAI-compatible servers never send data: [DONE]), and the
@@ -829,6 +842,13 @@ func (t *StreamTranslator) passEnd(readErr error) {
 	}
 	t.passTruncated()
 }
+
+// blocked reports whether an OpenAI Chat stream held only chunks with
+// "choices": [] (and maybe promptFeedback / prompt_feedback or usage), as
+// Gemini's OpenAI-compatible endpoint streams a prompt its safety filter
+// blocked, with no finish_reason: when it ends cleanly, that is the
+// answer (the prompt's doing, not the key's), never a truncation.
+func (st *passState) blocked() bool { return st.empties && !st.others }
 
 // passTruncated ends a stream that stopped without a finish reason.
 func (t *StreamTranslator) passTruncated() {
