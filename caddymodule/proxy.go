@@ -261,6 +261,10 @@ type call struct {
 
 	// exitsTried are the egress exits that failed in this request (egress.go)
 	exitsTried []*egressExit
+
+	// over is what the "request larger than the key's limit" answers
+	// said (overlimit.go); nil: none
+	over *overLimits
 }
 
 // body returns the request body for an upstream dialect, built once per
@@ -389,6 +393,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 		if c.kind == kindPassthrough && !c.pass.servedBy(uk) {
 			return true // a passthrough endpoint goes to the keys that serve it
 		}
+		if c.skipOverLimit(k) {
+			return true // its limit is known to be no larger than one that refused the request
+		}
 		return p.keyLacksModel(uk, c.upstreamModel) // a learned model goes to the keys that list it
 	}
 	transientLeft := p.maxRetries
@@ -434,7 +441,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return nil
 		}
 		last = &res
-		if k := res.outcome.Kind; k != keypool.ModelNotFound && k != keypool.Forbidden {
+		if k := res.outcome.Kind; k != keypool.ModelNotFound && k != keypool.Forbidden && res.outcome.OverLimit == 0 {
 			c.mixed = true // the upstream's own 403/404 is the answer only when it is every failure
 		}
 		if res.outcome.Kind.SpendsRetry() {
@@ -470,13 +477,19 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 }
 
 // relayKept writes the upstream's own answer kept from the last attempt
-// (a model 404 or key-level 403, see attemptResult.clientErr) as the
-// client's answer when no other key can be tried, and reports whether it
-// did. A 403 is relayed only when every failure of the request was a 403
-// or a model 404 (c.mixed false); a model 404 always.
+// (a model 404, a key-level 403 or a 429 for a request larger than the
+// key's limit, see attemptResult.clientErr) as the client's answer when
+// no other key can be tried, and reports whether it did. A 403 is
+// relayed only when every failure of the request was a 403, a model 404
+// or an over-limit 429 (c.mixed false); a model 404 and an over-limit
+// 429 always, the latter with X-Should-Retry: false unless another key
+// failed otherwise (it may take the request once it recovers).
 func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, last *attemptResult) bool {
-	if last == nil || last.clientErr == nil || last.outcome.Kind != keypool.ModelNotFound && c.mixed {
+	if last == nil || last.clientErr == nil || last.outcome.Kind != keypool.ModelNotFound && last.outcome.OverLimit == 0 && c.mixed {
 		return false
+	}
+	if last.outcome.OverLimit > 0 && !c.mixed {
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	rl.key = last.key
 	relayUpstreamError(w, rl, c.dialect, last.routedVia, last.status, nil, last.clientErr)
@@ -759,6 +772,12 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 		// model the key lacks, so another key is tried
 		o.Kind = keypool.ModelNotFound
 	}
+	inputLimit := false // o is about Anthropic's input tokens per minute
+	if o.Kind == keypool.RateLimited && status == http.StatusTooManyRequests && c.kind == kindCompletion {
+		if ov := x.overInputLimit(o, hdr); ov.OverLimit > 0 {
+			o, inputLimit = ov, true // larger than the key's whole input-tokens limit
+		}
+	}
 	relay := o.Kind == keypool.ClientError && c.kind != kindCountTokens
 	switch o.Kind {
 	case keypool.ModelNotFound:
@@ -773,6 +792,13 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 		if c.forbidden >= 2 {
 			relay = true
 			o = keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, Message: o.Message}
+		}
+	case keypool.ClientError:
+		if o.OverLimit > 0 && c.kind != kindCountTokens {
+			// larger than this key's whole per-minute limit: a key with a
+			// larger one may take it; relayed once a second key says the
+			// same (overlimit.go). The key is not blamed either way.
+			relay = c.noteOverLimit(x.p, o, inputLimit)
 		}
 	}
 	booked := o
@@ -792,15 +818,17 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 		x.rl.key = x.uk.id
 		if status == http.StatusTooManyRequests {
 			// a 429 the request caused (larger than the key's limit):
-			// the SDKs would retry it in vain
+			// the SDKs would retry it in vain, and waiting for the
+			// upstream's Retry-After would not help
 			x.w.Header().Set("X-Should-Retry", "false")
+			hdr = nil
 		}
 		relayUpstreamError(x.w, x.rl, c.dialect, x.routedVia(), status, hdr,
 			scrubbedError(up, c.dialect, status, errBody, x.uk.forms))
 		return attemptResult{done: true}
 	}
 	res := attemptResult{outcome: o, status: status, errBody: errBody}
-	if o.Kind == keypool.ModelNotFound || o.Kind == keypool.Forbidden {
+	if o.Kind == keypool.ModelNotFound || o.Kind == keypool.Forbidden || o.OverLimit > 0 {
 		// kept in case no other key can be tried: the client then gets
 		// this answer, not a gateway error
 		res.clientErr = scrubbedError(up, c.dialect, status, errBody, x.uk.forms)

@@ -156,10 +156,11 @@ func ClassifyResponseFor(model string, status int, h http.Header, bodyPrefix []b
 
 // classify429 fills o for a 429 answer.
 func classify429(o *Outcome, h http.Header, e *errorBody, model string, now time.Time) {
-	if e.tooLargeForLimit(model) {
+	if limit, org, ok := e.tooLargeForLimit(model); ok {
 		// the request alone exceeds the key's limit: waiting will not
 		// help, and the key is as ready as it was
 		o.Kind = ClientError
+		o.OverLimit, o.OverLimitOrg = limit, org
 		o.Message = describe("request larger than the key's limit", 429, e.code, "")
 		return
 	}
@@ -673,21 +674,31 @@ func (e *errorBody) quotaSpent(model string) bool {
 // same words). The message must open with the vendor's "Request too large
 // for ", and the limit and the requested amount are read only after the
 // client-controlled part (trustedFrom); the requested amount must exceed
-// the limit.
-func (e *errorBody) tooLargeForLimit(model string) bool {
+// the limit. It returns the limit and the organization named right after
+// " in organization " (its first word, quotes and backquotes removed; ""
+// when the anchor is the model name only).
+func (e *errorBody) tooLargeForLimit(model string) (limit int64, org string, ok bool) {
 	low := strings.ToLower(strings.TrimSpace(e.message))
 	const head = "request too large for "
 	if !strings.HasPrefix(low, head) || e.cut {
-		return false
+		return 0, "", false
 	}
 	from := trustedFrom(low, model)
 	if from == 0 {
-		return false // no anchor past the model name
+		return 0, "", false // no anchor past the model name
 	}
 	rest := low[from:]
 	limit, ok1 := numberAfter(rest, "limit ")
 	req, ok2 := numberAfter(rest, "requested ")
-	return ok1 && ok2 && req > limit
+	if !ok1 || !ok2 || req <= limit {
+		return 0, "", false
+	}
+	const anchor = " in organization "
+	if i := strings.LastIndex(low, anchor); i >= 0 && i+len(anchor) == from {
+		w, _, _ := strings.Cut(rest, " ")
+		org = strings.Trim(w, "`'\"")
+	}
+	return limit, org, true
 }
 
 // numberAfter returns the integer (digits, commas ignored) right after the

@@ -258,8 +258,11 @@ func TestNextUTCMidnight(t *testing.T) {
 // TestClassifyRequestTooLarge: a 429 saying the request alone exceeds the
 // key's limit (OpenAI and Groq "Request too large for <model> in
 // organization <org> on <limit>: Limit L, Requested R", R > L) is the
-// request's answer (ClientError: no cooldown, relayed), read only past
-// the client's model name; anything short of that stays a rate limit.
+// request's answer (ClientError: no cooldown; Outcome.OverLimit is L and
+// OverLimitOrg the organization, so the caller can try a larger key),
+// read only past the client's model name (a model name that holds the
+// organization's words yields no organization); anything short of that
+// stays a rate limit.
 func TestClassifyRequestTooLarge(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	body := func(msg string) []byte {
@@ -268,20 +271,26 @@ func TestClassifyRequestTooLarge(t *testing.T) {
 	cases := []struct {
 		name, model, msg string
 		kind             OutcomeKind
+		limit            int64
+		org              string
 	}{
-		{"openai", "gpt-4o", "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 35064. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.", ClientError},
-		{"openai, model unknown", "", "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30,000, Requested 1,035,064.", ClientError},
-		{"groq", "llama-3.3-70b-versatile", "Request too large for model `llama-3.3-70b-versatile` in organization `org_01` service tier `on_demand` on tokens per minute (TPM): Limit 6000, Requested 7000, please reduce your message size and try again.", ClientError},
-		{"requested within the limit", "gpt-4o", "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 20000.", RateLimited},
-		{"figures only in the model name", "x in organization o on tokens per min (TPM): Limit 1, Requested 2", "Request too large for x in organization o on tokens per min (TPM): Limit 1, Requested 2", RateLimited},
-		{"figures in the model name, none after", "m Limit 1, Requested 2", "Request too large for m Limit 1, Requested 2 in organization org-abc on tokens per min (TPM).", RateLimited},
-		{"not the vendor's sentence", "gpt-4o", "Your request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 35064.", RateLimited},
-		{"a rate limit", "gpt-4o", "Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29990, Requested 35064.", RateLimited},
+		{"openai", "gpt-4o", "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 35064. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.", ClientError, 30000, "org-abc"},
+		{"openai, model unknown", "", "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30,000, Requested 1,035,064.", ClientError, 30000, "org-abc"},
+		{"groq", "llama-3.3-70b-versatile", "Request too large for model `llama-3.3-70b-versatile` in organization `org_01` service tier `on_demand` on tokens per minute (TPM): Limit 6000, Requested 7000, please reduce your message size and try again.", ClientError, 6000, "org_01"},
+		{"model named after the organization", "gpt-4o in organization org-evil", "Request too large for gpt-4o in organization org-evil on tokens per min (TPM): Limit 30000, Requested 35064.", ClientError, 30000, ""},
+		{"requested within the limit", "gpt-4o", "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 20000.", RateLimited, 0, ""},
+		{"figures only in the model name", "x in organization o on tokens per min (TPM): Limit 1, Requested 2", "Request too large for x in organization o on tokens per min (TPM): Limit 1, Requested 2", RateLimited, 0, ""},
+		{"figures in the model name, none after", "m Limit 1, Requested 2", "Request too large for m Limit 1, Requested 2 in organization org-abc on tokens per min (TPM).", RateLimited, 0, ""},
+		{"not the vendor's sentence", "gpt-4o", "Your request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 35064.", RateLimited, 0, ""},
+		{"a rate limit", "gpt-4o", "Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29990, Requested 35064.", RateLimited, 0, ""},
 	}
 	for _, c := range cases {
 		o := ClassifyResponseFor(c.model, 429, http.Header{}, body(c.msg), now)
 		if o.Kind != c.kind || o.Code != "rate_limit_exceeded" {
 			t.Errorf("%s: %s %+v, want %s", c.name, o.Kind, o, c.kind)
+		}
+		if o.OverLimit != c.limit || o.OverLimitOrg != c.org {
+			t.Errorf("%s: over limit %d of %q, want %d of %q", c.name, o.OverLimit, o.OverLimitOrg, c.limit, c.org)
 		}
 		if c.kind == ClientError && o.Message != "request larger than the key's limit (429; rate_limit_exceeded)" {
 			t.Errorf("%s: message %q", c.name, o.Message)

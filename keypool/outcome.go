@@ -190,6 +190,18 @@ type Outcome struct {
 	// the request) and for an idle answer once it has begun: those are
 	// the key's.
 	AwaitingAnswer bool
+	// OverLimit, with Kind ClientError and Status 429, is the key's
+	// per-minute token limit that the request by itself exceeds, as the
+	// upstream stated it (OpenAI/Groq "Request too large for <model> in
+	// organization <org> on tokens per min (TPM): Limit L, Requested R",
+	// R > L: OverLimit is L); 0 otherwise. Waiting cannot help on this key
+	// and the key is not to blame: Release leaves it as it was, and the
+	// caller may try a key with a larger limit.
+	OverLimit int64
+	// OverLimitOrg is the organization the upstream named with OverLimit
+	// ("org-abc"; Groq's backquotes removed), "" when none. Keys of one
+	// organization share its limits.
+	OverLimitOrg string
 }
 
 // Classify turns an upstream answer (status and headers) or a transport

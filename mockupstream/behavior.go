@@ -156,6 +156,18 @@ type KeyBehavior struct {
 	RPM int   `json:"rpm,omitempty"`
 	TPM int64 `json:"tpm,omitempty"`
 
+	// Organization is the organization the vendors' rate-limit messages
+	// name for this key; default "org-mock". A request whose input tokens
+	// alone exceed TPM gets the vendor's own answer for it: OpenAI's
+	// (and Groq's) 429 "Request too large for <model> in organization
+	// <org> on tokens per min (TPM): Limit <TPM>, Requested <tokens>. ..."
+	// (type "tokens", code rate_limit_exceeded, no Retry-After) on the
+	// OpenAI paths; Anthropic's 429 rate_limit_error "This request would
+	// exceed the rate limit for your organization (<org>) of <TPM> input
+	// tokens per minute. ..." with the rate-limit headers and Retry-After
+	// on /v1/messages.
+	Organization string `json:"organization,omitempty"`
+
 	// ModelsStatus > 0 (and not 2xx) makes GET /v1/models (and
 	// /v1/models/{id}) answer with this status while the generating
 	// endpoints keep working, e.g. 404 for an upstream without a models

@@ -122,3 +122,33 @@ func (rh *rateHeaders) write(h http.Header, now time.Time, refused bool) {
 		h.Set("Retry-After-Ms", strconv.FormatInt(int64((rh.retry+time.Millisecond-1)/time.Millisecond), 10))
 	}
 }
+
+// organization is KeyBehavior.Organization or its default.
+func (b *KeyBehavior) organization() string {
+	if b.Organization == "" {
+		return "org-mock"
+	}
+	return b.Organization
+}
+
+// writeOverLimit answers a request whose tokens alone exceed the key's
+// tpm with the vendor's 429 (see KeyBehavior.Organization): OpenAI's
+// "Request too large ..." without Retry-After (waiting cannot help), or
+// Anthropic's input-tokens rate_limit_error with the headers already set.
+func (c *call) writeOverLimit(model, org string, tpm, tokens int64) {
+	lim := strconv.FormatInt(tpm, 10)
+	if c.d == dialectAnthropic {
+		c.writeInfo(http.StatusTooManyRequests, errorInfo{"rate_limit_error", "",
+			"This request would exceed the rate limit for your organization (" + org + ") of " + lim +
+				" input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. " +
+				"You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later."})
+		return
+	}
+	h := c.w.Header()
+	h.Del("Retry-After")
+	h.Del("Retry-After-Ms")
+	c.writeInfo(http.StatusTooManyRequests, errorInfo{"tokens", "rate_limit_exceeded",
+		"Request too large for " + model + " in organization " + org + " on tokens per min (TPM): Limit " + lim +
+			", Requested " + strconv.FormatInt(tokens, 10) +
+			". The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more."})
+}

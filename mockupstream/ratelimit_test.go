@@ -1,6 +1,7 @@
 package mockupstream
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -84,5 +85,39 @@ func TestRateLimitHeadersOnStreams(t *testing.T) {
 	st, h, _ = mustDo(t, "POST", ts.URL+"/v1/messages", "other", msg)
 	if st != 200 || h.Get("x-ratelimit-remaining-requests") != "" || h.Get("anthropic-ratelimit-requests-remaining") != "" {
 		t.Fatalf("unlimited key: %d %v", st, h)
+	}
+}
+
+// TestRequestLargerThanTPM: a request whose input tokens alone exceed the
+// key's tpm gets the vendor's own answer: OpenAI's "Request too large ...
+// Limit L, Requested R" (no Retry-After) on the OpenAI paths, Anthropic's
+// input-tokens rate_limit_error with anthropic-ratelimit-input-tokens-limit
+// on /v1/messages; the key's organization is named. A request that fits
+// the limit but not what is left still gets the ordinary 429.
+func TestRequestLargerThanTPM(t *testing.T) {
+	_, ts := start(t, Config{Keys: map[string]KeyBehavior{"k": {TPM: 5, Organization: "org-small"}}})
+	words := `one two three four five six seven`
+	st, h, body := mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", `{"model":"gpt-x","messages":[{"role":"user","content":"`+words+`"}]}`)
+	m := decode(t, body)
+	if st != 429 || h.Get("Retry-After") != "" || h.Get("x-ratelimit-limit-tokens") != "5" ||
+		path(m, "error", "message") != "Request too large for gpt-x in organization org-small on tokens per min (TPM): Limit 5, Requested 7. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more." ||
+		path(m, "error", "code") != "rate_limit_exceeded" || path(m, "error", "type") != "tokens" {
+		t.Fatalf("chat: %d %v %s", st, h, body)
+	}
+	st, h, body = mustDo(t, "POST", ts.URL+"/v1/messages", "k", `{"model":"claude-x","max_tokens":10,"messages":[{"role":"user","content":"`+words+`"}]}`)
+	m = decode(t, body)
+	if st != 429 || h.Get("anthropic-ratelimit-input-tokens-limit") != "5" || h.Get("Retry-After") == "" ||
+		path(m, "error", "type") != "rate_limit_error" ||
+		!strings.HasPrefix(fmt.Sprint(path(m, "error", "message")), "This request would exceed the rate limit for your organization (org-small) of 5 input tokens per minute.") {
+		t.Fatalf("messages: %d %v %s", st, h, body)
+	}
+	// within the limit: served, then the ordinary rate limit
+	small := `{"model":"gpt-x","messages":[{"role":"user","content":"one two three"}]}`
+	if st, _, _ := mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", small); st != 200 {
+		t.Fatalf("small: %d", st)
+	}
+	st, h, body = mustDo(t, "POST", ts.URL+"/v1/chat/completions", "k", small)
+	if m := decode(t, body); st != 429 || h.Get("Retry-After") == "" || strings.HasPrefix(fmt.Sprint(path(m, "error", "message")), "Request too large") {
+		t.Fatalf("rate limited: %d %v %s", st, h, body)
 	}
 }

@@ -619,6 +619,10 @@ func (c *call) generate(ep endpoint) {
 	rh.write(c.w.Header(), time.Now(), adm == deniedRate)
 	switch adm {
 	case deniedRate:
+		if b.TPM > 0 && tokens > b.TPM {
+			c.writeOverLimit(model, b.organization(), b.TPM, tokens) // ratelimit.go
+			return
+		}
 		c.writeStatusError(http.StatusTooManyRequests, model)
 		return
 	case deniedCooldown:

@@ -1,0 +1,157 @@
+package caddymodule
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// A request larger than a key's whole per-minute token limit: the
+// upstream refuses it with a 429 however long the key rests, and the
+// refusal says nothing against the key. Such an
+// answer (keypool.Outcome.OverLimit) cools no key and counts no failure;
+// the request moves on to a key whose limit is not known to be as small,
+// and the upstream's answer is relayed to the client (in its dialect,
+// X-Should-Retry: false) when a second key says the same (the same
+// organization or the same limit: a key of the same tier), or when no
+// other key can be tried. Two vendor forms:
+//   - OpenAI and Groq say it in words, read by keypool.ClassifyResponseFor:
+//     "Request too large for <model> in organization <org> on tokens per
+//     min (TPM): Limit L, Requested R" with R > L;
+//   - Anthropic answers its usual 429 rate_limit_error ("This request would
+//     exceed the rate limit for your organization ... of N input tokens
+//     per minute"), so the gateway compares the request's input tokens
+//     with the key's input-tokens limit (overInputLimit).
+
+// overLimits is what the over-limit answers of one request said so far.
+type overLimits struct {
+	maxTokens int64 // the largest tokens-per-minute limit an OpenAI-style answer named
+	maxInput  int64 // the largest input-tokens-per-minute limit of an Anthropic answer
+	limits    []int64
+	orgs      []string
+	// small are the keys known (learned limits) to have a limit no larger
+	// than one already refused: skipped for the rest of the request
+	small map[*keypool.Key]bool
+}
+
+// noteOverLimit records an over-limit answer o (o.OverLimit > 0) from a
+// key of pool p and reports whether it is the request's answer now: an
+// earlier key said the same (the same organization, or the same limit).
+// input says o is about Anthropic's input-tokens limit.
+func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool) {
+	ov := c.over
+	if ov == nil {
+		ov = &overLimits{}
+		c.over = ov
+	}
+	for i, l := range ov.limits {
+		if l == o.OverLimit || o.OverLimitOrg != "" && ov.orgs[i] == o.OverLimitOrg {
+			relay = true
+		}
+	}
+	ov.limits = append(ov.limits, o.OverLimit)
+	ov.orgs = append(ov.orgs, o.OverLimitOrg)
+	if input {
+		ov.maxInput = max(ov.maxInput, o.OverLimit)
+	} else {
+		ov.maxTokens = max(ov.maxTokens, o.OverLimit)
+	}
+	if relay {
+		return true
+	}
+	// the keys whose learned limit is no larger: they would say the same.
+	// An Anthropic key (as this request reaches it) is judged by its
+	// input-tokens limit, any other by its tokens limit.
+	ov.small = nil
+	for k, t := range p.kp.TokenLimits(c.upstreamModel) {
+		uk := p.keys[k.Fingerprint()]
+		if uk == nil {
+			continue
+		}
+		d := translate.OpenAIChat
+		if c.kind == kindCompletion {
+			d, _ = uk.target(c.dialect)
+		}
+		if d == translate.AnthropicMessages && t.InputTokens > 0 && t.InputTokens <= ov.maxInput ||
+			d != translate.AnthropicMessages && t.Tokens > 0 && t.Tokens <= ov.maxTokens {
+			if ov.small == nil {
+				ov.small = make(map[*keypool.Key]bool)
+			}
+			ov.small[k] = true
+		}
+	}
+	return false
+}
+
+// skipOverLimit reports whether k is known to be too small for the
+// request (see noteOverLimit). Called from AcquireOptions.Skip.
+func (c *call) skipOverLimit(k *keypool.Key) bool {
+	return c.over != nil && c.over.small[k]
+}
+
+// overInputLimit turns an Anthropic 429 o (RateLimited) into an
+// over-limit answer when the request by itself is larger than the key's
+// whole input-tokens-per-minute limit: the limit is the 429's
+// anthropic-ratelimit-input-tokens-limit header (per Anthropic's rate
+// limits docs), else the one learned for the key and model; the request's
+// size is inputTokensFloor of the body the upstream got. A request within
+// the limit, or whose size cannot be bounded, stays a rate limit (the key
+// cools until Retry-After or the reset).
+func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Outcome {
+	limit, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Limit")), 10, 64)
+	if err != nil || limit <= 0 {
+		limit = x.p.kp.TokenLimits(x.c.upstreamModel)[x.lease.Key()].InputTokens
+	}
+	if limit <= 0 {
+		return o
+	}
+	b := x.c.bodies[x.d]
+	if x.c.kind == kindPassthrough || x.c.kind == kindCountTokens || b == nil || int64(len(*b))/4 <= limit {
+		return o // cheap bound first: even every byte as text would fit
+	}
+	if inputTokensFloor(*b) <= limit {
+		return o
+	}
+	return keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, OverLimit: limit,
+		Message: "request larger than the key's input tokens per minute (429; " + strconv.FormatInt(limit, 10) + ")"}
+}
+
+// inputTokensFloor estimates, for an Anthropic Messages body, the input
+// tokens that count toward an input-tokens-per-minute limit, erring low:
+// the text of system, messages and tools at four bytes per token (the
+// ratio of translate.Request.EstimatedTokens; denser text such as code or
+// non-Latin script has more tokens per byte), leaving out base64 payloads
+// (images, documents: "data" fields and data: URLs, whose token cost is
+// far below their size), thinking blocks and their signatures (earlier
+// turns' thinking is not counted as input). 0 for a body that uses prompt
+// caching ("cache_control"): cache reads do not count toward the limit
+// for current models, so its size proves nothing.
+func inputTokensFloor(body []byte) int64 {
+	if bytes.Contains(body, []byte(`"cache_control"`)) {
+		return 0
+	}
+	var n int64
+	var walk func(key string, v gjson.Result)
+	walk = func(key string, v gjson.Result) {
+		switch {
+		case key == "data" || key == "signature" || key == "thinking":
+		case v.IsObject() || v.IsArray():
+			v.ForEach(func(k, e gjson.Result) bool {
+				walk(k.Str, e)
+				return true
+			})
+		case v.Type == gjson.String && !strings.HasPrefix(v.Str, "data:"):
+			n += int64(len(v.Raw))
+		}
+	}
+	for _, f := range []string{"system", "messages", "tools"} {
+		walk(f, gjson.GetBytes(body, f))
+	}
+	return n / 4
+}

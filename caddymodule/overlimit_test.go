@@ -1,0 +1,225 @@
+package caddymodule
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/mockupstream"
+)
+
+// ovKey is one mock key of an over-limit test: its vendor tpm (the mock
+// answers a request larger than it with the vendor's "request too large"
+// 429) and organization.
+type ovKey struct {
+	secret, id string
+	tpm        int64
+	org        string
+}
+
+// overLimitGateway starts the mock and a gateway with pool "oa" (gpt-*,
+// OpenAI keys) and pool "an" (claude-*, Anthropic keys), both by priority
+// in the order given. With learn false the pools do not learn limits
+// from the vendors' headers: the mock reports a spent budget after a
+// refusal, and the learned gate would then hold a small key back from a
+// large request until the window's reset (within a second), so the keys
+// asked would depend on timing.
+func overLimitGateway(t *testing.T, learn bool, oa, an []ovKey) (*mockupstream.Server, string) {
+	t.Helper()
+	cfg := mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{}}
+	for _, k := range append(append([]ovKey(nil), oa...), an...) {
+		cfg.Keys[k.secret] = mockupstream.KeyBehavior{TPM: k.tpm, Organization: k.org}
+	}
+	m, base := mock(t, cfg)
+	root := strings.TrimSuffix(base, "/v1")
+	block := func(name, models, url, extra string, keys []ovKey) string {
+		s := "\t\tpool " + name + " {\n\t\t\tmodels " + models + "\n\t\t\tstrategy priority\n\t\t\taffinity off\n"
+		if !learn {
+			s += "\t\t\tlearn_limits off\n"
+		}
+		for i, k := range keys {
+			s += "\t\t\tkey " + k.secret + " " + url + " {\n\t\t\t\tid " + k.id + "\n" + extra +
+				"\t\t\t\tpriority " + string(rune('1'+i)) + "\n\t\t\t}\n"
+		}
+		return s + "\t\t}\n"
+	}
+	site := gatewayBlock(block("oa", "gpt-*", base, "", oa))
+	if len(an) > 0 {
+		site = gatewayBlock(block("oa", "gpt-*", base, "", oa), block("an", "claude-*", root, "\t\t\t\tdialect anthropic\n", an))
+	}
+	return m, gateway(t, site)
+}
+
+// bigPrompt is 400 words: 400 tokens as the mock counts them, about 200
+// as the gateway bounds them from below (two bytes a word).
+var bigPrompt = strings.Repeat("w ", 400)
+
+// keysUnblamed checks that the keys of a pool are ready with no failure
+// at all: an over-limit answer is not the key's.
+func keysUnblamed(t *testing.T, pool string, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if st := keyStatus(t, pool, id); st.State != keypool.StateReady || st.Failures != 0 || st.ConsecutiveFailures != 0 || st.Reason != "" {
+			t.Fatalf("key %s/%s blamed for a request larger than its limit: %+v", pool, id, st)
+		}
+	}
+}
+
+// TestOverLimitMovesToLargerKey: a request larger than the first key's
+// whole per-minute limit (OpenAI "Request too large ... Limit 100,
+// Requested 400"; Anthropic's input-tokens 429 with
+// anthropic-ratelimit-input-tokens-limit 100) is answered by the key with
+// the larger limit, streamed or not, whatever the client's dialect, and
+// neither key is cooled or counts a failure.
+func TestOverLimitMovesToLargerKey(t *testing.T) {
+	m, gw := overLimitGateway(t, false,
+		[]ovKey{{"oa-small", "small", 100, "org-a"}, {"oa-large", "large", 100_000, "org-b"}},
+		[]ovKey{{"an-small", "asmall", 100, "org-c"}, {"an-large", "alarge", 100_000, "org-d"}})
+	for _, stream := range []bool{false, true} {
+		seq := recentSeq()
+		resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, stream))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/large" {
+			t.Fatalf("chat, stream %v: %d via %q %s", stream, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+		if rr := recentAfter(t, seq); rr.Status != 200 || attemptOutcomes(rr) != "small:client_error large:success" {
+			t.Fatalf("chat, stream %v: logged %d %q", stream, rr.Status, attemptOutcomes(rr))
+		}
+		seq = recentSeq()
+		resp, b = post(t, gw+"/v1/messages", []byte(`{"model":"claude-x","max_tokens":50,"stream":`+map[bool]string{false: "false", true: "true"}[stream]+
+			`,"messages":[{"role":"user","content":"`+bigPrompt+`"}]}`))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "an/alarge" {
+			t.Fatalf("messages, stream %v: %d via %q %s", stream, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+		if rr := recentAfter(t, seq); rr.Status != 200 || attemptOutcomes(rr) != "asmall:client_error alarge:success" {
+			t.Fatalf("messages, stream %v: logged %d %q", stream, rr.Status, attemptOutcomes(rr))
+		}
+	}
+	if n := m.Stats("oa-small").RateLimited + m.Stats("an-small").RateLimited; n != 4 {
+		t.Fatalf("the small keys refused %d requests, want 4", n)
+	}
+	keysUnblamed(t, "oa", "small", "large")
+	keysUnblamed(t, "an", "asmall", "alarge")
+}
+
+// TestOverLimitSecondKeySaysTheSame: when every key has the same limit,
+// the second key's "request too large" is the request's answer: relayed
+// in the client's dialect with X-Should-Retry: false and no Retry-After,
+// after two upstream attempts (the third key is not asked), and no key is
+// blamed. Anthropic's input-tokens 429 alike.
+func TestOverLimitSecondKeySaysTheSame(t *testing.T) {
+	m, gw := overLimitGateway(t, false,
+		[]ovKey{{"oa-1", "o1", 100, ""}, {"oa-2", "o2", 100, ""}, {"oa-3", "o3", 100, ""}},
+		[]ovKey{{"an-1", "a1", 100, ""}, {"an-2", "a2", 100, ""}, {"an-3", "a3", 100, ""}})
+	asked := func(keys ...string) (n int64) {
+		for _, k := range keys {
+			n += m.Stats(k).Requests
+		}
+		return n
+	}
+	cases := []struct {
+		name, path, body, pool, first, third, typ, msg string
+		keys                                           []string
+	}{
+		{"openai key, chat client", "/v1/chat/completions", string(chatBody("gpt-x", bigPrompt, false)), "oa", "o1", "oa-3",
+			"tokens", "Request too large for gpt-x in organization org-mock on tokens per min (TPM): Limit 100, Requested 400.", []string{"oa-1", "oa-2", "oa-3"}},
+		{"openai key, anthropic client", "/v1/messages", `{"model":"gpt-x","max_tokens":50,"messages":[{"role":"user","content":"` + bigPrompt + `"}]}`, "oa", "o1", "oa-3",
+			"rate_limit_error", "Request too large for gpt-x in organization org-mock on tokens per min (TPM): Limit 100, Requested 400.", []string{"oa-1", "oa-2", "oa-3"}},
+		{"anthropic key, anthropic client", "/v1/messages", `{"model":"claude-x","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"` + bigPrompt + `"}]}`, "an", "a1", "an-3",
+			"rate_limit_error", "This request would exceed the rate limit for your organization (org-mock) of 100 input tokens per minute.", []string{"an-1", "an-2", "an-3"}},
+	}
+	for _, c := range cases {
+		before, third := asked(c.keys...), m.Stats(c.third).Requests
+		seq := recentSeq()
+		resp, b := post(t, gw+c.path, []byte(c.body))
+		if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" || resp.Header.Get("Retry-After") != "" ||
+			gjson.GetBytes(b, "error.type").Str != c.typ || !strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, c.msg) {
+			t.Fatalf("%s: %d %v %s", c.name, resp.StatusCode, resp.Header, b)
+		}
+		if n := asked(c.keys...) - before; n != 2 || m.Stats(c.third).Requests != third {
+			t.Fatalf("%s: %d upstream attempts (third key asked: %v)", c.name, n, m.Stats(c.third).Requests != third)
+		}
+		second := map[string]string{"o1": "o2", "a1": "a2"}[c.first]
+		if rr := recentAfter(t, seq); rr.Status != 429 || attemptOutcomes(rr) != c.first+":client_error "+second+":client_error" {
+			t.Fatalf("%s: logged %d %q", c.name, rr.Status, attemptOutcomes(rr))
+		}
+	}
+	keysUnblamed(t, "oa", "o1", "o2", "o3")
+	keysUnblamed(t, "an", "a1", "a2", "a3")
+}
+
+// TestOverLimitSkipsKeysKnownTooSmall: keys of other organizations with
+// other limits are tried in turn (each may be larger); the limits learned
+// from their answers then spare a later request the keys known to be no
+// larger than one that refused it. When no key can take a request, the
+// last refusal is relayed. (The request's estimate, about 210 tokens,
+// stays below every limit, so that the learned gate, which holds a key
+// whose remaining tokens are fewer until the window's reset, does not
+// decide first.)
+func TestOverLimitSkipsKeysKnownTooSmall(t *testing.T) {
+	m, gw := overLimitGateway(t, true, []ovKey{{"oa-1", "k1", 300, "org-a"}, {"oa-2", "k2", 250, "org-b"}, {"oa-3", "k3", 100_000, "org-c"}}, nil)
+	for i, want := range []string{"k1:client_error k2:client_error k3:success", "k1:client_error k3:success"} {
+		k2 := m.Stats("oa-2").Requests
+		seq := recentSeq()
+		resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/k3" {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+		}
+		if rr := recentAfter(t, seq); attemptOutcomes(rr) != want {
+			t.Fatalf("request %d: attempts %q, want %q", i, attemptOutcomes(rr), want)
+		}
+		if i == 1 && m.Stats("oa-2").Requests != k2 {
+			t.Fatal("the key known to be too small was asked")
+		}
+	}
+	keysUnblamed(t, "oa", "k1", "k2", "k3")
+	// the large key gone: both refusals heard, none left to try
+	m.SetKey("oa-3", mockupstream.KeyBehavior{TPM: 350, Organization: "org-c"})
+	seq := recentSeq()
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" ||
+		!strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, "Request too large for gpt-x in organization org-c on tokens per min (TPM): Limit 350,") || resp.Header.Get("Retry-After") != "" {
+		t.Fatalf("no key large enough: %d %s", resp.StatusCode, b)
+	}
+	if rr := recentAfter(t, seq); rr.Status != 429 || attemptOutcomes(rr) != "k1:client_error k3:client_error" {
+		t.Fatalf("no key large enough: logged %d %q", rr.Status, attemptOutcomes(rr))
+	}
+	keysUnblamed(t, "oa", "k1", "k2")
+	// k3's last success reported its budget spent (the learned gate holds
+	// it until the reset): the vendor's word, not a failure
+	if st := keyStatus(t, "oa", "k3"); st.Failures != 0 || st.ConsecutiveFailures != 0 || st.Reason != keypool.ReasonLearned {
+		t.Fatalf("k3: %+v", st)
+	}
+}
+
+// TestInputLimitRateLimitStillCools: Anthropic's input-tokens 429 for a
+// request within the key's limit (the minute's budget is spent), or for a
+// request whose counted size cannot be bounded (prompt caching: cache
+// reads do not count toward the limit), stays a rate limit: the key cools
+// until Retry-After and the next key answers.
+func TestInputLimitRateLimitStillCools(t *testing.T) {
+	_, gw := overLimitGateway(t, false, []ovKey{{"oa-x", "ox", 0, ""}},
+		[]ovKey{{"an-1", "a1", 500, ""}, {"an-2", "a2", 0, ""}})
+	mid := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("w ", 300) + `"}]}`
+	for i, want := range []string{"an/a1", "an/a2"} {
+		resp, b := post(t, gw+"/v1/messages", []byte(mid))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != want {
+			t.Fatalf("request %d: %d via %q %s", i, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+	}
+	if st := keyStatus(t, "an", "a1"); st.Reason != "rate_limited" || st.SecondsLeft < 30 {
+		t.Fatalf("a spent budget: %+v", st)
+	}
+	_, gw = overLimitGateway(t, false, []ovKey{{"oa-y", "oy", 0, ""}},
+		[]ovKey{{"an-3", "a3", 100, ""}, {"an-4", "a4", 0, ""}})
+	cached := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":[{"type":"text","text":"` + bigPrompt +
+		`","cache_control":{"type":"ephemeral"}}]}]}`
+	resp, b := post(t, gw+"/v1/messages", []byte(cached))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "an/a4" {
+		t.Fatalf("cached: %d via %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+	}
+	if st := keyStatus(t, "an", "a3"); st.Reason != "rate_limited" || st.SecondsLeft < 30 {
+		t.Fatalf("a cached request's 429: %+v", st)
+	}
+}
