@@ -75,6 +75,10 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 //     "...PerMonth..."; an OpenAI/Groq limit "per day") and no wait
 //     shorter than ShortWait is named: QuotaExhausted until the named
 //     reset, else the next UTC midnight (Source "utc-midnight").
+//     A 429 saying the request alone exceeds the key's limit (OpenAI/Groq
+//     "Request too large for <model> in organization <org> on ...: Limit
+//     L, Requested R", R > L): ClientError with OverLimit L and
+//     OverLimitOrg <org>.
 //   - 401: InvalidKey. 402: NoCredit. The Anthropic 400 messages above:
 //     NoCredit, Forbidden. Google's 400 INVALID_ARGUMENT whose ErrorInfo
 //     (error.details[].reason) is API_KEY_INVALID or API_KEY_EXPIRED:
