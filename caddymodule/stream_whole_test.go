@@ -58,7 +58,8 @@ func TestStreamAnsweredWhole(t *testing.T) {
 // TestEmptyChoicesIsAnAnswer: Gemini's OpenAI-compatible endpoint answers
 // a prompt its safety filter blocks with status 200 and "choices": []. That
 // is the prompt's doing: the Chat client gets the answer as sent, an
-// Anthropic client an empty message, and no key is cooled (it used to cool
+// Anthropic client an empty message that stopped for a refusal (as the
+// streamed case ends), and no key is cooled (it used to cool
 // every key of the pool in turn and end in a 502).
 func TestEmptyChoicesIsAnAnswer(t *testing.T) {
 	m, gw := streamPair(t)
@@ -69,7 +70,7 @@ func TestEmptyChoicesIsAnAnswer(t *testing.T) {
 		t.Errorf("chat client: %d via %q: %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
 	}
 	resp, b = post(t, gw+"/v1/messages", []byte(`{"model":"gpt-x","max_tokens":50,"messages":[{"role":"user","content":"blocked"}]}`), "Anthropic-Version", "2023-06-01")
-	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"content":[]`)) || !bytes.Contains(b, []byte(`"stop_reason":"end_turn"`)) {
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"content":[]`)) || !bytes.Contains(b, []byte(`"stop_reason":"refusal"`)) {
 		t.Errorf("anthropic client: %d: %s", resp.StatusCode, b)
 	}
 	for _, k := range []string{"o1", "o2"} {

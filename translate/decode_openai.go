@@ -766,8 +766,10 @@ func decodeChatResponse(body []byte) (*canonResponse, *Error) {
 	c := choices.Get("0")
 	if !c.Exists() {
 		// an answer without a choice (Gemini's, for a prompt its safety
-		// filter blocks: see chatPassthroughError): no content
-		resp.stop = stopEndTurn
+		// filter blocks: see chatPassthroughError): no content, stopped
+		// for the filter, as a stream of such chunks ends (content_filter
+		// maps to refusal, MAPPING.md 3.3)
+		resp.stop = stopRefusal
 		if u := root.Get("usage"); u.IsObject() {
 			resp.usage = chatUsage(u)
 		}

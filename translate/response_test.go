@@ -65,9 +65,10 @@ func TestResponseStopMapping(t *testing.T) {
 		t.Error("no choices accepted")
 	}
 	// an empty choices array (Gemini's answer to a prompt its safety filter
-	// blocks) is an answer without content, never the key's failure
+	// blocks) is an answer without content that stopped for a refusal (as
+	// the streamed case), never the key's failure
 	out, u, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(`{"id":"x","object":"chat.completion","model":"gemini-2.5-pro","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":0,"total_tokens":9}}`), "m")
-	if err != nil || gjson.GetBytes(out, "content").Raw != "[]" || gjson.GetBytes(out, "stop_reason").Str != "end_turn" || u.InputTokens == nil || *u.InputTokens != 9 {
+	if err != nil || gjson.GetBytes(out, "content").Raw != "[]" || gjson.GetBytes(out, "stop_reason").Str != "refusal" || u.InputTokens == nil || *u.InputTokens != 9 {
 		t.Errorf("empty choices: %v %s", err, out)
 	}
 }
