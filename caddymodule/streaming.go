@@ -37,8 +37,15 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	if err != nil {
 		return x.fail(x.classifyErr(err, resp.StatusCode))
 	}
+	// a same-dialect answer (passthrough) is checked, counted and renamed
+	// in one walk over its top-level members (translate.PassthroughAnswer)
+	onePass := c.kind == kindCompletion && !c.stream && x.d == c.dialect
+	var pass passAnswer
+	if onePass {
+		pass = readPassthroughAnswer(x.d, data, c.responseModel(x.d))
+	}
 	if c.kind != kindCountTokens {
-		if se := translate.AnswerError(x.d, data); se != nil {
+		if se := pass.answerError(onePass, x.d, data); se != nil {
 			// an error object with a 2xx (a relay's habit): the error it
 			// states, judged as with its HTTP status, never a success
 			se.Body = x.uk.forms.redact(se.Body)
@@ -71,6 +78,10 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 				ct, rl.streamOutcome = "text/event-stream", streamComplete
 				x.w.Header().Set("Cache-Control", "no-cache")
 			}
+			break
+		}
+		if onePass {
+			data, rl.usage, err = pass.out, pass.usage, pass.err
 			break
 		}
 		data, rl.usage, err = upstreamFor(x.d).readJSON(c, data, x.responseOptions())

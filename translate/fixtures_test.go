@@ -69,6 +69,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestStreamEventViewsNotKept", TestStreamEventViewsNotKept},
 		{"TestHideUsageChunkByteIdentical", TestHideUsageChunkByteIdentical},
 		{"TestResponseAsStreamFixtures", TestResponseAsStreamFixtures},
+		{"TestPassthroughAnswerMatchesSteps", TestPassthroughAnswerMatchesSteps},
 	}
 }
 

@@ -11,10 +11,16 @@ import "github.com/tidwall/gjson"
 // incomplete). Only the top-level members are read.
 func responsesPassthroughError(body []byte) *Error {
 	r := gjson.GetManyBytes(body, "object", "output", "status")
-	switch r[2].Str {
+	return responsesPassthroughErrorOf(body, r[0], r[1], r[2])
+}
+
+// responsesPassthroughErrorOf is responsesPassthroughError given the
+// body's top-level object, output and status members.
+func responsesPassthroughErrorOf(body []byte, object, output, status gjson.Result) *Error {
+	switch status.Str {
 	case "failed", "cancelled", "queued", "in_progress":
 	default:
-		if r[0].Str == "response" || r[1].IsArray() {
+		if object.Str == "response" || output.IsArray() {
 			return nil
 		}
 	}
@@ -45,8 +51,13 @@ func responsesPassthroughError(body []byte) *Error {
 // "error":null or "error":{} to answers, and a few copy a warning there).
 func AnswerError(up Dialect, body []byte) *StreamError {
 	r := gjson.GetManyBytes(body, "error", "object", "choices", "content", "output")
-	e := r[0]
-	if r[1].Str == "response" || nonEmptyArray(r[2]) || nonEmptyArray(r[3]) || nonEmptyArray(r[4]) {
+	return answerErrorOf(up, r[0], r[1], r[2], r[3], r[4])
+}
+
+// answerErrorOf is AnswerError given the body's top-level error, object,
+// choices, content and output members.
+func answerErrorOf(up Dialect, e, object, choices, content, output gjson.Result) *StreamError {
+	if object.Str == "response" || nonEmptyArray(choices) || nonEmptyArray(content) || nonEmptyArray(output) {
 		return nil
 	}
 	if e.Type == gjson.String {
@@ -84,10 +95,26 @@ func nonEmptyArray(v gjson.Result) bool {
 // as in a stream. nil for an answer.
 func chatPassthroughError(body []byte) *Error {
 	r := gjson.GetManyBytes(body, "choices", "choices.0.finish_reason")
-	if !r[0].IsArray() {
+	return chatPassthroughErrorFor(r[0], r[1])
+}
+
+// chatPassthroughErrorOf is chatPassthroughError given the body's
+// top-level choices member (the first of that name).
+func chatPassthroughErrorOf(choices gjson.Result) *Error {
+	var fr gjson.Result
+	if choices.IsArray() {
+		fr = choices.Get("0.finish_reason")
+	}
+	return chatPassthroughErrorFor(choices, fr)
+}
+
+// chatPassthroughErrorFor judges choices and its first element's
+// finish_reason.
+func chatPassthroughErrorFor(choices, finishReason gjson.Result) *Error {
+	if !choices.IsArray() {
 		return &Error{Class: ErrAPI, Message: "upstream response has no choices"}
 	}
-	if r[1].Type == gjson.String && r[1].Str == "error" {
+	if finishReason.Type == gjson.String && finishReason.Str == "error" {
 		return &Error{Class: ErrAPI, Message: msgFinishError}
 	}
 	return nil
@@ -99,7 +126,13 @@ func chatPassthroughError(body []byte) *Error {
 // array. nil for an answer.
 func anthropicPassthroughError(body []byte) *Error {
 	r := gjson.GetManyBytes(body, "type", "content")
-	if r[0].Str == "message" || r[1].IsArray() {
+	return anthropicPassthroughErrorOf(r[0], r[1])
+}
+
+// anthropicPassthroughErrorOf is anthropicPassthroughError given the
+// body's top-level type and content members.
+func anthropicPassthroughErrorOf(typ, content gjson.Result) *Error {
+	if typ.Str == "message" || content.IsArray() {
 		return nil
 	}
 	return &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}

@@ -72,7 +72,11 @@ func intAt(r gjson.Result) *int64 {
 // input_tokens_details.{cached_tokens,cache_write_tokens},
 // output_tokens_details.reasoning_tokens}. Missing fields stay nil.
 func ResponseUsage(d Dialect, body []byte) Usage {
-	u := gjson.GetBytes(body, "usage")
+	return usageOf(d, gjson.GetBytes(body, "usage"))
+}
+
+// usageOf is ResponseUsage given the body's top-level usage member.
+func usageOf(d Dialect, u gjson.Result) Usage {
 	if !u.IsObject() {
 		return Usage{}
 	}
