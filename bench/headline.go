@@ -127,14 +127,6 @@ func ratio(a, b figure) figure {
 	return figure{a.V / b.V, true}
 }
 
-// sub is a-b, when both are measured.
-func sub(a, b figure) figure {
-	if !a.OK || !b.OK {
-		return figure{}
-	}
-	return figure{a.V - b.V, true}
-}
-
 // headlineRow is one target's line of the headline table. Ratios are to
 // reverse_proxy's figure of the same run; times are in ms.
 type headlineRow struct {
@@ -224,11 +216,11 @@ func (r *report) headline() headline {
 			rows = append(rows, t)
 		}
 	}
+	direct := find(headDirect, wlJSON.Name, headLatLevel)
+	bj, bs := find(headBase, wlJSON.Name, headLoadLevel), find(headBase, wlStream.Name, headLoadLevel)
 	for _, t := range rows {
 		row := headlineRow{Target: t}
-		direct := find(headDirect, wlJSON.Name, headLatLevel)
 		row.AddedP50 = pairedMedian(find(t.Name, wlJSON.Name, headLatLevel), direct, pickP50ms, minus)
-		bj, bs := find(headBase, wlJSON.Name, headLoadLevel), find(headBase, wlStream.Name, headLoadLevel)
 		tj, ts := find(t.Name, wlJSON.Name, headLoadLevel), find(t.Name, wlStream.Name, headLoadLevel)
 		row.ReqRatio = pairedMedian(tj, bj, pickRPS, div)
 		row.CPUReqRatio = pairedMedian(tj, bj, pickCPUus, div)

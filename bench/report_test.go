@@ -194,19 +194,27 @@ func TestHeadlineMediansAndRatios(t *testing.T) {
 
 // TestPairedRatiosFollowDrift: the background load changes between
 // rounds (the baseline's throughput goes 300, 100, 200), and each round's
-// ratio is taken between figures of that round: 0.99, 0.90 and 1.10, median
-// 0.99. The ratio of the medians over rounds (220 ÷ 200 = 1.10) would pair
-// gw-pass's round 3 with the baseline's round 2.
+// ratio is taken between figures of that round. Streams/s: 0.99, 0.90 and
+// 1.10, median 0.99, where the ratio of the medians over rounds is
+// 220 ÷ 200 = 1.10; CPU/stream: 1.10, 0.90, 1.15, median 1.10 (of the
+// medians: 1150 ÷ 1000 = 1.15); TTFB: +0.2, +0.5, +0.1, median +0.2 (of
+// the medians: 20.1 − 20 = +0.1). Each figure would differ if the rounds
+// were not paired.
 func TestPairedRatiosFollowDrift(t *testing.T) {
 	r := &report{Info: runInfo{Targets: pickTargets("reverse_proxy", "gw-pass")}}
 	r.Runs = []*measurement{
 		synthRun("reverse_proxy", wlStream, 16, load([]float64{300, 100, 200}, []float64{500, 1500, 1000}, []float64{10, 30, 20})...),
-		synthRun("gw-pass", wlStream, 16, load([]float64{297, 90, 220}, []float64{550, 1500, 1100}, []float64{10.1, 30.5, 20.2})...),
+		synthRun("gw-pass", wlStream, 16, load([]float64{297, 90, 220}, []float64{550, 1350, 1150}, []float64{10.2, 30.5, 20.1})...),
 	}
-	gw := r.headline().Rows[1]
+	h := r.headline()
+	gw := h.Rows[1]
 	near(t, "streams ratio", gw.StreamRatio, 0.99)
 	near(t, "CPU/stream ratio", gw.CPUStreamRatio, 1.10)
 	near(t, "added TTFB", gw.AddedTTFB, 0.2)
+	// the unpaired figures, so that the ones above tell the two apart
+	near(t, "baseline streams/s median", h.Base.StreamRPS, 200)
+	near(t, "baseline CPU/stream median", h.Base.CPUStream, 1000)
+	near(t, "baseline TTFB median", h.Base.TTFB, 20)
 }
 
 func TestHeadlineVerdicts(t *testing.T) {
