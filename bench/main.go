@@ -313,19 +313,21 @@ func run(o *options) error {
 		}
 		running = append(running, rt)
 	}
-	turn := 0
+	// the order flips from one measurement to the next and, for each
+	// measurement, from one round to the next (with an even count of
+	// measurements a running turn count would give each the same order in
+	// every round)
 	for round := 0; round < o.rounds; round++ {
-		for _, s := range specs {
+		for si, s := range specs {
 			for i := range running {
 				rt := running[i]
-				if turn%2 == 1 {
+				if (round+si)%2 == 1 {
 					rt = running[len(running)-1-i]
 				}
 				if err := rt.measure(ctx, o, rep, s, mockAddr, rs, round == 0); err != nil {
 					return err
 				}
 			}
-			turn++
 		}
 	}
 	for _, rt := range running {
