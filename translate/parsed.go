@@ -147,7 +147,9 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 	sc := parseScratchPool.Get().(*parseScratch)
 	defer sc.put()
 	root, e := checkJSONRootInto(sc.root[:0], body)
-	sc.root = root
+	if root != nil { // nil: rejected before the walk, the buffer unused
+		sc.root = root
+	}
 	if e != nil {
 		return nil, e
 	}
