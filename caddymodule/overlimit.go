@@ -124,7 +124,8 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Ou
 
 // inputTokensFloor estimates, for an Anthropic Messages body, the input
 // tokens that count toward an input-tokens-per-minute limit, erring low:
-// the text of system, messages and tools at four bytes per token (the
+// the text (decoded, without quotes or escapes) of system, messages and
+// tools at four bytes per token (the
 // ratio of translate.Request.EstimatedTokens; denser text such as code or
 // non-Latin script has more tokens per byte), leaving out base64 payloads
 // (images, documents: "data" fields and data: URLs, whose token cost is
@@ -147,7 +148,7 @@ func inputTokensFloor(body []byte) int64 {
 				return true
 			})
 		case v.Type == gjson.String && !strings.HasPrefix(v.Str, "data:"):
-			n += int64(len(v.Raw))
+			n += int64(len(v.Str)) // the text, not its JSON escapes (\uXXXX is 6 bytes)
 		}
 	}
 	for _, f := range []string{"system", "messages", "tools"} {

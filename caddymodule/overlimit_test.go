@@ -223,3 +223,36 @@ func TestInputLimitRateLimitStillCools(t *testing.T) {
 		t.Fatalf("a cached request's 429: %+v", st)
 	}
 }
+
+// TestInputTokensFloor: the floor counts the decoded text of system,
+// messages and tools at four bytes a token (a JSON escape counts as the
+// character it stands for, so escaped text is not counted larger than
+// it is), leaves out base64 payloads ("data" fields, data: URLs),
+// thinking text and signatures, and is 0 for a body that uses prompt
+// caching.
+func TestInputTokensFloor(t *testing.T) {
+	cjk := strings.Repeat(`\u4e2d`, 400) // 400 characters of 3 bytes, 2400 bytes escaped
+	blob := strings.Repeat("QUFB", 1000)
+	cases := []struct {
+		name, body string
+		want       int64
+	}{
+		// "user" 4 + 1200 bytes of text
+		{"escaped text", `{"model":"claude-x","messages":[{"role":"user","content":"` + cjk + `"}]}`, 301},
+		// "sys prompt!!" 12 + "user" 4 + "image" 5 + "base64" 6 + "image/png" 9 + "text" 4 + 40 + "thinking" 8
+		// + "tool" 4 + "does a thing" 12 + "object" 6 (the data, data: URL, thinking and signature left out)
+		{"payloads left out", `{"model":"claude-x","system":"sys prompt!!","messages":[{"role":"user","content":[` +
+			`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + blob + `"}},` +
+			`{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"},` +
+			`{"type":"thinking","thinking":"` + blob + `","signature":"` + blob + `"},` +
+			`{"type":"image","source":{"url":"data:image/png;base64,` + blob + `"}}]}],` +
+			`"tools":[{"name":"tool","description":"does a thing","input_schema":{"type":"object"}}]}`, (12 + 4 + 5 + 6 + 9 + 4 + 40 + 8 + 5 + 4 + 12 + 6) / 4},
+		{"prompt caching", `{"model":"claude-x","messages":[{"role":"user","content":[{"type":"text","text":"` + blob +
+			`","cache_control":{"type":"ephemeral"}}]}]}`, 0},
+	}
+	for _, c := range cases {
+		if got := inputTokensFloor([]byte(c.body)); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
