@@ -127,11 +127,12 @@ func ratio(a, b figure) figure {
 	return figure{a.V / b.V, true}
 }
 
-// headlineRow is one target's line of the headline table. Ratios are to
-// reverse_proxy's figure of the same run; times are in ms.
+// headlineRow is one target's line of the headline table: each figure is
+// the median over rounds of a per-round ratio to (or difference from)
+// reverse_proxy's figure of the same round (pairedMedian); times are in ms.
 type headlineRow struct {
 	Target target
-	// AddedP50 is the median over rounds of p50 at c=1, minus direct's (ms).
+	// AddedP50 is p50 at c=1 minus direct's (ms).
 	AddedP50 figure
 	// ReqRatio, CPUReqRatio: non-streamed req/s and proxy CPU per request
 	// at c=16, ÷ reverse_proxy's.
@@ -149,8 +150,8 @@ type headlineRow struct {
 	RSSStreams int
 }
 
-// headlineBase holds reverse_proxy's (and direct's) absolute medians, the
-// denominators of the headline.
+// headlineBase holds reverse_proxy's (and direct's) medians over rounds,
+// printed for scale (the ratios are taken per round).
 type headlineBase struct {
 	DirectP50, P50, RPS, CPUReq, StreamRPS, CPUStream, TTFB figure // ms, req/s, µs
 	// RSSPerStream by stream count (KiB).
