@@ -106,7 +106,7 @@ func (c *call) skipOverLimit(k *keypool.Key) bool {
 func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Outcome {
 	limit, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Limit")), 10, 64)
 	if err != nil || limit <= 0 {
-		limit = x.p.kp.TokenLimits(x.c.upstreamModel)[x.lease.Key()].InputTokens
+		limit = x.p.kp.TokenLimitOf(x.lease.Key(), x.c.upstreamModel).InputTokens
 	}
 	if limit <= 0 {
 		return o

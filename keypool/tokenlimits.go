@@ -27,20 +27,7 @@ func (p *Pool) TokenLimits(model string) map[*Key]TokenLimit {
 	defer p.mu.Unlock()
 	var out map[*Key]TokenLimit
 	for _, k := range p.keys {
-		if k.lrn == nil {
-			continue
-		}
-		e := k.lrn.entry(model)
-		if e == nil {
-			continue
-		}
-		var t TokenLimit
-		if w := e.w[lwTokens]; w.set {
-			t.Tokens = max(w.limit, 0)
-		}
-		if w := e.w[lwInput]; w.set {
-			t.InputTokens = max(w.limit, 0)
-		}
+		t := k.tokenLimitLocked(model)
 		if t == (TokenLimit{}) {
 			continue
 		}
@@ -50,4 +37,34 @@ func (p *Pool) TokenLimits(model string) map[*Key]TokenLimit {
 		out[k] = t
 	}
 	return out
+}
+
+// TokenLimitOf returns the token budgets learned for model on key k of
+// the pool, as TokenLimits reports them (zero when nothing is learned),
+// without looking at the other keys. Safe for concurrent use; do not call
+// it from AcquireOptions.Skip.
+func (p *Pool) TokenLimitOf(k *Key, model string) TokenLimit {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return k.tokenLimitLocked(model)
+}
+
+// tokenLimitLocked is k's learned token budgets for model. The caller
+// holds the pool's lock.
+func (k *Key) tokenLimitLocked(model string) TokenLimit {
+	var t TokenLimit
+	if k.lrn == nil {
+		return t
+	}
+	e := k.lrn.entry(model)
+	if e == nil {
+		return t
+	}
+	if w := e.w[lwTokens]; w.set {
+		t.Tokens = max(w.limit, 0)
+	}
+	if w := e.w[lwInput]; w.set {
+		t.InputTokens = max(w.limit, 0)
+	}
+	return t
 }

@@ -38,6 +38,12 @@ func TestTokenLimitsOutliveReset(t *testing.T) {
 	if got := p.TokenLimits("other"); got != nil {
 		t.Fatalf("other: %v", got)
 	}
+	if got := p.TokenLimitOf(ks[1], "claude-x"); got != (TokenLimit{Tokens: 90000, InputTokens: 40000}) {
+		t.Fatalf("TokenLimitOf claude-x: %v", got)
+	}
+	if got := p.TokenLimitOf(ks[0], "claude-x"); got != (TokenLimit{}) {
+		t.Fatalf("TokenLimitOf a key with nothing learned for the model: %v", got)
+	}
 }
 
 // TestOverLimitLeavesKeyReady: a 429 saying the request alone exceeds the
