@@ -29,11 +29,9 @@ type chatStreamDecoder struct {
 	cur     *chatTool
 	pending []*chatTool
 	refusal bool
-	// chunks with "choices": [] seen (empties), chunks with choices
-	// (others): see passState.blocked
-	empties, others bool
-	top             objFields // scratch for the chunk's members
-	dsc             objFields // scratch for the delta's members
+	choices chatChoices // the chunks' choices (blocked)
+	top     objFields   // scratch for the chunk's members
+	dsc     objFields   // scratch for the delta's members
 }
 
 type chatTool struct {
@@ -78,11 +76,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.t.usage.merge(chatUsage(u))
 	}
 	choices := res[5]
-	if !choices.IsArray() || hasElements(choices) {
-		d.others = true
-	} else if !f.get("prompt_filter_results").Exists() {
-		d.empties = true
-	}
+	d.choices.note(choices, f)
 	if !cs.started {
 		if res[1].Str == "" && !hasElements(choices) {
 			return // Azure's prompt_filter_results chunk, or a usage-only chunk
@@ -282,7 +276,7 @@ func (d *chatStreamDecoder) end(readErr error) {
 // for a refusal (Anthropic stop_reason "refusal", Responses incomplete
 // with reason content_filter, MAPPING.md §3.3), not a truncation.
 func (d *chatStreamDecoder) blocked() {
-	if d.empties && !d.others && !d.cs.finished && !d.cs.closed {
+	if d.choices.blocked() && !d.cs.finished && !d.cs.closed {
 		d.cs.finish(stopRefusal, "")
 	}
 }

@@ -24,13 +24,13 @@ type passState struct {
 	finished bool // finish_reason / message_delta / response.completed seen
 	done     bool // terminator seen
 	errored  bool // the upstream sent an error event
-	// OpenAI Chat: a chunk with "choices": [] (not Azure's
-	// prompt_filter_results) was seen (empties), a chunk with choices or
-	// not read (others); a stream of empties alone is an answer (blocked)
-	empties, others bool
-	lastSeq         int64
-	respID          string
-	upModel         string // Responses response.model
+	lastSeq  int64
+	respID   string
+	upModel  string // Responses response.model
+
+	// OpenAI Chat: the chunks' choices (a chunk not read counts as one
+	// with choices)
+	choices chatChoices
 }
 
 func (t *StreamTranslator) passEvent(ev *SSEEvent) {
@@ -98,17 +98,13 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			}
 			if u.IsObject() {
 				t.usage.merge(chatUsage(u))
-				if t.hideUsage && st.others && !hasElements(f.get("choices")) {
+				if t.hideUsage && st.choices.others && !hasElements(f.get("choices")) {
 					// the client did not ask for the usage chunk (kept
 					// when no choice came: a blocked prompt's only chunk)
 					return
 				}
 			}
-			if ch := f.get("choices"); !ch.IsArray() || hasElements(ch) {
-				st.others = true
-			} else if !f.get("prompt_filter_results").Exists() {
-				st.empties = true
-			}
+			st.choices.note(f.get("choices"), f)
 			pre = classify && !u.IsObject()
 			finErr := false
 			f.get("choices").ForEach(func(_, c gjson.Result) bool {
@@ -133,7 +129,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				failAfter = true
 			}
 		} else {
-			st.others = true
+			st.choices.others = true
 		}
 		st.started = true
 		var eds [2]dataEdit
@@ -844,11 +840,30 @@ func (t *StreamTranslator) passEnd(readErr error) {
 }
 
 // blocked reports whether an OpenAI Chat stream held only chunks with
-// "choices": [] (and maybe promptFeedback / prompt_feedback or usage), as
-// Gemini's OpenAI-compatible endpoint streams a prompt its safety filter
-// blocked, with no finish_reason: when it ends cleanly, that is the
-// answer (the prompt's doing, not the key's), never a truncation.
-func (st *passState) blocked() bool { return st.empties && !st.others }
+// "choices": [] (see chatChoices).
+func (st *passState) blocked() bool { return st.choices.blocked() }
+
+// chatChoices follows the choices of an OpenAI Chat stream's chunks:
+// empties, a chunk with "choices": [] was seen (not Azure's
+// prompt_filter_results chunk); others, a chunk with choices (or no
+// "choices" array). A stream of empties alone (maybe with promptFeedback
+// / prompt_feedback or usage) is how Gemini's OpenAI-compatible endpoint
+// streams a prompt its safety filter blocked, with no finish_reason: when
+// it ends cleanly, that is the answer (the prompt's doing, not the
+// key's), never a truncation.
+type chatChoices struct{ empties, others bool }
+
+// note records one chunk: its "choices" member and its top-level members f.
+func (c *chatChoices) note(choices gjson.Result, f objFields) {
+	if !choices.IsArray() || hasElements(choices) {
+		c.others = true
+	} else if !f.get("prompt_filter_results").Exists() {
+		c.empties = true
+	}
+}
+
+// blocked reports whether the stream held empties alone.
+func (c *chatChoices) blocked() bool { return c.empties && !c.others }
 
 // passTruncated ends a stream that stopped without a finish reason.
 func (t *StreamTranslator) passTruncated() {
