@@ -92,22 +92,22 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				isErr = true
 				break
 			}
-			u := f.get("usage")
+			u, choices := f.get("usage"), f.get("choices")
 			if !hasUsage {
 				u = gjson.Result{}
 			}
 			if u.IsObject() {
 				t.usage.merge(chatUsage(u))
-				if t.hideUsage && st.choices.others && !hasElements(f.get("choices")) {
+				if t.hideUsage && st.choices.others && !hasElements(choices) {
 					// the client did not ask for the usage chunk (kept
 					// when no choice came: a blocked prompt's only chunk)
 					return
 				}
 			}
-			st.choices.note(f.get("choices"), f)
+			st.choices.note(choices, f)
 			pre = classify && !u.IsObject()
 			finErr := false
-			f.get("choices").ForEach(func(_, c gjson.Result) bool {
+			choices.ForEach(func(_, c gjson.Result) bool {
 				if fr := c.Get("finish_reason"); hasFinish && fr.Type == gjson.String && fr.Str != "" {
 					st.finished = true
 					pre = false
