@@ -31,10 +31,9 @@ import (
 
 // overLimits is what the over-limit answers of one request said so far.
 type overLimits struct {
-	maxTokens int64 // the largest tokens-per-minute limit an OpenAI-style answer named
-	maxInput  int64 // the largest input-tokens-per-minute limit of an Anthropic answer
-	limits    []int64
-	orgs      []string
+	maxTokens int64             // the largest tokens-per-minute limit an OpenAI-style answer named
+	maxInput  int64             // the largest input-tokens-per-minute limit of an Anthropic answer
+	said      []keypool.Outcome // the answers, for their OverLimit and OverLimitOrg
 	// small are the keys known (learned limits) to have a limit no larger
 	// than one already refused: skipped for the rest of the request
 	small map[*keypool.Key]bool
@@ -50,13 +49,13 @@ func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool
 		ov = &overLimits{}
 		c.over = ov
 	}
-	for i, l := range ov.limits {
-		if l == o.OverLimit || o.OverLimitOrg != "" && ov.orgs[i] == o.OverLimitOrg {
+	for _, e := range ov.said {
+		if e.OverLimit == o.OverLimit || o.OverLimitOrg != "" && e.OverLimitOrg == o.OverLimitOrg {
 			relay = true
+			break
 		}
 	}
-	ov.limits = append(ov.limits, o.OverLimit)
-	ov.orgs = append(ov.orgs, o.OverLimitOrg)
+	ov.said = append(ov.said, o)
 	if input {
 		ov.maxInput = max(ov.maxInput, o.OverLimit)
 	} else {
