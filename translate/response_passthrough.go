@@ -75,14 +75,7 @@ func answerErrorOf(up Dialect, e, object, choices, content, output gjson.Result)
 }
 
 // nonEmptyArray reports whether v is an array with at least one element.
-func nonEmptyArray(v gjson.Result) bool {
-	if !v.IsArray() {
-		return false
-	}
-	n := false
-	v.ForEach(func(_, _ gjson.Result) bool { n = true; return false })
-	return n
-}
+func nonEmptyArray(v gjson.Result) bool { return v.IsArray() && hasElements(v) }
 
 // chatPassthroughError is what a Chat Completions answer passed through to
 // a Chat client is checked for, as a translated one is
