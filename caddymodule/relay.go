@@ -77,7 +77,7 @@ func unwrapNotCommitted(err error) error {
 // vendor's own error would carry (OpenAI dialects), and records it.
 func (rl *requestLog) failRequest(w http.ResponseWriter, d translate.Dialect, te *translate.Error) {
 	status := te.Class.Status(d)
-	rl.status, rl.errMsg = status, clipMessage(te.Message, maxErrorMessage)
+	rl.status, rl.errMsg = status, te.Message // cut where it is logged
 	if rl.awaitsContinue {
 		w.Header().Set("Connection", "close")
 	}
@@ -116,11 +116,13 @@ func relayUpstreamError(w http.ResponseWriter, rl *requestLog, d translate.Diale
 // relayedMessage returns the message of an error body in a client's
 // dialect (error.message in the OpenAI and Anthropic forms), for the
 // request log: the body is already redacted (scrubbedError); credentials
-// are scrubbed again and the message cut to maxErrorMessage bytes.
+// are scrubbed again. The log cuts it to maxErrorMessage bytes (cutting
+// here as well would cut the cut message again and misstate how many
+// bytes were left out).
 func relayedMessage(body []byte) string {
 	m := gjson.GetBytes(body, "error.message")
 	if m.Type != gjson.String || m.Str == "" {
 		return ""
 	}
-	return clipMessage(translate.ScrubSecrets(m.Str), maxErrorMessage)
+	return translate.ScrubSecrets(m.Str)
 }
