@@ -81,8 +81,6 @@ type canonStream struct {
 	hiKind deltaKind
 	// customTools are the client's custom tools (ResponseOptions.CustomTools)
 	customTools []string
-	// drainedUsage: usage arrived after an in-band error (afterDrain)
-	drainedUsage bool
 }
 
 func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream {

@@ -118,14 +118,12 @@ func (t *StreamTranslator) observeDrained(ev *SSEEvent) (end bool) {
 		}
 		if u := gjson.Get(sd, "usage"); u.IsObject() {
 			t.usage.merge(chatUsage(u))
-			t.drainedUsage()
 		}
 	case AnthropicMessages:
 		switch anthropicType(ev, sd) {
 		case "message_delta":
 			if u := gjson.Get(sd, "usage"); u.IsObject() {
 				t.au.add(u)
-				t.drainedUsage()
 			}
 		case "message_stop":
 			return true
@@ -133,7 +131,6 @@ func (t *StreamTranslator) observeDrained(ev *SSEEvent) (end bool) {
 	case OpenAIResponses:
 		if u := gjson.Get(sd, "response.usage"); u.IsObject() {
 			t.usage.merge(responsesUsage(u))
-			t.drainedUsage()
 		}
 		switch anthropicType(ev, sd) {
 		case "response.completed", "response.incomplete", "response.failed":
@@ -141,13 +138,6 @@ func (t *StreamTranslator) observeDrained(ev *SSEEvent) (end bool) {
 		}
 	}
 	return false
-}
-
-// drainedUsage notes usage that arrived after the error.
-func (t *StreamTranslator) drainedUsage() {
-	if t.cs != nil {
-		t.cs.drainedUsage = true
-	}
 }
 
 // anthropicType is an event's data.type, else its event: name (Anthropic
