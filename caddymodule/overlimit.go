@@ -101,7 +101,8 @@ func (c *call) skipOverLimit(k *keypool.Key) bool {
 // limits docs), else the one learned for the key and model; the request's
 // size is inputTokensFloor of the body the upstream got. A request within
 // the limit, or whose size cannot be bounded, stays a rate limit (the key
-// cools until Retry-After or the reset).
+// cools until Retry-After or the reset). Called for completions only
+// (settle).
 func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Outcome {
 	limit, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Limit")), 10, 64)
 	if err != nil || limit <= 0 {
@@ -111,7 +112,7 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Ou
 		return o
 	}
 	b := x.c.bodies[x.d]
-	if x.c.kind == kindPassthrough || x.c.kind == kindCountTokens || b == nil || int64(len(*b))/4 <= limit {
+	if b == nil || int64(len(*b))/4 <= limit {
 		return o // cheap bound first: even every byte as text would fit
 	}
 	if inputTokensFloor(*b) <= limit {
