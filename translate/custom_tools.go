@@ -270,9 +270,9 @@ func (a *customArgs) decode(args string, start, end int, done bool) string {
 // when the text does not start as {"input":"; ok false when it may but
 // is not long enough yet.
 func customInputStart(args string) (int, bool) {
-	i := skipWS(args, 0)
+	i := 0
 	for _, want := range [...]string{`{`, `"input"`, `:`, `"`} {
-		i = skipWS(args, i)
+		i = skipSpace(args, i)
 		rest := args[i:]
 		if len(rest) < len(want) {
 			if strings.HasPrefix(want, rest) {
@@ -286,15 +286,6 @@ func customInputStart(args string) (int, bool) {
 		i += len(want)
 	}
 	return i, true
-}
-
-// skipWS returns the offset of the first byte of s at or after i that
-// is not JSON whitespace.
-func skipWS(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // customStart opens a custom_tool_call item for a tool call block that

@@ -462,7 +462,7 @@ var keyObject, valueError = []byte(`"object"`), []byte(`"error"`)
 
 // skipSpace returns the index of the first byte of data at or after i
 // that is not JSON white space.
-func skipSpace(data []byte, i int) int {
+func skipSpace[T ~[]byte | ~string](data T, i int) int {
 	for i < len(data) && isJSONSpace(data[i]) {
 		i++
 	}
