@@ -281,7 +281,9 @@ func (d *chatStreamDecoder) blocked() {
 	}
 }
 
-// hasElements reports whether r is a non-empty array.
+// hasElements reports whether r is a non-empty array; also true for a
+// non-empty object and for any scalar (gjson's ForEach visits those too),
+// so a caller that needs an array tests IsArray first (nonEmptyArray).
 func hasElements(r gjson.Result) bool {
 	n := false
 	r.ForEach(func(_, _ gjson.Result) bool {
