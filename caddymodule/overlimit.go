@@ -19,8 +19,9 @@ import (
 // the request moves on to a key whose limit is not known to be as small,
 // and the upstream's answer is relayed to the client (in its dialect,
 // X-Should-Retry: false) when a second key says the same (the same
-// organization or the same limit: a key of the same tier), or when no
-// other key can be tried. Two vendor forms:
+// organization or the same limit: a key of the same tier) and no key is
+// known (learned limits) to be larger, or when no other key can be
+// tried. Two vendor forms:
 //   - OpenAI and Groq say it in words, read by keypool.ClassifyResponseFor:
 //     "Request too large for <model> in organization <org> on tokens per
 //     min (TPM): Limit L, Requested R" with R > L;
@@ -41,17 +42,20 @@ type overLimits struct {
 
 // noteOverLimit records an over-limit answer o (o.OverLimit > 0) from a
 // key of pool p and reports whether it is the request's answer now: an
-// earlier key said the same (the same organization, or the same limit).
-// input says o is about Anthropic's input-tokens limit.
+// earlier key said the same (the same organization, or the same limit)
+// and no key of the pool is known (learned limits) to have a limit larger
+// than every one of its kind that refused the request. input says o is
+// about Anthropic's input-tokens limit.
 func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool) {
 	ov := c.over
 	if ov == nil {
 		ov = &overLimits{}
 		c.over = ov
 	}
+	same := false
 	for _, e := range ov.said {
 		if e.OverLimit == o.OverLimit || o.OverLimitOrg != "" && e.OverLimitOrg == o.OverLimitOrg {
-			relay = true
+			same = true
 			break
 		}
 	}
@@ -61,13 +65,12 @@ func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool
 	} else {
 		ov.maxTokens = max(ov.maxTokens, o.OverLimit)
 	}
-	if relay {
-		return true
-	}
-	// the keys whose learned limit is no larger: they would say the same.
-	// An Anthropic key (as this request reaches it) is judged by its
-	// input-tokens limit, any other by its tokens limit.
+	// the keys whose learned limit is no larger: they would say the same;
+	// a key whose learned limit is larger than a refusal of its kind may
+	// take the request. An Anthropic key (as this request reaches it) is
+	// judged by its input-tokens limit, any other by its tokens limit.
 	ov.small = nil
+	larger := false
 	for k, t := range p.kp.TokenLimits(c.upstreamModel) {
 		uk := p.keys[k.Fingerprint()]
 		if uk == nil {
@@ -77,15 +80,22 @@ func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool
 		if c.kind == kindCompletion {
 			d, _ = uk.target(c.dialect)
 		}
-		if d == translate.AnthropicMessages && t.InputTokens > 0 && t.InputTokens <= ov.maxInput ||
-			d != translate.AnthropicMessages && t.Tokens > 0 && t.Tokens <= ov.maxTokens {
+		limit, refused := t.Tokens, ov.maxTokens
+		if d == translate.AnthropicMessages {
+			limit, refused = t.InputTokens, ov.maxInput
+		}
+		switch {
+		case limit <= 0:
+		case limit <= refused:
 			if ov.small == nil {
 				ov.small = make(map[*keypool.Key]bool)
 			}
 			ov.small[k] = true
+		case refused > 0:
+			larger = true
 		}
 	}
-	return false
+	return same && !larger
 }
 
 // skipOverLimit reports whether k is known to be too small for the

@@ -256,3 +256,27 @@ func TestInputTokensFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestOverLimitKnownLargerKeyIsTried: a second key that names the same
+// limit as the first does not end the request while a key of the pool is
+// known (learned from its answers) to have a larger one: that key
+// answers. (Estimate about 210 tokens, below every limit, as in
+// TestOverLimitSkipsKeysKnownTooSmall.)
+func TestOverLimitKnownLargerKeyIsTried(t *testing.T) {
+	m, gw := overLimitGateway(t, true, []ovKey{{"oa-1", "k1", 300, "org-a"}, {"oa-2", "k2", 350, "org-b"}, {"oa-3", "k3", 100_000, "org-c"}}, nil)
+	seq := recentSeq()
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if rr := recentAfter(t, seq); resp.StatusCode != 200 || attemptOutcomes(rr) != "k1:client_error k2:client_error k3:success" {
+		t.Fatalf("first request: %d %q %s", resp.StatusCode, attemptOutcomes(rr), b)
+	}
+	// k2 now has k1's limit: its refusal says the same as k1's, but k3
+	// is known to be larger
+	m.SetKey("oa-2", mockupstream.KeyBehavior{TPM: 300, Organization: "org-b"})
+	seq = recentSeq()
+	resp, b = post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if rr := recentAfter(t, seq); resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/k3" ||
+		attemptOutcomes(rr) != "k1:client_error k2:client_error k3:success" {
+		t.Fatalf("second request: %d via %q, %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), attemptOutcomes(rr), b)
+	}
+	keysUnblamed(t, "oa", "k1", "k2")
+}
