@@ -265,6 +265,18 @@ func (a *customArgs) decode(args string, start, end int, done bool) string {
 	return s
 }
 
+// input returns the whole input of the call whose arguments text is
+// args: once the stream decoded the "input" string to its end, that
+// string (what unwrapCustomInput gives for well-formed arguments, and
+// what the deltas sent add up to when the arguments break off after it,
+// a call cut short by max_tokens); else unwrapCustomInput(args).
+func (a *customArgs) input(args string) string {
+	if a.state == customDone {
+		return string(a.sent)
+	}
+	return unwrapCustomInput(args)
+}
+
 // customInputStart finds the start of the "input" string value in the
 // beginning of an arguments text: its first byte's offset and true; -1
 // when the text does not start as {"input":"; ok false when it may but
@@ -321,7 +333,7 @@ func (e *responsesStreamEncoder) customInputDelta(cs *canonStream, blk *streamBl
 // and the completed item.
 func (e *responsesStreamEncoder) customStop(cs *canonStream, blk *streamBlock) []byte {
 	a := blk.custom
-	input := unwrapCustomInput(view(blk.text))
+	input := a.input(view(blk.text))
 	if strings.HasPrefix(input, string(a.sent)) {
 		e.customInputDelta(cs, blk, input[len(a.sent):])
 	}

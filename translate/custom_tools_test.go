@@ -324,6 +324,25 @@ func TestCustomToolStream(t *testing.T) {
 	}
 	check("whole as stream", wevs, "call_a", 1)
 
+	// arguments cut short after the input string (max_tokens): the done
+	// event and the item hold what the deltas add up to
+	cut := ccChunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_c","type":"function","function":{"name":"apply_patch","arguments":"{\"input\": \"ab\\nc\", \"x"}}]}`, "", "") +
+		ccChunk(`{}`, "length", "") + "data: [DONE]\n\n"
+	var cutDeltas, cutDone, cutItem string
+	for _, ev := range customStreamEvents(t, OpenAIChat, cut, opts) {
+		switch ev.Get("type").Str {
+		case "response.custom_tool_call_input.delta":
+			cutDeltas += ev.Get("delta").Str
+		case "response.custom_tool_call_input.done":
+			cutDone = ev.Get("input").Str
+		case "response.output_item.done":
+			cutItem = ev.Get("item.input").Str
+		}
+	}
+	if cutDeltas != "ab\nc" || cutDone != cutDeltas || cutItem != cutDeltas {
+		t.Errorf("cut arguments: deltas %q, done %q, item %q; want %q", cutDeltas, cutDone, cutItem, "ab\nc")
+	}
+
 	// without CustomTools the same stream is a function call, as before
 	for _, ev := range customStreamEvents(t, OpenAIChat, chatIn, ResponseOptions{}) {
 		if strings.Contains(ev.Get("type").Str, "custom_tool_call") || ev.Get("item.type").Str == "custom_tool_call" {
@@ -353,5 +372,24 @@ func TestCustomArgsUnwrap(t *testing.T) {
 	}
 	if unwrapCustomInput(`  `) != "" || unwrapCustomInput(`{"input":"x","extra":1}`) != "x" {
 		t.Error("unwrapCustomInput")
+	}
+	// the whole input: the decoded string once it ended, even when the
+	// arguments break off after it (the deltas sent add up to it); the
+	// arguments as they are when the string never ended
+	for _, c := range []struct{ args, want string }{
+		{`{"input":"a\nb"}`, "a\nb"},
+		{`{"input":"a\nb"`, "a\nb"},
+		{`{"input":"a\nb", "x":`, "a\nb"},
+		{`{"input":"a\nb`, `{"input":"a\nb`},
+		{`{"patch":"x"}`, `{"patch":"x"}`},
+	} {
+		var a customArgs
+		sent := a.next(c.args)
+		if got := a.input(c.args); got != c.want {
+			t.Errorf("%s: input %q, want %q", c.args, got, c.want)
+		}
+		if a.state == customDone && sent != c.want {
+			t.Errorf("%s: sent %q, input %q", c.args, sent, c.want)
+		}
 	}
 }
