@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -134,34 +133,41 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Ou
 
 // inputTokensFloor estimates, for an Anthropic Messages body, the input
 // tokens that count toward an input-tokens-per-minute limit, erring low:
-// the text (decoded, without quotes or escapes) of system, messages and
-// tools at four bytes per token (the
+// the text (decoded, without quotes or escapes) of tools, system and
+// messages at four bytes per token (the
 // ratio of translate.Request.EstimatedTokens; denser text such as code or
 // non-Latin script has more tokens per byte), leaving out base64 payloads
 // (images, documents: "data" fields and data: URLs, whose token cost is
 // far below their size), thinking blocks and their signatures (earlier
-// turns' thinking is not counted as input). 0 for a body that uses prompt
-// caching ("cache_control"): cache reads do not count toward the limit
-// for current models, so its size proves nothing.
+// turns' thinking is not counted as input). With prompt caching only the
+// text after the last cache_control breakpoint counts (the cached prefix
+// is tools, system, messages in that order, per Anthropic's prompt
+// caching docs; cache reads do not count toward the limit for current
+// models, the text after the prefix is always input); 0 for a body with a
+// top-level "cache_control" (automatic caching: the breakpoint is placed
+// upstream).
 func inputTokensFloor(body []byte) int64 {
-	if bytes.Contains(body, []byte(`"cache_control"`)) {
+	if gjson.GetBytes(body, "cache_control").Exists() {
 		return 0
 	}
 	var n int64
 	var walk func(key string, v gjson.Result)
 	walk = func(key string, v gjson.Result) {
 		switch {
-		case key == "data" || key == "signature" || key == "thinking":
+		case key == "data" || key == "signature" || key == "thinking" || key == "cache_control":
 		case v.IsObject() || v.IsArray():
 			v.ForEach(func(k, e gjson.Result) bool {
 				walk(k.Str, e)
 				return true
 			})
+			if v.IsObject() && v.Get("cache_control").Exists() {
+				n = 0 // a breakpoint: what came so far may be read from the cache
+			}
 		case v.Type == gjson.String && !strings.HasPrefix(v.Str, "data:"):
 			n += int64(len(v.Str)) // the text, not its JSON escapes (\uXXXX is 6 bytes)
 		}
 	}
-	for _, f := range []string{"system", "messages", "tools"} {
+	for _, f := range []string{"tools", "system", "messages"} {
 		walk(f, gjson.GetBytes(body, f))
 	}
 	return n / 4

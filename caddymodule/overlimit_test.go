@@ -228,8 +228,8 @@ func TestInputLimitRateLimitStillCools(t *testing.T) {
 // messages and tools at four bytes a token (a JSON escape counts as the
 // character it stands for, so escaped text is not counted larger than
 // it is), leaves out base64 payloads ("data" fields, data: URLs),
-// thinking text and signatures, and is 0 for a body that uses prompt
-// caching.
+// thinking text and signatures, and with prompt caching counts only the
+// text after the last cache_control breakpoint (tools, system, messages).
 func TestInputTokensFloor(t *testing.T) {
 	cjk := strings.Repeat(`\u4e2d`, 400) // 400 characters of 3 bytes, 2400 bytes escaped
 	blob := strings.Repeat("QUFB", 1000)
@@ -249,6 +249,11 @@ func TestInputTokensFloor(t *testing.T) {
 			`"tools":[{"name":"tool","description":"does a thing","input_schema":{"type":"object"}}]}`, (12 + 4 + 5 + 6 + 9 + 4 + 40 + 8 + 5 + 4 + 12 + 6) / 4},
 		{"prompt caching", `{"model":"claude-x","messages":[{"role":"user","content":[{"type":"text","text":"` + blob +
 			`","cache_control":{"type":"ephemeral"}}]}]}`, 0},
+		// "user" 4 + 40 + "assistant" 9 + "x" 1 + "user" 4 + "text" 4 + 40: the cached tool and system left out
+		{"after the breakpoint", `{"model":"claude-x","tools":[{"name":"tool","description":"` + blob + `","cache_control":{"type":"ephemeral"}}],` +
+			`"system":[{"type":"text","text":"` + blob + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"` + strings.Repeat("abcd", 10) +
+			`"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"}]}]}`, (4 + 40 + 9 + 1 + 4 + 4 + 40) / 4},
+		{"automatic caching", `{"model":"claude-x","cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"` + blob + `"}]}`, 0},
 	}
 	for _, c := range cases {
 		if got := inputTokensFloor([]byte(c.body)); got != c.want {
@@ -279,4 +284,24 @@ func TestOverLimitKnownLargerKeyIsTried(t *testing.T) {
 		t.Fatalf("second request: %d via %q, %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), attemptOutcomes(rr), b)
 	}
 	keysUnblamed(t, "oa", "k1", "k2")
+}
+
+// TestInputLimitCachedPrefixStillOverLimit: prompt caching covers only
+// the prefix up to the last cache_control breakpoint (tools, system,
+// messages, in that order, per Anthropic's prompt caching docs); the text
+// after it is counted input however warm the cache. A client that marks
+// a short system prompt for caching and sends a message larger than the
+// key's whole input-tokens limit after it must not cool the key (else
+// such requests bench every key of the pool in turn): the next key
+// answers and the first stays ready, unblamed.
+func TestInputLimitCachedPrefixStillOverLimit(t *testing.T) {
+	_, gw := overLimitGateway(t, false, []ovKey{{"oa-z", "oz", 0, ""}},
+		[]ovKey{{"an-5", "a5", 100, ""}, {"an-6", "a6", 0, ""}})
+	body := `{"model":"claude-x","max_tokens":50,"system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],` +
+		`"messages":[{"role":"user","content":"` + bigPrompt + `"}]}`
+	resp, b := post(t, gw+"/v1/messages", []byte(body))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "an/a6" {
+		t.Fatalf("%d via %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+	}
+	keysUnblamed(t, "an", "a5")
 }
