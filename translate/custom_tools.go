@@ -226,7 +226,7 @@ func (a *customArgs) next(args string) string {
 				n = 6
 				if hi, ok := surrogateAt(args, i); ok && hi < 0xdc00 {
 					n = 12 // a high surrogate waits for its low half
-					if i+6 < len(args) && args[i+6] != '\\' || i+7 < len(args) && args[i+7] != 'u' {
+					if i+6 < len(args) && args[i+6] != '\\' || i+7 < len(args) && args[i+7] != 'u' || !lowSurrogateAt(args, i+6) {
 						n = 6 // no low half follows: decoded alone
 					}
 				}
@@ -243,6 +243,16 @@ func (a *customArgs) next(args string) string {
 		return a.decode(args, start, cut, true)
 	}
 	return a.decode(args, start, i, false)
+}
+
+// lowSurrogateAt reports whether the escape at args[i] may be a low
+// surrogate half: \uDC00 to \uDFFF, or too short yet to tell.
+func lowSurrogateAt(args string, i int) bool {
+	if i+6 > len(args) {
+		return true
+	}
+	lo, ok := surrogateAt(args, i)
+	return ok && lo >= 0xdc00
 }
 
 // decode decodes args[start:end] (complete characters of the input

@@ -393,3 +393,26 @@ func TestCustomArgsUnwrap(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomArgsEveryByte: arguments {"input":"…"} that grow one byte at
+// a time stream, delta after delta, exactly the input the whole
+// arguments decode to (the one response.custom_tool_call_input.done
+// carries), lone and doubled surrogate halves included: a high surrogate
+// followed by another high one is decoded alone, and the pair after it
+// stays a pair.
+func TestCustomArgsEveryByte(t *testing.T) {
+	for _, args := range []string{
+		`{"input":"a\"b\\c\n\u00e9\ud83d\ude00\t end"}`,
+		`{"input":"\ud83d\ud83d\ude00"}`, `{"input":"\ud83d\u0041z"}`, `{"input":"\ud83dx"}`,
+		`{"input":"\ude00 low"}`, `{"input":"\ud83d"}`, `{"input":"é😀\/\b\f\r"}`,
+	} {
+		var a customArgs
+		got := ""
+		for i := 1; i <= len(args); i++ {
+			got += a.next(args[:i])
+		}
+		if whole := unwrapCustomInput(args); got != whole || a.state != customDone {
+			t.Errorf("%s: every byte %q (state %d), whole %q", args, got, a.state, whole)
+		}
+	}
+}
