@@ -305,3 +305,23 @@ func TestInputLimitCachedPrefixStillOverLimit(t *testing.T) {
 	}
 	keysUnblamed(t, "an", "a5")
 }
+
+// TestOverLimitKeptWhenLaterKeyFails: the first key answers "request too
+// large", the only other key fails with a 500. The client gets the
+// vendor's 429 (X-Should-Retry not false: the failed key may take the
+// request once it recovers), not the gateway's error for the 500, and the
+// first key is not blamed.
+func TestOverLimitKeptWhenLaterKeyFails(t *testing.T) {
+	m, gw := overLimitGateway(t, false, []ovKey{{"oa-small", "small", 100, "org-a"}, {"oa-broken", "broken", 100_000, "org-b"}}, nil)
+	m.SetKey("oa-broken", mockupstream.KeyBehavior{Status: 500})
+	seq := recentSeq()
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") == "false" ||
+		!strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, "Request too large for gpt-x in organization org-a on tokens per min (TPM): Limit 100,") {
+		t.Fatalf("%d X-Should-Retry %q: %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+	}
+	if rr := recentAfter(t, seq); rr.Status != 429 || attemptOutcomes(rr) != "small:client_error broken:server_error" {
+		t.Fatalf("logged %d %q", rr.Status, attemptOutcomes(rr))
+	}
+	keysUnblamed(t, "oa", "small")
+}

@@ -258,6 +258,10 @@ type call struct {
 	stream        bool
 	hideUsage     bool // the usage chunk was added for accounting only
 	mixed         bool // a failure other than a 403 or a model 404 happened
+	// overLimit is the last over-limit 429 of the request (see
+	// relayKept): the request's own answer even when a later key failed
+	// otherwise
+	overLimit *attemptResult
 
 	// exitsTried are the egress exits that failed in this request (egress.go)
 	exitsTried []*egressExit
@@ -441,6 +445,9 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return nil
 		}
 		last = &res
+		if res.outcome.OverLimit > 0 && res.clientErr != nil {
+			c.overLimit = last
+		}
 		if k := res.outcome.Kind; k != keypool.ModelNotFound && k != keypool.Forbidden && res.outcome.OverLimit == 0 {
 			c.mixed = true // the upstream's own 403/404 is the answer only when it is every failure
 		}
@@ -483,8 +490,14 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 // relayed only when every failure of the request was a 403, a model 404
 // or an over-limit 429 (c.mixed false); a model 404 and an over-limit
 // 429 always, the latter with X-Should-Retry: false unless another key
-// failed otherwise (it may take the request once it recovers).
+// failed otherwise (it may take the request once it recovers). An
+// over-limit 429 is kept across attempts: when a later key failed
+// otherwise and none is left, the client gets that 429 (the vendor's
+// word on its request), not the gateway's error for the later failure.
 func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, last *attemptResult) bool {
+	if (last == nil || last.clientErr == nil) && c.overLimit != nil {
+		last = c.overLimit
+	}
 	if last == nil || last.clientErr == nil || last.outcome.Kind != keypool.ModelNotFound && last.outcome.OverLimit == 0 && c.mixed {
 		return false
 	}
