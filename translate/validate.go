@@ -286,8 +286,13 @@ func (p *spares[T]) give(f []T) {
 	}
 }
 
-// maxSpareCap bounds the capacity of a slice spares keeps.
-const maxSpareCap = 1024
+// maxSpareCap bounds the capacity of a slice spares keeps, and so what
+// clear zeroes per slice when the pooled parse scratch goes back
+// (parseScratch.put): one request with a content array of hundreds of
+// parts leaves no large buffer for every later request to clear. An
+// object's members or a content array's parts rarely number more; a
+// larger slice is used for its request and dropped.
+const maxSpareCap = 64
 
 // clear zeroes every slice held, to its capacity: what they held were
 // views of a request body, which a pooled spares must not keep reachable.
