@@ -45,10 +45,13 @@ type egressExit struct {
 	direct bool
 	client *http.Client
 	tr     *http.Transport // nil for direct
-	// proxyAddr is the proxy's host:port, "" for direct
-	proxyAddr string
-	material  [32]byte       // SHA-256 of the resolved URL, to name the exit in Redis
-	forms     []*secretForms // the credentials' forms, to redact error texts
+	// proxyAddr is the proxy's host:port, "" for direct; scheme and
+	// serverName (https) are what gone asks it in
+	proxyAddr  string
+	scheme     string
+	serverName string
+	material   [32]byte       // SHA-256 of the resolved URL, to name the exit in Redis
+	forms      []*secretForms // the credentials' forms, to redact error texts
 
 	mu        sync.Mutex
 	coolUntil time.Time
@@ -399,23 +402,39 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 		// the proxy answers CONNECT once it has reached the upstream: if
 		// it has not within pt, a proxy that answers a request of its
 		// own (proxyAnswers) is alive and the upstream is slow, given ut
-		// as a direct dial; one that does not is stalled (the exit's)
+		// as a direct dial; one that does not is stalled (the exit's).
+		// The CONNECT answer is taken as soon as it comes, while the
+		// proxy is asked too: only a failure waits for the verdict.
 		alive := false
+		var probe chan bool // the verdict of proxyAnswers, once asked
 		var a answer
 		select {
 		case a = <-done:
 		case <-pctx.Done():
-			if ctx.Err() == nil && proxyAnswers(ctx, u, pt) {
-				alive = true
-			} else {
+			if ctx.Err() != nil {
 				_ = c.SetDeadline(time.Unix(1, 0))
+				a = <-done
+				break
 			}
-			a = <-done
+			probe = make(chan bool, 1)
+			go func() { probe <- proxyAnswers(ctx, u, pt) }() // ends with ctx, within pt
+			select {
+			case a = <-done:
+			case alive = <-probe:
+				probe = nil
+				if !alive {
+					_ = c.SetDeadline(time.Unix(1, 0))
+				}
+				a = <-done
+			}
 		}
 		if !stop() && a.err == nil {
 			a.err = ctx.Err()
 		}
 		if a.err != nil {
+			if probe != nil {
+				alive = <-probe // whose failure it is: the proxy's, or the upstream's behind it
+			}
 			c.Close()
 			switch {
 			case alive && isTimeout(a.err):
@@ -626,6 +645,7 @@ func newEgressExit(raw string, repl *caddy.Replacer) (*egressExit, error) {
 		}
 		e.tr = egressTransport(u)
 		e.proxyAddr, e.material = u.Host, sum
+		e.scheme, e.serverName = u.Scheme, u.Hostname()
 		e.client = &http.Client{Transport: e.tr, CheckRedirect: upstreamClient.CheckRedirect}
 		return e, nil
 	})
@@ -848,8 +868,15 @@ func (e *egressExit) do(req *http.Request, connectTimeout time.Duration, attempt
 		// a kept-alive tunnel broke because the proxy is gone
 		return nil, &exitError{err}, true
 	}
-	return nil, err, false
+	return nil, &exitJudged{err}, false
 }
+
+// exitJudged is a failure through an exit that was found not to be the
+// exit's (its proxy was asked, see gone): exitLost does not ask again.
+type exitJudged struct{ err error }
+
+func (e *exitJudged) Error() string { return e.err.Error() }
+func (e *exitJudged) Unwrap() error { return e.err }
 
 // reachable reports whether the exit's proxy accepts a TCP connection
 // within timeout: it tells a broken tunnel of a dead proxy from an
@@ -866,20 +893,72 @@ func (e *egressExit) reachable(timeout time.Duration) bool {
 	return true
 }
 
-// gone reports whether the exit's proxy, after it dropped a connection,
-// no longer accepts one: a proxy that is going away may still accept a
-// connection for a few milliseconds after it dropped this one (its
-// listener closes last), so it is judged reachable only if it still
-// accepts one exitRecheckDelay later.
+// gone reports whether the exit's proxy, after a connection through it
+// dropped or stalled, is gone. A proxy that answers a request of its own
+// on a new connection (see answers) is not: a live one does so in one
+// round trip, and the request waits no longer. One that refuses the
+// connection is. Otherwise (the new connection dropped, or not answered
+// within exitRecheckDelay) it is judged as before: a proxy that is going
+// away may still accept a connection for a few milliseconds after it
+// dropped this one (its listener closes last), so it is gone unless it
+// still accepts one exitRecheckDelay after the first.
 func (e *egressExit) gone(timeout time.Duration) bool {
 	if e.proxyAddr == "" {
 		return false
 	}
-	if !e.reachable(timeout) {
+	t0 := time.Now()
+	switch e.answers(timeout) {
+	case proxyAnswered:
+		return false
+	case proxyRefused:
 		return true
 	}
-	time.Sleep(exitRecheckDelay)
+	time.Sleep(exitRecheckDelay - time.Since(t0))
 	return !e.reachable(timeout)
+}
+
+// proxyProbe is what asking a proxy found (see answers).
+type proxyProbe int
+
+const (
+	proxyAnswered proxyProbe = iota // it answered
+	proxyRefused                    // it refused the connection
+	proxySilent                     // it took the connection, then dropped it or said nothing in time
+)
+
+// answers asks the exit's proxy a request that needs no upstream on a
+// new connection (dialed within timeout, at most 2s), and waits for the
+// first bytes of its answer exitRecheckDelay at most: OPTIONS * for an
+// HTTP(S) proxy (any status is an answer, 400 or 407 included; over TLS
+// for https), the greeting for a SOCKS5 one (RFC 1928: version 5,
+// methods "none" and "username/password"; any reply is an answer).
+func (e *egressExit) answers(timeout time.Duration) proxyProbe {
+	c, err := net.DialTimeout("tcp", e.proxyAddr, min(timeout, 2*time.Second))
+	if err != nil {
+		return proxyRefused
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(exitRecheckDelay))
+	conn := c
+	if e.scheme == "https" {
+		tc := tls.Client(c, &tls.Config{ServerName: e.serverName, RootCAs: egressRootCAs, MinVersion: tls.VersionTLS12})
+		if tc.Handshake() != nil {
+			return proxySilent
+		}
+		conn = tc
+	}
+	q := []byte("OPTIONS * HTTP/1.1\r\nHost: " + e.proxyAddr + "\r\n\r\n")
+	if e.scheme == "socks5" || e.scheme == "socks5h" {
+		q = []byte{5, 2, 0, 2}
+	}
+	if _, err := conn.Write(q); err != nil {
+		return proxySilent
+	}
+	var first [2]byte
+	if _, err := io.ReadFull(conn, first[:]); err != nil {
+		return proxySilent
+	}
+	return proxyAnswered
 }
 
 // cancelOnClose ends a request's context when its body is closed.
@@ -1116,6 +1195,11 @@ func (x *exchange) exitLost(err error) bool {
 	if x.exit == nil || x.exit.direct || pl == nil || err == nil || !ioFailure(err) {
 		return false
 	}
+	var judged *exitJudged
+	var behind *upstreamBehindExit
+	if errors.As(err, &judged) || errors.As(err, &behind) {
+		return false // the proxy answered for this failure already (egressExit.do)
+	}
 	if !x.exit.gone(pl.connectTimeout) {
 		return false
 	}
@@ -1123,6 +1207,7 @@ func (x *exchange) exitLost(err error) bool {
 	return true
 }
 
-// exitRecheckDelay is how long exitLost waits before it checks a second
-// time that an exit which dropped a connection still accepts new ones.
+// exitRecheckDelay bounds how long gone waits for a proxy's own answer,
+// and is how long after its first connection it checks a second time
+// that a proxy which did not answer still accepts new ones.
 const exitRecheckDelay = 100 * time.Millisecond
