@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -497,5 +499,56 @@ func TestEgressExitLostMidStream(t *testing.T) {
 	}
 	if via := chatOK(t, gw); via != "main/k1 via "+b.url("http", "") {
 		t.Fatalf("next request went %q", via)
+	}
+}
+
+// TestEgressExitLostReadingWholeAnswer: a proxy that dies while a
+// non-streamed answer comes through it (headers and part of the body
+// read) costs neither the client nor the key: nothing has reached the
+// client yet, so the request moves to the next exit and the client gets
+// the whole answer from there. It used to end as a 499 with an empty
+// response, as if the client had gone away.
+func TestEgressExitLostReadingWholeAnswer(t *testing.T) {
+	a, b := startMicrosocks(t, "", ""), startTinyproxy(t, "", "")
+	var calls atomic.Int32
+	release := make(chan struct{})
+	answer := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"mock-gpt","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"mock-gpt","object":"model"}]}`)
+			return
+		}
+		if calls.Add(1) == 1 {
+			_, _ = io.WriteString(w, answer[:40])
+			w.(http.Flusher).Flush()
+			select { // held until the exit is gone
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) })
+	gw := gateway(t, gatewayBlock(egressPool(up.URL+"/v1", 1, egressBlock("failover", "1m", a.url("socks5", ""), b.url("http", "")))))
+	go func() {
+		for calls.Load() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // the first bytes are through
+		a.stop()
+	}()
+	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+	if resp.StatusCode != 200 || gjson.GetBytes(body, "choices.0.message.content").Str != "whole" ||
+		resp.Header.Get("X-Routed-Via") != "main/k1 via "+b.url("http", "") {
+		t.Fatalf("%d via %q: %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), body)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d upstream calls, want 2", n)
+	}
+	if st := keyStatus(t, "main", "k1"); st.Failures != 0 || st.State != keypool.StateReady {
+		t.Fatalf("key charged for its exit: %+v", st)
 	}
 }

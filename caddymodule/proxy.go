@@ -350,6 +350,9 @@ type attemptResult struct {
 
 	// exitsDown: every exit of the key failed (egress.go)
 	exitsDown *exitsUnreachableError
+	// exitLost: the attempt's egress exit was lost before anything reached
+	// the client; the key may be tried again (by another exit)
+	exitLost bool
 }
 
 // attemptLoop leases keys of pool p and tries them until one answers,
@@ -457,7 +460,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				break
 			}
 		}
-		if res.outcome.Kind != keypool.RateLimited {
+		if res.outcome.Kind != keypool.RateLimited && !res.exitLost {
 			failed = append(failed, lease.Key())
 		} else {
 			limited = append(limited, lease.Key())
@@ -621,11 +624,15 @@ func (x *exchange) finish(o keypool.Outcome) {
 // client went away (499), else the loop moves on.
 func (x *exchange) fail(o keypool.Outcome) attemptResult {
 	x.finish(o)
-	if o.Kind == keypool.Canceled {
+	if o.Kind == keypool.Canceled && x.r.Context().Err() != nil {
 		x.rl.status = 499
 		return attemptResult{done: true}
 	}
-	return attemptResult{outcome: o, status: o.Status}
+	// the attempt's own loss (its egress exit, classifyErr) with the
+	// client still waiting: nothing reached it yet, so the loop moves on,
+	// to the same key too (its next attempt leaves by another exit: the
+	// lost one cools)
+	return attemptResult{outcome: o, status: o.Status, exitLost: o.Kind == keypool.Canceled}
 }
 
 // classifyErr classifies a transport or read error of the attempt: the
