@@ -533,7 +533,9 @@ func TestEgressExitLostReadingWholeAnswer(t *testing.T) {
 	t.Cleanup(up.Close)
 	t.Cleanup(func() { close(release) })
 	gw := gateway(t, gatewayBlock(egressPool(up.URL+"/v1", 1, egressBlock("failover", "1m", a.url("socks5", ""), b.url("http", "")))))
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped) // a.stop happens before the test's cleanup stops it again
 		for calls.Load() == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -541,6 +543,7 @@ func TestEgressExitLostReadingWholeAnswer(t *testing.T) {
 		a.stop()
 	}()
 	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+	<-stopped
 	if resp.StatusCode != 200 || gjson.GetBytes(body, "choices.0.message.content").Str != "whole" ||
 		resp.Header.Get("X-Routed-Via") != "main/k1 via "+b.url("http", "") {
 		t.Fatalf("%d via %q: %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), body)
