@@ -55,6 +55,12 @@ func TestCodexCustomToolThroughTranslation(t *testing.T) {
 			if call.Name != "apply_patch" || call.Input != patch || call.CallID == "" {
 				t.Fatalf("custom_tool_call %+v in %s", call, res.RawJSON())
 			}
+			// the response object echoes the request's tools, as the
+			// Responses API does (it said "tools":[] before)
+			if len(res.Tools) != 2 || res.Tools[0].Name != "shell" || res.Tools[1].Type != "custom" || res.Tools[1].Name != "apply_patch" ||
+				res.ToolChoice.OfToolChoiceMode != "" && res.ToolChoice.OfToolChoiceMode != "auto" {
+				t.Fatalf("tools %s tool_choice %s", gjson.Get(res.RawJSON(), "tools").Raw, gjson.Get(res.RawJSON(), "tool_choice").Raw)
+			}
 			tool := gjson.GetBytes(m.Stats(up.key).LastBody, `tools.#(name=="apply_patch")`)
 			if up.key == "oa-key" {
 				tool = gjson.GetBytes(m.Stats(up.key).LastBody, `tools.#(function.name=="apply_patch").function`)
@@ -85,7 +91,7 @@ func TestCodexCustomToolThroughTranslation(t *testing.T) {
 				}
 			}
 			if st.Err() != nil || deltas.String() != patch || done != patch || len(completed.Output) == 0 ||
-				completed.Output[len(completed.Output)-1].AsCustomToolCall().Input != patch {
+				completed.Output[len(completed.Output)-1].AsCustomToolCall().Input != patch || len(completed.Tools) != 2 {
 				t.Fatalf("stream %v deltas %q done %q %s", st.Err(), deltas.String(), done, completed.RawJSON())
 			}
 

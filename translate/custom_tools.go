@@ -167,6 +167,33 @@ func (r *Request) CustomTools() []string {
 	return r.custom
 }
 
+// ResponsesEcho returns the raw JSON of an OpenAI Responses request's
+// "tools" array and "tool_choice" (nil for one it does not have, and for
+// other dialects), for ResponseOptions.Tools and ToolChoice: a translated
+// answer's response object echoes them, as the Responses API does. Read
+// once and kept; the slices are views of the request body: do not modify
+// them.
+func (r *Request) ResponsesEcho() (tools, toolChoice []byte) {
+	if r.d != OpenAIResponses {
+		return nil, nil
+	}
+	if !r.echoDone {
+		r.echoDone = true
+		for i, v := range gjson.GetManyBytes(r.body, "tools", "tool_choice") {
+			if !v.Exists() || v.Type == gjson.Null || v.Index <= 0 || v.Index+len(v.Raw) > len(r.body) {
+				continue
+			}
+			raw := r.body[v.Index : v.Index+len(v.Raw) : v.Index+len(v.Raw)]
+			if i == 0 && v.IsArray() {
+				r.echoTools = raw
+			} else if i == 1 && (v.IsObject() || v.Type == gjson.String) {
+				r.echoChoice = raw
+			}
+		}
+	}
+	return r.echoTools, r.echoChoice
+}
+
 // appendRSCustomToolCallItem appends a Responses custom_tool_call output
 // item: {"id","type":"custom_tool_call","status","call_id","input","name"}.
 func appendRSCustomToolCallItem(b []byte, id, status, callID, name, input string) []byte {

@@ -97,7 +97,7 @@ func rsStatus(stop string) (status, reason string) {
 
 // appendRSResponse appends a Responses "response" object. output is the
 // raw JSON array of output items; usage is written when reported.
-func appendRSResponse(b []byte, id string, created int64, status, reason, model string, output []byte, u Usage, errCode, errMsg string) []byte {
+func appendRSResponse(b []byte, id string, created int64, status, reason, model string, output []byte, u Usage, errCode, errMsg string, tools, toolChoice []byte) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, id)
 	b = append(b, `,"object":"response","created_at":`...)
@@ -129,7 +129,19 @@ func appendRSResponse(b []byte, id string, created int64, status, reason, model 
 	} else {
 		b = append(b, output...)
 	}
-	b = append(b, `,"parallel_tool_calls":true,"temperature":null,"tool_choice":"auto","tools":[],"top_p":null,"usage":`...)
+	b = append(b, `,"parallel_tool_calls":true,"temperature":null,"tool_choice":`...)
+	if len(toolChoice) > 0 {
+		b = append(b, toolChoice...)
+	} else {
+		b = append(b, `"auto"`...)
+	}
+	b = append(b, `,"tools":`...)
+	if len(tools) > 0 {
+		b = append(b, tools...)
+	} else {
+		b = append(b, "[]"...)
+	}
+	b = append(b, `,"top_p":null,"usage":`...)
 	if u.IsZero() {
 		b = append(b, "null"...)
 	} else {
@@ -139,7 +151,7 @@ func appendRSResponse(b []byte, id string, created int64, status, reason, model 
 }
 
 // encodeResponsesResponse builds a Responses "response" object.
-func encodeResponsesResponse(r *canonResponse) []byte {
+func encodeResponsesResponse(r *canonResponse, tools, toolChoice []byte) []byte {
 	base := trimIDPrefix(r.id)
 	if base == "" {
 		base = "gateway"
@@ -192,7 +204,7 @@ func encodeResponsesResponse(r *canonResponse) []byte {
 	if created == 0 {
 		created = nowUnix()
 	}
-	return appendRSResponse(make([]byte, 0, len(out)+512), withPrefix("resp_", r.id), created, status, reason, r.model, out, r.usage, "", "")
+	return appendRSResponse(make([]byte, 0, len(out)+len(tools)+len(toolChoice)+512), withPrefix("resp_", r.id), created, status, reason, r.model, out, r.usage, "", "", tools, toolChoice)
 }
 
 func suffix(i int) string {

@@ -56,6 +56,9 @@ type Request struct {
 
 	customDone bool     // custom is set (CustomTools)
 	custom     []string // the custom tools' names
+	echoDone   bool
+	echoTools  []byte // ResponsesEcho: the request's "tools" (a view of body)
+	echoChoice []byte // ResponsesEcho: the request's "tool_choice" (a view of body)
 
 	seedDone       bool
 	seedSys, seed1 string

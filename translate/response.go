@@ -46,6 +46,14 @@ type ResponseOptions struct {
 	// .done events), per the Responses API reference. No effect on other
 	// client dialects or on passthrough.
 	CustomTools []string
+
+	// Tools and ToolChoice are the raw JSON of the "tools" array and the
+	// "tool_choice" of the client's OpenAI Responses request
+	// (Request.ResponsesEcho), echoed in a translated answer's response
+	// object as the Responses API does (nil: "tools":[] and
+	// "tool_choice":"auto"). No effect on other client dialects or on
+	// passthrough.
+	Tools, ToolChoice []byte
 }
 
 // decodeResponse decodes a whole answer of upstream dialect from (a JSON
@@ -113,7 +121,7 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 		return encodeAnthropicResponse(resp), resp.usage, nil
 	case OpenAIResponses:
 		markCustomCalls(resp.parts, o.CustomTools)
-		return encodeResponsesResponse(resp), resp.usage, nil
+		return encodeResponsesResponse(resp, o.Tools, o.ToolChoice), resp.usage, nil
 	}
 	return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown client dialect"}
 }

@@ -157,6 +157,7 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 		t.cs.keepThinking = t.to == OpenAIChat && !o.OmitReasoning
 		if t.to == OpenAIResponses {
 			t.cs.customTools = o.CustomTools
+			t.cs.echoTools, t.cs.echoToolChoice = o.Tools, o.ToolChoice
 		}
 	}
 }

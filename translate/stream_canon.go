@@ -79,6 +79,10 @@ type canonStream struct {
 	hiSur  rune
 	hiBlk  *streamBlock
 	hiKind deltaKind
+	// echoTools, echoToolChoice are the client's Responses request's
+	// tools and tool_choice, echoed in its response objects
+	// (ResponseOptions.Tools, ToolChoice)
+	echoTools, echoToolChoice []byte
 	// customTools are the client's custom tools (ResponseOptions.CustomTools)
 	customTools []string
 }

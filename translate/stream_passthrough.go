@@ -900,7 +900,7 @@ func (t *StreamTranslator) passFail(msg string, cause error) {
 		f := []byte(`{"type":"response.failed","sequence_number":`)
 		f = strconv.AppendInt(f, seq+1, 10)
 		f = append(f, `,"response":`...)
-		f = appendRSResponse(f, firstNonEmpty(st.respID, "resp_gateway"), nowUnix(), "failed", "", firstNonEmpty(t.model, st.upModel), nil, t.usage, code, msg)
+		f = appendRSResponse(f, firstNonEmpty(st.respID, "resp_gateway"), nowUnix(), "failed", "", firstNonEmpty(t.model, st.upModel), nil, t.usage, code, msg, nil, nil)
 		t.write(appendEvent(nil, "response.failed", append(f, '}')))
 	}
 }
