@@ -300,7 +300,7 @@ func appendAnthropicText(b []byte, text, cache string) []byte {
 // results go first in their user turn, blank text blocks are dropped and
 // turns left empty are skipped. Blocks are written straight into b (no
 // per-turn buffer: a turn may be most of a large request). An assistant
-// turn's signed thinking goes first (see thinkingFirst), also when it
+// turn's signed thinking goes first (see leadingThinking), also when it
 // comes from a later message merged into the turn (a system message
 // hoisted from between two assistant messages leaves them adjacent).
 func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
@@ -329,20 +329,33 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 		}
 		blocks := len(b)
 		// tool results first (Anthropic parallel tool use docs); in an
-		// assistant turn, signed thinking first (see thinkingFirst); in a
+		// assistant turn, signed thinking first (see leadingThinking); in a
 		// merged assistant turn that does not start with thinking (and has
 		// made no tool call yet), this message's leading thinking moves to
 		// the turn's front
 		assistant := m.role == "assistant"
-		front := assistant && merge && !turnThinking && !turnCalled && leadingThinking(m.parts)
-		hoist := assistant && !front && thinkingFirst(m.parts)
+		thinking, late := false, false
+		if assistant {
+			thinking, late = leadingThinking(m.parts)
+		}
+		front := thinking && merge && !turnThinking && !turnCalled
+		hoist := !front && late
+		firstCall := len(m.parts) // thinking after it keeps its place
+		if hoist || front {
+			for j := range m.parts {
+				if m.parts[j].kind == partToolCall {
+					firstCall = j
+					break
+				}
+			}
+		}
 		var err *Error
 		for pass := 0; pass < 2; pass++ {
 			for j := range m.parts {
 				p := &m.parts[j]
 				first := p.kind == partToolResult
 				if hoist || front {
-					first = (p.kind == partThinking || p.kind == partRedactedThinking) && !hasToolCall(m.parts[:j])
+					first = (p.kind == partThinking || p.kind == partRedactedThinking) && j < firstCall
 				}
 				if first != (pass == 0) {
 					continue
@@ -389,45 +402,31 @@ func appendAnthropicMessages(b []byte, msgs []canonMessage) ([]byte, *Error) {
 }
 
 // leadingThinking reports whether ps holds replayable thinking before its
-// first tool call.
-func leadingThinking(ps []canonPart) bool {
+// first tool call (found), and whether another block (non-blank text, or
+// any other kind) comes before that thinking (late). late is when an
+// assistant turn's replayable thinking must be moved ahead of what
+// precedes it: Anthropic refuses a turn that holds thinking blocks but
+// starts with another block ("the first block must be thinking or
+// redacted_thinking"), which happens when a client kept a turn's text
+// and its tool calls (with the thinking) in two messages. Only thinking
+// before the turn's first tool call moves, so thinking interleaved
+// between tool calls keeps its place.
+func leadingThinking(ps []canonPart) (found, late bool) {
 	for i := range ps {
 		switch p := &ps[i]; p.kind {
 		case partToolCall:
-			return false
+			return false, false
 		case partThinking, partRedactedThinking:
 			if anthropicReplayable(p) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// thinkingFirst reports whether an assistant turn's replayable thinking
-// must be moved ahead of the text that precedes it: Anthropic refuses a
-// turn that holds thinking blocks but starts with another block ("the
-// first block must be thinking or redacted_thinking"), which happens when
-// a client kept a turn's text and its tool calls (with the thinking) in
-// two messages. Only thinking before the turn's first tool call moves, so
-// thinking interleaved between tool calls keeps its place.
-func thinkingFirst(ps []canonPart) bool {
-	sawOther := false
-	for i := range ps {
-		switch p := &ps[i]; p.kind {
-		case partToolCall:
-			return false
-		case partThinking, partRedactedThinking:
-			if anthropicReplayable(p) {
-				return sawOther
+				return true, late
 			}
 		case partText:
-			sawOther = sawOther || !isBlank(p.text)
+			late = late || !isBlank(p.text)
 		default:
-			sawOther = true
+			late = true
 		}
 	}
-	return false
+	return false, false
 }
 
 // appendAnthropicBlock appends one content block (with a leading comma when
