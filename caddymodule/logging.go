@@ -117,12 +117,21 @@ func (rl *requestLog) fail(w http.ResponseWriter, d translate.Dialect, status in
 	writeError(w, d, status, class, msg)
 }
 
+// writesAccessLog reports whether the server that took r writes an access
+// log entry for it (its "logs" are configured); without one, the fields
+// logRequest would add to it are not built (ExtraLogFields.Add also clears
+// the entry's cached handler loggers on every call).
+func writesAccessLog(r *http.Request) bool {
+	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	return !ok || srv.Logs != nil
+}
+
 // logRequest writes the request's log entry through the handler's logger
 // ("http.handlers.llm_gateway") and adds llm_pool / llm_key to Caddy's
 // access log entry. Durations are in seconds, as Caddy logs them.
 func (h *Handler) logRequest(r *http.Request, rl *requestLog) {
 	h.observe(rl)
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rl.pool != "" {
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rl.pool != "" && writesAccessLog(r) {
 		extra.Add(zap.String("llm_pool", rl.pool))
 		if rl.key != "" {
 			extra.Add(zap.String("llm_key", rl.key))

@@ -1,0 +1,27 @@
+package caddymodule
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llmgateway/llm_gateway/translate"
+)
+
+// BenchmarkObserve measures the bookkeeping of one finished request (cost,
+// usage series, recent list, metrics), as the bench harness's passthrough
+// requests produce it: one successful attempt with usage, a model the price
+// table does not know.
+func BenchmarkObserve(b *testing.B) {
+	h := &Handler{metrics: &metrics{}}
+	in, out := int64(500), int64(120)
+	start := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		rl := &requestLog{pool: "bench-pool", key: "bench-key", endpoint: "chat/completions", status: 200,
+			dialect: translate.OpenAIChat, upstreamDialect: translate.OpenAIChat,
+			clientModel: "mock-model", upstreamModel: "mock-model", start: start, ttfb: time.Millisecond,
+			usage:    translate.Usage{InputTokens: &in, OutputTokens: &out},
+			attempts: []attemptLog{{key: "bench-key", outcome: "success", status: 200, dur: time.Millisecond}}}
+		h.observe(rl)
+	}
+}
