@@ -94,6 +94,10 @@ type SSEReader struct {
 	dataLen  int
 	dataN    int    // number of data lines
 	dataJoin []byte // joined data when dataN > 1
+
+	// cut: the last block Next returned was ended by the input's end or
+	// error, not by a blank line (see dispatch)
+	cut bool
 }
 
 // NewSSEReader returns a reader of the SSE stream r.
@@ -291,6 +295,7 @@ func (r *SSEReader) dispatch(end int, atEOF bool) SSEEvent {
 			}
 		}
 	}
+	r.cut = atEOF
 	full := end + extra
 	raw := r.buf[r.s:full:full]
 	ev := SSEEvent{Raw: raw, Retry: r.retry, dataOff: -1}

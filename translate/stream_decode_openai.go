@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"io"
 	"strconv"
 	"strings"
 
@@ -72,10 +73,17 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.fail(classForErrorType(typ, code), firstNonEmpty(se.Message, "upstream error"), se)
 		return
 	}
+	choices := res[5]
+	if malformedChoices(choices) {
+		// not a chat.completion.chunk: the upstream's failure, never
+		// counted as a chunk with choices (or without)
+		se := cs.t.setUpstreamError(newStreamError(OpenAIChat, "server_error", "", msgMalformedChoices, ""))
+		cs.fail(ErrUpstreamUnavailable, se.Message, se)
+		return
+	}
 	if u := res[4]; u.IsObject() {
 		cs.t.usage.merge(chatUsage(u))
 	}
-	choices := res[5]
 	d.choices.note(choices, f)
 	if !cs.started {
 		if res[1].Str == "" && !hasElements(choices) {
@@ -271,20 +279,36 @@ func (d *chatStreamDecoder) end(readErr error) {
 }
 
 // blocked finishes, at a clean end, a stream that held only chunks with
-// "choices": [] (Gemini's OpenAI-compatible stream of a prompt its safety
-// filter blocked, with no finish_reason): an empty answer that stopped
+// "choices": [], one of them with a block reason or the usage (Gemini's
+// OpenAI-compatible stream of a prompt its safety filter blocked, with no
+// finish_reason; see chatChoices): an empty answer that stopped
 // for a refusal (Anthropic stop_reason "refusal", Responses incomplete
 // with reason content_filter, MAPPING.md §3.3), not a truncation.
+//
+// Empties that say neither (chatChoices.nothing) are an upstream that
+// answered nothing: a truncation (Truncated), failed with its own message.
 func (d *chatStreamDecoder) blocked() {
-	if d.choices.blocked() && !d.cs.finished && !d.cs.closed {
-		d.cs.finish(stopRefusal, "")
+	cs := d.cs
+	if cs.finished || cs.closed {
+		return
+	}
+	switch {
+	case d.choices.blocked():
+		cs.finish(stopRefusal, "")
+	case d.choices.nothing():
+		cs.t.truncated = true
+		cs.fail(ErrUpstreamUnavailable, msgNoChoices, io.ErrUnexpectedEOF)
 	}
 }
 
-// hasElements reports whether r is a non-empty array; also true for a
-// non-empty object and for any scalar (gjson's ForEach visits those too),
-// so a caller that needs an array tests IsArray first (nonEmptyArray).
+// hasElements reports whether r is a JSON array with at least one
+// element; false for an empty array and for anything that is not an array
+// (an object, a scalar, null, nothing), which gjson's ForEach would visit
+// too.
 func hasElements(r gjson.Result) bool {
+	if !r.IsArray() {
+		return false
+	}
 	n := false
 	r.ForEach(func(_, _ gjson.Result) bool {
 		n = true

@@ -2,6 +2,8 @@ package translate
 
 import (
 	"bytes"
+	"errors"
+	"io"
 
 	"github.com/tidwall/gjson"
 )
@@ -20,12 +22,50 @@ import (
 // at its error event (their dialects carry nothing after it).
 
 // MaxDrainAfterError bounds what StreamTranslator.Run reads of an upstream
-// stream after an in-band error event has been relayed: 8 KiB of events
-// (a whole event is read even when it crosses the bound). The reading
-// also ends at the stream's end, its terminator, or a read error (which
-// is then not reported: the outcome is the error event). The caller's
-// read timeouts bound the time it takes.
+// stream after an in-band error event has been relayed: 8 KiB, counting
+// the bytes already buffered past the error. The upstream is read through
+// a reader limited to what is left of it, so an event that crosses the
+// bound (however large, up to MaxSSEEventSize) is abandoned unread, not
+// buffered, and nothing of it is observed. The reading also ends at the
+// stream's end, its terminator, or a read error (which is then not
+// reported: the outcome is the error event). The time it takes is the
+// caller's to bound (Draining says when it runs; the gateway allows it a
+// few hundred milliseconds).
 const MaxDrainAfterError = 8 << 10
+
+// errDrainBudget is what the drain's limited reader returns once
+// MaxDrainAfterError bytes were read.
+var errDrainBudget = errors.New("translate: drain budget spent")
+
+// drainReader reads at most left bytes of r, then returns errDrainBudget
+// (hit set).
+type drainReader struct {
+	r    io.Reader
+	left int
+	hit  bool
+}
+
+func (d *drainReader) Read(p []byte) (int, error) {
+	if d.left <= 0 {
+		d.hit = true
+		return 0, errDrainBudget
+	}
+	if len(p) > d.left {
+		p = p[:d.left]
+	}
+	n, err := d.r.Read(p)
+	d.left -= max(n, 0)
+	return n, err
+}
+
+// Draining reports whether Run is reading on after an in-band error that
+// reached the client, for the usage that may follow it (see
+// MaxDrainAfterError): the client's stream holds its error form, and only
+// a Responses client's response.failed (with the usage) may still be
+// written. A caller bounds the time this takes (a short deadline on the
+// upstream's body from the first read while Draining holds); the drain
+// ends at the read error that deadline causes, which is not reported.
+func (t *StreamTranslator) Draining() bool { return t.committed && t.upErr != nil }
 
 // Live reports whether the stream is committed (see Committed) and still
 // relaying the upstream's answer: false before the commit point and once
@@ -43,10 +83,18 @@ func (t *StreamTranslator) afterError(r *SSEReader, early bool) {
 	if t.upErr == nil || !t.committed || t.werr != nil || t.failed != nil {
 		return
 	}
+	if early {
+		// what is already buffered counts; the upstream is read only for
+		// what is left of the budget
+		r.r = &drainReader{r: r.r, left: MaxDrainAfterError - (r.e - r.s)}
+	}
 	for n := 0; early && n < MaxDrainAfterError && t.werr == nil; {
 		ev, err := r.Next()
 		if err != nil {
 			break
+		}
+		if d := r.r.(*drainReader); d.hit && r.cut {
+			break // an event the budget cut short: abandoned
 		}
 		n += len(ev.Raw)
 		t.ev = ev
@@ -69,10 +117,16 @@ func (t *StreamTranslator) afterError(r *SSEReader, early bool) {
 // passDrained observes the usage of one event read after the error in a
 // passthrough and reports the stream's end. Of what follows an error only
 // OpenAI Chat's usage-only chunk (choices: [], as include_usage adds it)
-// is relayed, as it came (the model rewritten; dropped with
+// and the Responses response.failed that ends the stream are relayed, as it came (the model rewritten; dropped with
 // HideUsageChunk, as the gateway asked for it): content, a finish or a
 // terminator after an error would show a failed stream as whole.
 func (t *StreamTranslator) passDrained(ev *SSEEvent) (end bool) {
+	if t.from == OpenAIResponses && len(ev.Data) > 0 && anthropicType(ev, view(ev.Data)) == "response.failed" {
+		// the upstream's own response.failed after its error event: the
+		// end of its stream, relayed as it came (passEvent)
+		t.passEvent(ev)
+		return true
+	}
 	if t.from != OpenAIChat {
 		return t.observeDrained(ev)
 	}
@@ -88,8 +142,12 @@ func (t *StreamTranslator) passDrained(ev *SSEEvent) (end bool) {
 	if !u.IsObject() {
 		return false
 	}
+	choices := gjson.Get(sd, "choices")
+	if malformedChoices(choices) {
+		return false // not a chat.completion.chunk: neither booked nor relayed
+	}
 	t.usage.merge(chatUsage(u))
-	if hasElements(gjson.Get(sd, "choices")) || t.hideUsage {
+	if hasElements(choices) || t.hideUsage {
 		return false
 	}
 	raw := ev.Raw
@@ -116,7 +174,7 @@ func (t *StreamTranslator) observeDrained(ev *SSEEvent) (end bool) {
 		if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
 			return true
 		}
-		if u := gjson.Get(sd, "usage"); u.IsObject() {
+		if u := gjson.Get(sd, "usage"); u.IsObject() && !malformedChoices(gjson.Get(sd, "choices")) {
 			t.usage.merge(chatUsage(u))
 		}
 	case AnthropicMessages:

@@ -155,8 +155,9 @@ const geminiBlocked = `data: {"id":"gem-1","object":"chat.completion.chunk","cre
 // relays it byte for byte (its usage chunk kept even with HideUsageChunk,
 // as it is all there is), an Anthropic client gets an empty message that
 // stopped for a refusal, a Responses client response.incomplete with
-// reason content_filter. Cut by a read error, or holding only Azure's
-// prompt_filter_results chunk, it is still a failure.
+// reason content_filter. Cut by a read error, holding only Azure's
+// prompt_filter_results chunk, or with neither a block reason nor the
+// usage (a bare "choices": [] chunk), it is still a failure.
 func TestBlockedPromptStream(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -166,7 +167,6 @@ func TestBlockedPromptStream(t *testing.T) {
 		{"with [DONE]", geminiBlocked + "data: [DONE]\n\n", false},
 		{"without [DONE]", geminiBlocked, false},
 		{"usage hidden", geminiBlocked + "data: [DONE]\n\n", true},
-		{"bare", `data: {"id":"gem-2","object":"chat.completion.chunk","created":7,"model":"gemini-x","choices":[]}` + "\n\n", false},
 	} {
 		out, tr, err := runEnd(t, OpenAIChat, OpenAIChat, c.hide, strings.NewReader(c.in))
 		if err != nil || tr.Truncated() || tr.UpstreamError() != nil || !tr.Committed() || string(out) != c.in {
@@ -206,6 +206,10 @@ func TestBlockedPromptStream(t *testing.T) {
 		_, tr, err = runEnd(t, OpenAIChat, to, false, strings.NewReader(azure+"data: [DONE]\n\n"))
 		if !errors.Is(err, ErrNotCommitted) || !tr.Truncated() {
 			t.Errorf("%s: Azure's prompt_filter_results alone: err %v truncated %v", to, err, tr.Truncated())
+		}
+		_, tr, err = runEnd(t, OpenAIChat, to, false, strings.NewReader(bareEmpty+"data: [DONE]\n\n"))
+		if !errors.Is(err, ErrNotCommitted) || !tr.Truncated() {
+			t.Errorf("%s: a bare \"choices\": [] chunk alone: err %v truncated %v", to, err, tr.Truncated())
 		}
 	}
 }

@@ -231,6 +231,11 @@ const (
 	msgFinishError = "upstream ended the answer with finish_reason error: the generation failed"
 	msgInterrupted = "upstream stream interrupted: connection error"
 	msgEmpty       = "upstream closed the stream without sending any event"
+	// a Chat chunk whose "choices" is not an array (malformedChoices)
+	msgMalformedChoices = "upstream sent a malformed chunk: its choices is not an array"
+	// a Chat stream of "choices": [] chunks alone, none with a block
+	// reason or the usage (chatChoices)
+	msgNoChoices = "upstream stream ended without any choice or block reason: it answered nothing"
 )
 
 // appendRSErrorFields appends the data of a Responses "error" event after

@@ -93,6 +93,17 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				break
 			}
 			u, choices := f.get("usage"), f.get("choices")
+			if malformedChoices(choices) {
+				// not a chat.completion.chunk: the upstream's failure,
+				// relayed as the dialect's error form, never as it came
+				st.errored = true
+				se := t.setUpstreamError(newStreamError(OpenAIChat, "server_error", "", msgMalformedChoices, ""))
+				if t.failBeforeCommit(se) {
+					return
+				}
+				t.passFail(se.Message, se)
+				return
+			}
 			if !hasUsage {
 				u = gjson.Result{}
 			}
@@ -238,7 +249,10 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			raw = t.scrub(ev, "response.error.message")
 			isErr = true
 		case "error":
+			// only the upstream's response.failed may follow: it is
+			// waited for by the drain (afterError), within its bounds
 			st.errored = true
+			t.stopped = true
 			typ, code, msg, param := errStr(gjson.Get(sd, "type")), errStr(gjson.Get(sd, "code")), gjson.Get(sd, "message").String(), errStr(gjson.Get(sd, "param"))
 			if e := gjson.Get(sd, "error"); e.IsObject() {
 				typ, code, msg, param = openAIErrorFields(e)
@@ -846,12 +860,15 @@ func (st *passState) blocked() bool { return st.choices.blocked() }
 // chatChoices follows the choices of an OpenAI Chat stream's chunks:
 // empties, a chunk with "choices": [] was seen (not Azure's
 // prompt_filter_results chunk); others, a chunk with choices (or no
-// "choices" array). A stream of empties alone (maybe with promptFeedback
-// / prompt_feedback or usage) is how Gemini's OpenAI-compatible endpoint
-// streams a prompt its safety filter blocked, with no finish_reason: when
-// it ends cleanly, that is the answer (the prompt's doing, not the
-// key's), never a truncation.
-type chatChoices struct{ empties, others bool }
+// "choices" array); said, one of the empties carried a block reason
+// (promptFeedback.blockReason, prompt_feedback.block_reason) or the usage.
+// A stream of empties alone, one of them with a block reason or the
+// usage, is how Gemini's OpenAI-compatible endpoint streams a prompt its
+// safety filter blocked, with no finish_reason: when it ends cleanly,
+// that is the answer (the prompt's doing, not the key's), never a
+// truncation. Empties that say neither are an upstream that answered
+// nothing: a truncation, like a stream that ends without a finish reason.
+type chatChoices struct{ empties, others, said bool }
 
 // note records one chunk: its "choices" member and its top-level members f.
 func (c *chatChoices) note(choices gjson.Result, f objFields) {
@@ -859,18 +876,49 @@ func (c *chatChoices) note(choices gjson.Result, f objFields) {
 		c.others = true
 	} else if !f.get("prompt_filter_results").Exists() {
 		c.empties = true
+		c.said = c.said || f.get("usage").IsObject() || blockReason(f)
 	}
 }
 
-// blocked reports whether the stream held empties alone.
-func (c *chatChoices) blocked() bool { return c.empties && !c.others }
+// blocked reports whether the stream held empties alone, one of them
+// with a block reason or the usage.
+func (c *chatChoices) blocked() bool { return c.empties && !c.others && c.said }
+
+// nothing reports whether the stream held empties alone, none with a
+// block reason or the usage: the upstream answered nothing.
+func (c *chatChoices) nothing() bool { return c.empties && !c.others && !c.said }
+
+// blockReason reports whether a chunk's top-level members f say why the
+// prompt was blocked: Gemini's promptFeedback.blockReason (its
+// OpenAI-compatible endpoint, camelCase) or prompt_feedback.block_reason,
+// a non-empty value. A promptFeedback with safety ratings alone blocked
+// nothing.
+func blockReason(f objFields) bool {
+	if pf := f.get("promptFeedback"); pf.IsObject() && pf.Get("blockReason").String() != "" {
+		return true
+	}
+	pf := f.get("prompt_feedback")
+	return pf.IsObject() && pf.Get("block_reason").String() != ""
+}
+
+// malformedChoices reports whether a Chat chunk's "choices" is there but
+// not an array (an object, a string, a number, a boolean): not a
+// chat.completion.chunk (OpenAI API reference, "The chat completion chunk
+// object": choices is an array), so the upstream's failure. An absent or
+// null "choices" is not (a usage or error chunk of some servers).
+func malformedChoices(choices gjson.Result) bool {
+	return choices.Exists() && choices.Type != gjson.Null && !choices.IsArray()
+}
 
 // passTruncated ends a stream that stopped without a finish reason.
 func (t *StreamTranslator) passTruncated() {
 	t.truncated = true
 	msg := msgTruncated
-	if !t.pt.started {
+	switch {
+	case !t.pt.started:
 		msg = msgEmpty
+	case t.pt.choices.nothing():
+		msg = msgNoChoices
 	}
 	t.passFail(msg, io.ErrUnexpectedEOF)
 }
