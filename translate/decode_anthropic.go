@@ -525,37 +525,80 @@ func anthropicSource(bf objFields, p fpath, typ string, c *checker) (canonPart, 
 	return part, nil
 }
 
-// decodeAnthropicResponse decodes an Anthropic "message" object.
-func decodeAnthropicResponse(body []byte) (*canonResponse, *Error) {
-	root := gjson.Parse(view(body))
-	if root.Get("type").String() != "message" && !root.Get("content").IsArray() {
+// decodeAnthropicAnswer decodes an Anthropic "message" object whose
+// top-level members a holds. Each content block is read in one walk of
+// its members (the first of each name, as gjson's Get finds it).
+func decodeAnthropicAnswer(a *answerRoot) (*canonResponse, *Error) {
+	if a.typ.String() != "message" && !a.content.IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}
 	}
-	resp := &canonResponse{id: root.Get("id").String(), model: root.Get("model").String()}
-	root.Get("content").ForEach(func(_, b gjson.Result) bool {
-		switch b.Get("type").String() {
+	resp := &canonResponse{id: a.id.String(), model: a.model.String()}
+	a.content.ForEach(func(_, b gjson.Result) bool {
+		if !b.IsObject() {
+			return true // no "type": nothing the old per-name lookups kept
+		}
+		var f anthropicAnswerBlock
+		f.collect(b)
+		switch f.typ.String() {
 		case "text":
-			resp.parts = append(resp.parts, canonPart{kind: partText, text: b.Get("text").String()})
+			resp.parts = append(resp.parts, canonPart{kind: partText, text: f.text.String()})
 		case "thinking":
-			resp.parts = append(resp.parts, canonPart{kind: partThinking, text: b.Get("thinking").String(), signature: b.Get("signature").String(), raw: b.Raw})
+			resp.parts = append(resp.parts, canonPart{kind: partThinking, text: f.thinking.String(), signature: f.signature.String(), raw: b.Raw})
 		case "redacted_thinking":
-			resp.parts = append(resp.parts, canonPart{kind: partRedactedThinking, data: b.Get("data").String(), raw: b.Raw})
+			resp.parts = append(resp.parts, canonPart{kind: partRedactedThinking, data: f.data.String(), raw: b.Raw})
 		case "tool_use":
-			args := b.Get("input").Raw
+			args := f.input.Raw
 			if args == "" {
 				args = "{}"
 			}
-			resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: b.Get("id").String(), name: b.Get("name").String(), args: args})
+			resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: f.id.String(), name: f.name.String(), args: args})
 		}
 		return true
 	})
-	resp.stop = root.Get("stop_reason").String()
+	resp.stop = a.stopReason.String()
 	if resp.stop == "" {
 		resp.stop = stopEndTurn
 	}
-	resp.stopSeq = root.Get("stop_sequence").String()
+	resp.stopSeq = a.stopSeq.String()
 	var au anthropicUsage
-	au.add(root.Get("usage"))
+	au.add(a.usage)
 	resp.usage = au.usage()
 	return resp, nil
+}
+
+// anthropicAnswerBlock holds the members of an answer's content block
+// that decodeAnthropicAnswer reads, the first of each name.
+type anthropicAnswerBlock struct {
+	typ, text, thinking, signature, data, input, id, name gjson.Result
+}
+
+// collect fills f from the block object b in one walk.
+func (f *anthropicAnswerBlock) collect(b gjson.Result) {
+	b.ForEach(func(k, v gjson.Result) bool {
+		var slot *gjson.Result
+		switch k.Str {
+		case "type":
+			slot = &f.typ
+		case "text":
+			slot = &f.text
+		case "thinking":
+			slot = &f.thinking
+		case "signature":
+			slot = &f.signature
+		case "data":
+			slot = &f.data
+		case "input":
+			slot = &f.input
+		case "id":
+			slot = &f.id
+		case "name":
+			slot = &f.name
+		default:
+			return true
+		}
+		if !slot.Exists() {
+			*slot = v
+		}
+		return true
+	})
 }

@@ -754,15 +754,16 @@ func (r *canonRequest) addMessage(role string, parts ...canonPart) {
 	r.messages = append(r.messages, canonMessage{role: role, parts: parts})
 }
 
-// decodeChatResponse decodes an OpenAI "chat.completion" object; only
-// choices[0] is used.
-func decodeChatResponse(body []byte) (*canonResponse, *Error) {
-	root := gjson.Parse(view(body))
-	choices := root.Get("choices")
+// decodeChatAnswer decodes an OpenAI "chat.completion" object whose
+// top-level members a holds; only choices[0] is used. The choice and its
+// message are each read in one walk of their members (the first of each
+// name, as gjson's Get finds it).
+func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
+	choices := a.choices
 	if !choices.IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response has no choices"}
 	}
-	resp := &canonResponse{id: root.Get("id").String(), model: root.Get("model").String(), created: root.Get("created").Int()}
+	resp := &canonResponse{id: a.id.String(), model: a.model.String(), created: a.created.Int()}
 	c := choices.Get("0")
 	if !c.Exists() {
 		// an answer without a choice (Gemini's, for a prompt its safety
@@ -770,21 +771,40 @@ func decodeChatResponse(body []byte) (*canonResponse, *Error) {
 		// for the filter, as a stream of such chunks ends (content_filter
 		// maps to refusal, MAPPING.md 3.3)
 		resp.stop = stopRefusal
-		if u := root.Get("usage"); u.IsObject() {
+		if u := a.usage; u.IsObject() {
 			resp.usage = chatUsage(u)
 		}
 		return resp, nil
 	}
-	if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str == "error" {
+	var fr, m gjson.Result
+	if c.IsObject() {
+		c.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "finish_reason":
+				if !fr.Exists() {
+					fr = v
+				}
+			case "message":
+				if !m.Exists() {
+					m = v
+				}
+			}
+			return true
+		})
+	}
+	if fr.Type == gjson.String && fr.Str == "error" {
 		// OpenRouter's failed generation: an upstream failure, as in a
 		// stream (chatPassthroughError)
 		return nil, &Error{Class: ErrAPI, Message: msgFinishError}
 	}
-	m := c.Get("message")
-	if rc := chatReasoningText(m); rc != "" {
+	var mm chatAnswerMessage
+	if m.IsObject() {
+		mm.collect(m)
+	}
+	if rc := chatReasoning(mm.reasoningContent, mm.reasoning, mm.reasoningDetails); rc != "" {
 		resp.parts = append(resp.parts, canonPart{kind: partThinking, text: rc})
 	}
-	if t := m.Get("content"); t.Type == gjson.String && t.Str != "" {
+	if t := mm.content; t.Type == gjson.String && t.Str != "" {
 		resp.parts = append(resp.parts, canonPart{kind: partText, text: t.Str})
 	} else if t.IsArray() {
 		t.ForEach(func(_, p gjson.Result) bool {
@@ -795,23 +815,56 @@ func decodeChatResponse(body []byte) (*canonResponse, *Error) {
 		})
 	}
 	refused := false
-	if rf := m.Get("refusal"); rf.Type == gjson.String && rf.Str != "" {
+	if rf := mm.refusal; rf.Type == gjson.String && rf.Str != "" {
 		resp.parts = append(resp.parts, canonPart{kind: partText, text: rf.Str})
 		refused = true
 	}
-	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+	mm.toolCalls.ForEach(func(_, tc gjson.Result) bool {
 		resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: tc.Get("id").String(),
 			name: tc.Get("function.name").String(), args: tc.Get("function.arguments").String()})
 		return true
 	})
-	resp.stop = stopFromChat(c.Get("finish_reason").String())
+	resp.stop = stopFromChat(fr.String())
 	if refused && resp.stop == stopEndTurn {
 		resp.stop = stopRefusal
 	}
-	if u := root.Get("usage"); u.IsObject() {
+	if u := a.usage; u.IsObject() {
 		resp.usage = chatUsage(u)
 	}
 	return resp, nil
+}
+
+// chatAnswerMessage holds the members of a Chat answer's message that
+// decodeChatAnswer reads, the first of each name.
+type chatAnswerMessage struct {
+	reasoningContent, reasoning, reasoningDetails, content, refusal, toolCalls gjson.Result
+}
+
+// collect fills mm from the message object m in one walk.
+func (mm *chatAnswerMessage) collect(m gjson.Result) {
+	m.ForEach(func(k, v gjson.Result) bool {
+		var slot *gjson.Result
+		switch k.Str {
+		case "reasoning_content":
+			slot = &mm.reasoningContent
+		case "reasoning":
+			slot = &mm.reasoning
+		case "reasoning_details":
+			slot = &mm.reasoningDetails
+		case "content":
+			slot = &mm.content
+		case "refusal":
+			slot = &mm.refusal
+		case "tool_calls":
+			slot = &mm.toolCalls
+		default:
+			return true
+		}
+		if !slot.Exists() {
+			*slot = v
+		}
+		return true
+	})
 }
 
 // stopFromChat maps an OpenAI finish_reason to the canonical stop reason

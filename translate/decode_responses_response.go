@@ -33,34 +33,71 @@ const sigPrefixOpenAI = "openai.reasoning.v1:"
 // Hosted-tool output items (web_search_call, …) have no counterpart and
 // are skipped.
 func decodeResponsesResponse(body []byte) (*canonResponse, *Error) {
-	root := fieldsOf(gjson.Parse(view(body)))
-	output := root.get("output")
-	if root.get("object").Str != "response" && !output.IsArray() {
+	var a answerRoot
+	if root := gjson.Parse(view(body)); root.IsObject() {
+		a.collect(root)
+	}
+	return decodeResponsesAnswer(&a)
+}
+
+// decodeResponsesAnswer is decodeResponsesResponse given the body's
+// top-level members. Each output item and each message content part is
+// read in one walk of its members (the first of each name, as gjson's
+// Get finds it).
+func decodeResponsesAnswer(a *answerRoot) (*canonResponse, *Error) {
+	output := a.output
+	if a.object.Str != "response" && !output.IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response is not an OpenAI Responses response object"}
 	}
-	status := root.get("status").Str
+	status := a.status.Str
 	switch status {
 	case "failed":
-		e := root.get("error")
+		e := a.err
 		code := sanitizeErrorName(errStr(e.Get("code")))
 		msg := ScrubSecrets(e.Get("message").String())
 		return nil, &Error{Class: classForErrorType("", code), Message: firstNonEmpty(msg, "upstream response failed"), Code: code}
 	case "cancelled", "queued", "in_progress":
 		return nil, &Error{Class: ErrAPI, Message: sprintf("upstream response has status %q, not an answer", clip(status))}
 	}
-	resp := &canonResponse{id: root.get("id").String(), model: root.get("model").String(), created: root.get("created_at").Int()}
+	resp := &canonResponse{id: a.id.String(), model: a.model.String(), created: a.createdAt.Int()}
 	refused, called := false, false
 	output.ForEach(func(_, it gjson.Result) bool {
-		switch it.Get("type").Str {
+		if !it.IsObject() {
+			return true // no "type": skipped, as the per-name lookups did
+		}
+		var f rsAnswerItem
+		f.collect(it)
+		switch f.typ.Str {
 		case "message":
-			it.Get("content").ForEach(func(_, c gjson.Result) bool {
-				switch c.Get("type").Str {
+			f.content.ForEach(func(_, c gjson.Result) bool {
+				if !c.IsObject() {
+					return true
+				}
+				var typ, text, refusal gjson.Result
+				c.ForEach(func(k, v gjson.Result) bool {
+					switch k.Str {
+					case "type":
+						if !typ.Exists() {
+							typ = v
+						}
+					case "text":
+						if !text.Exists() {
+							text = v
+						}
+					case "refusal":
+						if !refusal.Exists() {
+							refusal = v
+						}
+					}
+					return true
+				})
+				switch typ.Str {
 				case "output_text", "text":
-					if s := c.Get("text").String(); s != "" {
+					if s := text.String(); s != "" {
 						resp.parts = append(resp.parts, canonPart{kind: partText, text: s})
 					}
 				case "refusal":
-					if s := c.Get("refusal").String(); s != "" {
+					if s := refusal.String(); s != "" {
 						resp.parts = append(resp.parts, canonPart{kind: partText, text: s})
 						refused = true
 					}
@@ -69,20 +106,55 @@ func decodeResponsesResponse(body []byte) (*canonResponse, *Error) {
 			})
 		case "function_call":
 			called = true
-			resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: it.Get("call_id").String(),
-				name: it.Get("name").String(), args: it.Get("arguments").String()})
+			resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: f.callID.String(),
+				name: f.name.String(), args: f.arguments.String()})
 		case "reasoning":
-			if p, ok := rsReasoningPart(reasoningText(it), it.Get("encrypted_content").String()); ok {
+			if p, ok := rsReasoningPart(reasoningTextOf(f.summary, f.content), f.encrypted.String()); ok {
 				resp.parts = append(resp.parts, p)
 			}
 		}
 		return true
 	})
-	resp.stop = rsStopReason(status, root.get("incomplete_details").Get("reason").Str, called, refused)
-	if u := root.get("usage"); u.IsObject() {
+	resp.stop = rsStopReason(status, a.incomplete.Get("reason").Str, called, refused)
+	if u := a.usage; u.IsObject() {
 		resp.usage = responsesUsage(u)
 	}
 	return resp, nil
+}
+
+// rsAnswerItem holds the members of a Responses output item that
+// decodeResponsesAnswer reads, the first of each name.
+type rsAnswerItem struct {
+	typ, content, callID, name, arguments, summary, encrypted gjson.Result
+}
+
+// collect fills f from the item object it in one walk.
+func (f *rsAnswerItem) collect(it gjson.Result) {
+	it.ForEach(func(k, v gjson.Result) bool {
+		var slot *gjson.Result
+		switch k.Str {
+		case "type":
+			slot = &f.typ
+		case "content":
+			slot = &f.content
+		case "call_id":
+			slot = &f.callID
+		case "name":
+			slot = &f.name
+		case "arguments":
+			slot = &f.arguments
+		case "summary":
+			slot = &f.summary
+		case "encrypted_content":
+			slot = &f.encrypted
+		default:
+			return true
+		}
+		if !slot.Exists() {
+			*slot = v
+		}
+		return true
+	})
 }
 
 // rsStopReason maps a Responses status and incomplete_details.reason to
@@ -106,9 +178,15 @@ func rsStopReason(status, reason string, called, refused bool) string {
 // reasoningText is a reasoning item's readable text: its summary_text
 // parts joined with a blank line, else its reasoning_text content.
 func reasoningText(it gjson.Result) string {
+	return reasoningTextOf(it.Get("summary"), it.Get("content"))
+}
+
+// reasoningTextOf is reasoningText given the item's summary and content
+// members.
+func reasoningTextOf(summary, content gjson.Result) string {
 	var sb strings.Builder
 	n := 0
-	it.Get("summary").ForEach(func(_, s gjson.Result) bool {
+	summary.ForEach(func(_, s gjson.Result) bool {
 		if n > 0 {
 			sb.WriteString("\n\n")
 		}
@@ -117,7 +195,7 @@ func reasoningText(it gjson.Result) string {
 		return true
 	})
 	if sb.Len() == 0 {
-		it.Get("content").ForEach(func(_, s gjson.Result) bool {
+		content.ForEach(func(_, s gjson.Result) bool {
 			sb.WriteString(s.Get("text").String())
 			return true
 		})

@@ -540,7 +540,7 @@ func appendAnthropicMedia(b []byte, p *canonPart) []byte {
 
 // encodeAnthropicResponse builds an Anthropic "message" object.
 func encodeAnthropicResponse(r *canonResponse) []byte {
-	b := make([]byte, 0, 512)
+	b := make([]byte, 0, answerSize(r))
 	b = append(b, `{"id":`...)
 	b = appendString(b, withPrefix("msg_", r.id))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)

@@ -307,7 +307,7 @@ func compactArgs(a string) string {
 
 // encodeChatResponse builds an OpenAI "chat.completion" object.
 func encodeChatResponse(r *canonResponse) []byte {
-	b := make([]byte, 0, 512)
+	b := make([]byte, 0, answerSize(r))
 	b = append(b, `{"id":`...)
 	b = appendString(b, withPrefix("chatcmpl-", r.id))
 	b = append(b, `,"object":"chat.completion","created":`...)

@@ -156,7 +156,7 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice []byte) []byte 
 	if base == "" {
 		base = "gateway"
 	}
-	out := make([]byte, 0, 256)
+	out := make([]byte, 0, answerSize(r))
 	out = append(out, '[')
 	status, reason := rsStatus(r.stop)
 	itemStatus := "completed"

@@ -70,6 +70,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestHideUsageChunkByteIdentical", TestHideUsageChunkByteIdentical},
 		{"TestResponseAsStreamFixtures", TestResponseAsStreamFixtures},
 		{"TestPassthroughAnswerMatchesSteps", TestPassthroughAnswerMatchesSteps},
+		{"TestReadAnswerMatchesSteps", TestReadAnswerMatchesSteps},
 	}
 }
 

@@ -58,20 +58,15 @@ type ResponseOptions struct {
 
 // decodeResponse decodes a whole answer of upstream dialect from (a JSON
 // object) into the canonical form; an *Error of class ErrAPI when body is
-// not valid JSON, not an object, or not an answer of that dialect.
+// not valid JSON, not an object, or not an answer of that dialect. It
+// validates body; decodeAnswerOf is the decoder for a body already
+// validated whose top-level members were collected (ReadAnswer).
 func decodeResponse(from Dialect, body []byte) (*canonResponse, *Error) {
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+	var a answerRoot
+	if !gjson.ValidBytes(body) || !answerRootOf(body, &a) {
 		return nil, &Error{Class: ErrAPI, Message: "upstream returned a response that is not valid JSON"}
 	}
-	switch from {
-	case OpenAIChat:
-		return decodeChatResponse(body)
-	case AnthropicMessages:
-		return decodeAnthropicResponse(body)
-	case OpenAIResponses:
-		return decodeResponsesResponse(body)
-	}
-	return nil, &Error{Class: ErrAPI, Message: sprintf("translation of %s responses is not supported", from)}
+	return decodeAnswerOf(from, &a)
 }
 
 // TranslateResponseWith is TranslateResponse with options.
@@ -107,23 +102,7 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	resp.stop = toolStop(resp.stop, hasToolCall(resp.parts))
-	if clientModel != "" {
-		resp.model = clientModel
-	}
-	switch to {
-	case OpenAIChat:
-		if o.OmitReasoning {
-			resp.parts = withoutReasoning(resp.parts)
-		}
-		return encodeChatResponse(resp), resp.usage, nil
-	case AnthropicMessages:
-		return encodeAnthropicResponse(resp), resp.usage, nil
-	case OpenAIResponses:
-		markCustomCalls(resp.parts, o.CustomTools)
-		return encodeResponsesResponse(resp, o.Tools, o.ToolChoice), resp.usage, nil
-	}
-	return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown client dialect"}
+	return encodeAnswer(resp, to, clientModel, o)
 }
 
 // withoutReasoning returns ps without its thinking and redacted thinking
