@@ -2,11 +2,12 @@ package caddymodule
 
 import "github.com/llmgateway/llm_gateway/translate"
 
-// passAnswer is a non-streamed same-dialect answer as
-// translate.PassthroughAnswer read it, in one walk over its top-level
-// members: the error object it is instead of an answer (se), or the
-// client's bytes (out, the model rewritten when asked), its usage and
-// err when it is no answer of the dialect (the upstream's fault).
+// passAnswer is a non-streamed answer as translate.ReadAnswer read it
+// (translate.PassthroughAnswer for a client of the upstream's dialect), in
+// one walk over its top-level members: the error object it is instead of
+// an answer (se), or the client's bytes (out: the upstream's, the model
+// rewritten when asked, or the translation), its usage and err when it is
+// no answer of the dialect (the upstream's fault).
 type passAnswer struct {
 	out   []byte
 	usage translate.Usage
@@ -14,12 +15,12 @@ type passAnswer struct {
 	err   error
 }
 
-// readPassthroughAnswer reads data, an answer of dialect d for a client of
-// the same dialect that asked for model clientModel ("" keeps the
-// answer's model).
-func readPassthroughAnswer(d translate.Dialect, data []byte, clientModel string) passAnswer {
+// readAnswer reads data, a valid JSON answer of upstream dialect from, for
+// a client of dialect to that asked for model clientModel ("" keeps the
+// answer's model), with the response options o.
+func readAnswer(from, to translate.Dialect, data []byte, clientModel string, o translate.ResponseOptions) passAnswer {
 	var p passAnswer
-	p.out, p.usage, p.se, p.err = translate.PassthroughAnswer(d, data, clientModel)
+	p.out, p.usage, p.se, p.err = translate.ReadAnswer(from, to, data, clientModel, o)
 	return p
 }
 

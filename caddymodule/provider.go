@@ -23,10 +23,11 @@ type upstream interface {
 	// key uk for a client speaking client; in is the client's request
 	// headers (anthropic-beta is forwarded only Anthropic to Anthropic).
 	authorize(h http.Header, uk *upstreamKey, client translate.Dialect, in http.Header)
-	// readJSON renders a non-streamed 2xx answer (data) in the client's
-	// dialect and returns its usage; an error means the answer is
+	// readJSON reads a non-streamed 2xx answer (data, valid JSON) once:
+	// the error object it is instead of an answer, or the answer in the
+	// client's dialect with its usage; an error means the answer is
 	// unreadable (the upstream's fault).
-	readJSON(c *call, data []byte, o translate.ResponseOptions) ([]byte, translate.Usage, error)
+	readJSON(c *call, data []byte, o translate.ResponseOptions) passAnswer
 	// newStream returns the translator of a streamed answer to the
 	// client's dialect, writing client events to w.
 	newStream(c *call, w translate.EventWriter) *translate.StreamTranslator
@@ -53,8 +54,8 @@ type upstreamBase struct{ d translate.Dialect }
 
 func (b *upstreamBase) dialect() translate.Dialect { return b.d }
 
-func (b *upstreamBase) readJSON(c *call, data []byte, o translate.ResponseOptions) ([]byte, translate.Usage, error) {
-	return translate.TranslateResponseWith(b.d, c.dialect, data, c.responseModel(b.d), o)
+func (b *upstreamBase) readJSON(c *call, data []byte, o translate.ResponseOptions) passAnswer {
+	return readAnswer(b.d, c.dialect, data, c.responseModel(b.d), o)
 }
 
 func (b *upstreamBase) newStream(c *call, w translate.EventWriter) *translate.StreamTranslator {

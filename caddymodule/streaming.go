@@ -37,12 +37,13 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 	if err != nil {
 		return x.fail(x.classifyErr(err, resp.StatusCode))
 	}
-	// a same-dialect answer (passthrough) is checked, counted and renamed
-	// in one walk over its top-level members (translate.PassthroughAnswer)
-	onePass := c.kind == kindCompletion && !c.stream && x.d == c.dialect
+	// a whole answer is checked, counted and renamed or translated in one
+	// walk over its top-level members (translate.ReadAnswer; ValidJSON
+	// above is its only validation)
+	onePass := c.kind == kindCompletion && !c.stream
 	var pass passAnswer
 	if onePass {
-		pass = readPassthroughAnswer(x.d, data, c.responseModel(x.d))
+		pass = upstreamFor(x.d).readJSON(c, data, x.responseOptions())
 	}
 	if c.kind != kindCountTokens {
 		if se := pass.answerError(onePass, x.d, data); se != nil {
@@ -80,11 +81,7 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 			}
 			break
 		}
-		if onePass {
-			data, rl.usage, err = pass.out, pass.usage, pass.err
-			break
-		}
-		data, rl.usage, err = upstreamFor(x.d).readJSON(c, data, x.responseOptions())
+		data, rl.usage, err = pass.out, pass.usage, pass.err
 		if x.d != c.dialect {
 			ct = ""
 		}
