@@ -157,12 +157,16 @@ func (r *canonRequest) customToolNames() []string {
 // another dialect, so that its calls of those tools reach the client as
 // custom_tool_call items. The slice is the Request's: do not modify it.
 func (r *Request) CustomTools() []string {
-	if r.d != OpenAIResponses || r.canon == nil {
+	if r.d != OpenAIResponses {
 		return nil
 	}
 	if !r.customDone {
 		r.customDone = true
-		r.custom = r.canon.customToolNames()
+		// a passthrough's validation pass keeps no canonical form: built
+		// now, as the first translation would (see Request.canonical)
+		if canon, e := r.canonical(); e == nil {
+			r.custom = canon.customToolNames()
+		}
 	}
 	return r.custom
 }

@@ -11,7 +11,7 @@ import (
 // checks of c (see ValidateRequest).
 func decodeAnthropicRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	root := c.rootFields(body)
-	r := &canonRequest{}
+	r := c.newCanon()
 	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}

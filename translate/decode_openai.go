@@ -14,7 +14,7 @@ var chatRoles = []string{"system", "assistant", "user", "function", "tool", "dev
 // field checks of c (see ValidateRequest).
 func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	root := c.rootFields(body)
-	r := &canonRequest{}
+	r := c.newCanon()
 	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}
@@ -50,11 +50,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			if e != nil {
 				return e
 			}
-			if leading {
-				r.system = append(r.system, parts...)
-			} else {
-				r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
-			}
+			c.addSystem(r, leading, parts)
 			return nil
 		case "user":
 			content := mf.get("content")
@@ -68,7 +64,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			if e != nil {
 				return e
 			}
-			r.addMessage("user", parts...)
+			c.addMessage(r, "user", parts)
 		case "assistant":
 			parts, e := chatAssistant(mf, param, c)
 			if e == nil {
@@ -77,7 +73,7 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			if e != nil {
 				return e
 			}
-			r.addMessage("assistant", parts...)
+			c.addMessage(r, "assistant", parts)
 		case "tool":
 			id, e := c.reqStr(mf.get("tool_call_id"), param.dot("tool_call_id"))
 			if e == nil && id == "" {
@@ -96,6 +92,12 @@ func decodeChatRequest(body []byte, c *checker) (*canonRequest, *Error) {
 			one := []canonPart{res}
 			if e := messageCache(one, mf, param, c); e != nil {
 				return e
+			}
+			if c.checkOnly {
+				// only the pairing check reads it: content is not kept
+				c.parts.give(content)
+				c.addMessage(r, "user", c.onePart(res))
+				break
 			}
 			res.cache = one[0].cache
 			for k := range content {
@@ -145,7 +147,7 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 		return nil, e
 	}
 	parts := append(c.parts.take(), tb...) // kept with keepParts: one allocation, not one per doubling
-	if len(parts) == 0 {
+	if len(parts) == 0 && !c.checkOnly {
 		if rc := chatReasoning(mf.get("reasoning_content"), mf.get("reasoning"), mf.get("reasoning_details")); rc != "" {
 			parts = append(parts, canonPart{kind: partThinking, text: rc})
 		}
@@ -242,7 +244,7 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 	if fc := mf.get("function_call"); fc.IsObject() && !tcs.Exists() {
 		return nil, unsupportedAt(param.dot("function_call"), ": the deprecated function_call form is not supported; use tool_calls")
 	}
-	return c.keepParts(parts), nil
+	return c.partsOut(parts), nil
 }
 
 // partCache reads a cache_control extension (the field OpenRouter and
@@ -288,6 +290,10 @@ func chatThinkingBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *
 	}
 	if !v.IsArray() {
 		return nil, c.typeErr(param, wantArr, v)
+	}
+	if c.checkOnly {
+		// the blocks matter to a translation only: checked, not read
+		return nil, eachObject(v, param, c, func(int, gjson.Result) *Error { return nil })
 	}
 	var parts []canonPart
 	err := eachObject(v, param, c, func(_ int, b gjson.Result) *Error {
@@ -355,7 +361,9 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		if e != nil {
 			return e
 		}
-		out = append(out, tool)
+		if !c.checkOnly {
+			out = append(out, tool)
+		}
 		return nil
 	})
 	c.give(tsc)
@@ -464,7 +472,9 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 	if e := c.stringMap(root.get("metadata"), top("metadata")); e != nil {
 		return e
 	}
-	r.openAIShared = openAIShared(root)
+	if !c.checkOnly {
+		r.openAIShared = openAIShared(root)
+	}
 	so := root.get("stream_options")
 	if e := c.object(so, top("stream_options")); e != nil {
 		return e
@@ -600,9 +610,15 @@ func chatTextPart(p gjson.Result, pp fpath, c *checker) (canonPart, *Error) {
 func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
 	case v.Type == gjson.String:
+		if c.checkOnly {
+			return c.onePart(canonPart{kind: partText, text: v.Str}), nil
+		}
 		return []canonPart{{kind: partText, text: v.Str}}, nil
 	case v.IsArray():
 		var parts []canonPart
+		if c.checkOnly {
+			parts = c.parts.take() // given back by the caller (addSystem)
+		}
 		err := eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
 			pp := param.at(idx)
 			typ, e := c.reqStr(p.Get("type"), pp.dot("type"))
@@ -631,7 +647,7 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
 	case v.Type == gjson.String:
-		return c.cutParts(canonPart{kind: partText, text: v.Str}), nil
+		return c.onePart(canonPart{kind: partText, text: v.Str}), nil
 	case v.IsArray():
 		parts := c.parts.take()
 		var err *Error
@@ -680,7 +696,7 @@ func chatUserParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			return nil
 		})
 		c.give(psc)
-		return c.keepParts(parts), err
+		return c.partsOut(parts), err
 	case !present(v):
 		return nil, nil
 	}

@@ -18,8 +18,8 @@ var responsesRoles = []string{"user", "assistant", "system", "developer"}
 // so ValidateRequest accepts them for a Responses upstream, which gets the
 // body as sent.
 func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
-	root := fieldsOf(gjson.Parse(view(body)))
-	r := &canonRequest{}
+	root := c.rootFields(body)
+	r := c.newCanon()
 	if err := decodeCommonTop(root, r, c); err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	}
 	switch ins := root.get("instructions"); {
 	case ins.Type == gjson.String:
-		if ins.Str != "" {
+		if ins.Str != "" && !c.checkOnly {
 			r.system = []canonPart{{kind: partText, text: ins.Str}}
 		}
 	case ins.IsArray():
@@ -48,7 +48,7 @@ func decodeResponsesRequest(body []byte, c *checker) (*canonRequest, *Error) {
 	input := root.get("input")
 	switch {
 	case input.Type == gjson.String:
-		r.addMessage("user", canonPart{kind: partText, text: input.Str})
+		c.addMessage(r, "user", c.onePart(canonPart{kind: partText, text: input.Str}))
 	case input.IsArray():
 		if err := responsesInput(input, r, c); err != nil {
 			return nil, err
@@ -100,14 +100,10 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			}
 			switch role {
 			case "system", "developer":
-				if leading {
-					r.system = append(r.system, parts...)
-				} else {
-					r.messages = append(r.messages, canonMessage{role: "system", parts: parts})
-				}
+				c.addSystem(r, leading, parts)
 				return nil
 			case "user", "assistant":
-				r.addMessage(role, parts...)
+				c.addMessage(r, role, parts)
 			default:
 				return roleErr(c, p.dot("role"), role, responsesRoles, sprintf(": unknown role %q", clip(role)))
 			}
@@ -128,7 +124,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			if e != nil {
 				return e
 			}
-			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: args.Str})
+			c.addMessage(r, "assistant", c.onePart(canonPart{kind: partToolCall, id: callID, name: name, args: args.Str}))
 		case "custom_tool_call":
 			if !c.translate {
 				return nil // the Responses upstream judges it
@@ -144,6 +140,10 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			if e != nil {
 				return e
 			}
+			if c.checkOnly {
+				c.addMessage(r, "assistant", c.onePart(canonPart{kind: partToolCall, id: callID, name: name}))
+				break
+			}
 			r.addMessage("assistant", canonPart{kind: partToolCall, id: callID, name: name, args: wrapCustomInput(input), custom: true})
 		case "custom_tool_call_output", "function_call_output":
 			if typ == "custom_tool_call_output" && !c.translate {
@@ -157,7 +157,9 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			var content []canonPart
 			switch {
 			case out.Type == gjson.String:
-				content = []canonPart{{kind: partText, text: out.Str}}
+				if !c.checkOnly {
+					content = []canonPart{{kind: partText, text: out.Str}}
+				}
 			case out.IsArray():
 				if content, e = responsesContent(out, p.dot("output"), c); e != nil {
 					return e
@@ -167,6 +169,12 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 			default:
 				return c.typeErr(p.dot("output"), wantStrOrArr, out)
 			}
+			if c.checkOnly {
+				// only the pairing check reads it: content is not kept
+				c.parts.give(content)
+				c.addMessage(r, "user", c.onePart(canonPart{kind: partToolResult, id: callID}))
+				break
+			}
 			r.addMessage("user", canonPart{kind: partToolResult, id: callID, content: content})
 		case "reasoning":
 			part, keep, e := responsesReasoning(itf, p, c)
@@ -174,7 +182,7 @@ func responsesInput(input gjson.Result, r *canonRequest, c *checker) *Error {
 				return e
 			}
 			if keep {
-				r.addMessage("assistant", part)
+				c.addMessage(r, "assistant", c.onePart(part))
 			}
 		case "item_reference":
 			return unsupportedAt(p, ": item_reference is not supported by this gateway (it keeps no state); send the items themselves")
@@ -209,6 +217,7 @@ func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *E
 	var sb strings.Builder
 	var err *Error
 	n := 0
+	size := 0 // bytes sb holds, or would hold in checkOnly mode (where it stays empty)
 	collect := func(arr gjson.Result, path fpath, sep string) {
 		if !arr.IsArray() {
 			return
@@ -220,20 +229,32 @@ func responsesReasoning(itf objFields, p fpath, c *checker) (canonPart, bool, *E
 				return e
 			}
 			if n > 0 {
-				sb.WriteString(sep)
+				size += len(sep)
+				if !c.checkOnly {
+					sb.WriteString(sep)
+				}
 			}
 			n++
-			sb.WriteString(t)
+			size += len(t)
+			if !c.checkOnly {
+				sb.WriteString(t)
+			}
 			return nil
 		})
 	}
 	collect(summary, p.dot("summary"), "\n\n")
-	if err == nil && sb.Len() == 0 {
+	if err == nil && size == 0 {
 		n = 0
 		collect(content, p.dot("content"), "")
 	}
 	if err != nil {
 		return canonPart{}, false, err
+	}
+	if c.checkOnly {
+		// whether the item becomes a message is all the pairing check
+		// needs (rsReasoningPart keeps one with text or encrypted_content;
+		// a signed one always has the latter)
+		return canonPart{kind: partThinking}, size > 0 || enc != "", nil
 	}
 	text := sb.String()
 	switch {
@@ -279,7 +300,9 @@ func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 			if e != nil {
 				return e
 			}
-			out = append(out, tool)
+			if !c.checkOnly {
+				out = append(out, tool)
+			}
 			return nil
 		}
 		if typ != "function" {
@@ -292,7 +315,9 @@ func responsesTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		if e != nil {
 			return e
 		}
-		out = append(out, tool)
+		if !c.checkOnly {
+			out = append(out, tool)
+		}
 		return nil
 	})
 	return out, err
@@ -386,6 +411,9 @@ func responsesScalars(root objFields, r *canonRequest, c *checker) *Error {
 // of input_text / output_text / refusal / input_image / input_file parts.
 func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	if v.Type == gjson.String {
+		if c.checkOnly {
+			return c.onePart(canonPart{kind: partText, text: v.Str}), nil
+		}
 		return []canonPart{{kind: partText, text: v.Str}}, nil
 	}
 	if !present(v) {
@@ -411,7 +439,7 @@ func responsesContent(v gjson.Result, param fpath, c *checker) ([]canonPart, *Er
 		return nil
 	})
 	c.give(psc)
-	return c.keepParts(parts), err
+	return c.partsOut(parts), err
 }
 
 // responsesPart reads one content part (pf holds its fields).

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,12 +16,13 @@ import (
 // dialect on demand, without reading the body again.
 //
 // The canonical form a translation needs is built at most once: in the
-// validation pass (OpenAI Chat and Responses requests, or any request
-// parsed with ParseRequestFor for another upstream dialect) or, for an
-// Anthropic Messages request, on its first translation, from the members
-// the validation pass read; a passthrough never builds it. The encoded
-// body is cached per upstream dialect and model, so a retry on another
-// key costs no work and no allocation.
+// validation pass (OpenAI Chat and Responses requests parsed with
+// ParseRequest, or any request parsed with ParseRequestFor for another
+// upstream dialect) or, for an Anthropic Messages request parsed with
+// ParseRequest and any request parsed with ParseRequestFor for its own
+// dialect, on its first translation; a passthrough never builds it. The
+// encoded body is cached per upstream dialect and model, so a retry on
+// another key costs no work and no allocation.
 //
 // A Request refers to the body it was parsed from (Body, SessionSeed and
 // the encoded bodies are views of it, or of buffers built from it): the
@@ -37,7 +37,6 @@ type Request struct {
 	stream   bool
 
 	conv gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses), a view of body
-	root objFields    // the body's top-level members (views), read by the validation pass
 	sys  gjson.Result // "system" (Anthropic) or "instructions" (Responses); unset for Chat
 
 	// canon is the canonical form, decoded with the vendor's ranges and
@@ -116,7 +115,7 @@ func ParseCount() uint64 { return parses.Load() }
 // requests, most often passed through, the pass only checks, and the
 // first Encode to another dialect builds it (once; see ParseRequestFor).
 func ParseRequest(d Dialect, body []byte) (*Request, error) {
-	r, e := parseRequest(d, body, false)
+	r, e := parseRequest(d, body, d == AnthropicMessages)
 	if e != nil {
 		return nil, e
 	}
@@ -128,19 +127,23 @@ func ParseRequest(d Dialect, body []byte) (*Request, error) {
 // keys, say): the same checks, errors and Request, with the work arranged
 // for that upstream. When upstream differs from d, the validation pass
 // also builds the canonical form the translation encodes (no second walk
-// of the body on the first Encode); when it is d, the pass keeps nothing
-// a passthrough does not need. Encode to any dialect works either way.
+// of the body on the first Encode); when it is d, the pass only checks
+// (in every dialect: it keeps nothing a passthrough does not need) and
+// the first Encode to another dialect, or CustomTools, builds the
+// canonical form then, once. Encode to any dialect works either way, and
+// the checks and errors are the same in both.
 func ParseRequestFor(d Dialect, body []byte, upstream Dialect) (*Request, error) {
-	r, e := parseRequest(d, body, upstream != d)
+	r, e := parseRequest(d, body, upstream == d)
 	if e != nil {
 		return nil, e
 	}
 	return r, nil
 }
 
-// parseRequest is ParseRequest with a concrete error type; build asks
-// for the canonical form in the validation pass whatever the dialect.
-func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
+// parseRequest is ParseRequest with a concrete error type; checkOnly asks
+// for a validation pass that keeps no canonical form (checker.checkOnly),
+// else the pass builds it.
+func parseRequest(d Dialect, body []byte, checkOnly bool) (*Request, *Error) {
 	if e := checkSize(body); e != nil {
 		return nil, e
 	}
@@ -172,7 +175,8 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 	// one decoding pass, in translate mode: it checks everything
 	// ValidateRequest checks and the vendor's ranges and enums too, and
 	// leaves the canonical form a translation encodes
-	c := &checker{d: d, translate: true, root: root, rootSet: true, checkOnly: d == AnthropicMessages && !build,
+	c := &sc.check
+	*c = checker{d: d, translate: true, root: root, rootSet: true, checkOnly: checkOnly,
 		members: sc.members, parts: sc.parts}
 	canon, e := decodeWith(c, body)
 	sc.members, sc.parts = c.members, c.parts
@@ -186,11 +190,6 @@ func parseRequest(d Dialect, body []byte, build bool) (*Request, *Error) {
 	if e == nil {
 		if !c.checkOnly {
 			r.canon = canon
-		}
-		if r.canon == nil {
-			// the first Encode to another dialect builds the canonical
-			// form from these (Encode); the pooled buffer goes back
-			r.root = slices.Clone(root)
 		}
 		r.clean = !c.dirty
 		r.seedFrom(c)
@@ -340,23 +339,39 @@ func (r *Request) encode(to Dialect, model string) ([]byte, error) {
 		if r.modelAt > 0 && &r.hyg[0] == &r.body[0] && len(r.hyg) == len(r.body) {
 			// the hygiene changed nothing: the model's place is known
 			// (what SetModel would find again with a scan)
-			lit := appendString(make([]byte, 0, len(model)+2), model)
-			return splice(r.body, r.modelAt, r.modelLen, lit), nil
+			// (one allocation: the literal is written in place)
+			out := make([]byte, 0, len(r.body)-r.modelLen+len(model)+2)
+			out = append(out, r.body[:r.modelAt]...)
+			out = appendString(out, model)
+			return append(out, r.body[r.modelAt+r.modelLen:]...), nil
 		}
 		return SetModel(r.hyg, model)
 	}
 	if !to.valid() {
 		return nil, invalid("", "translation from %s to %s is not supported", r.d, to)
 	}
+	canon, e := r.canonical()
+	if e != nil {
+		return nil, e
+	}
+	return encodeCanon(canon, to, model)
+}
+
+// canonical returns the request's canonical form, building it on first
+// need when the validation pass kept none, or why the request cannot be
+// translated (r.xerr, then set).
+func (r *Request) canonical() (*canonRequest, *Error) {
 	if r.xerr != nil {
 		return nil, r.xerr
 	}
 	if r.canon == nil {
 		// the first translation of a request whose validation pass kept
-		// no canonical form: built now, once, from the members that pass
-		// read (with the same checks, which the body passed)
+		// no canonical form: built now, once (with the same checks,
+		// which the body passed; the top level is walked again, which
+		// keeps the pass from copying its members for a translation a
+		// passthrough seldom needs)
 		canonBuilds.Add(1)
-		canon, e := decodeWith(&checker{d: r.d, translate: true, root: r.root, rootSet: true, checked: true}, r.body)
+		canon, e := decodeWith(&checker{d: r.d, translate: true, checked: true}, r.body)
 		if e == nil {
 			e = canon.validate()
 		}
@@ -366,7 +381,7 @@ func (r *Request) encode(to Dialect, model string) ([]byte, error) {
 		}
 		r.canon = canon
 	}
-	return encodeCanon(r.canon, to, model)
+	return r.canon, nil
 }
 
 // encodeCanon encodes a decoded, validated request for dialect to with
@@ -454,6 +469,7 @@ type parseScratch struct {
 	root    objFields
 	members spares[objField]
 	parts   spares[canonPart]
+	check   checker // the pass's checker (views of the body: cleared by put)
 }
 
 // maxPooledRoot bounds the top-level buffer kept in the pool (members).
@@ -470,5 +486,6 @@ func (sc *parseScratch) put() {
 	sc.root = sc.root[:0]
 	sc.members.clear()
 	sc.parts.clear()
+	sc.check = checker{}
 	parseScratchPool.Put(sc)
 }

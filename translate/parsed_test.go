@@ -160,7 +160,9 @@ func checkSameAsOld(t *testing.T, d Dialect, body []byte) {
 	checkParsedSameAsOld(t, d, body, func() (*Request, error) { return ParseRequest(d, body) })
 	// the canonical form built in the validation pass (a translation
 	// expected) or not (a passthrough expected): the same answers
-	for _, up := range []Dialect{OpenAIChat, AnthropicMessages} {
+	// (the passthrough of each dialect among them: ParseRequestFor(d, d)
+	// is its checkOnly pass)
+	for _, up := range parsedDialects {
 		checkParsedSameAsOld(t, d, body, func() (*Request, error) { return ParseRequestFor(d, body, up) })
 	}
 }
@@ -212,6 +214,34 @@ func checkParsedSameAsOld(t *testing.T, d Dialect, body []byte, parse func() (*R
 	if !bytes.Equal(body, keep) {
 		t.Fatalf("%s: the client's body changed", d)
 	}
+	// what the handler reads for a Responses client answered by another
+	// dialect: the custom tools of the canonical form (nil when the
+	// request cannot be translated) and the echo, whichever pass it took
+	if got, want := r.CustomTools(), oldCustomTools(d, body); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s %.300s: CustomTools %q, want %q", d, body, got, want)
+	}
+	gt, gc := r.ResponsesEcho()
+	wt, wc := (&Request{d: d, body: body}).ResponsesEcho()
+	if !bytes.Equal(gt, wt) || !bytes.Equal(gc, wc) {
+		t.Fatalf("%s %.300s: ResponsesEcho %s %s, want %s %s", d, body, gt, gc, wt, wc)
+	}
+}
+
+// oldCustomTools is what CustomTools answered when every Responses
+// request's validation pass built the canonical form: the custom tools'
+// names of a translation's decoding, nil when it refuses the request.
+func oldCustomTools(d Dialect, body []byte) []string {
+	if d != OpenAIResponses {
+		return nil
+	}
+	canon, e := decodeRequest(d, body, true)
+	if e == nil {
+		e = canon.validate()
+	}
+	if e != nil {
+		return nil
+	}
+	return canon.customToolNames()
 }
 
 // TestParseRequestSameAsOld: for every body of the package's tests,

@@ -179,7 +179,7 @@ type checker struct {
 	// checked says the body passed a checkOnly pass of the same checks:
 	// what costs more than reading (base64 decoding) is not redone
 	checked  bool
-	calls    map[string]bool // tool call ids met so far
+	calls    map[string]bool // tool call ids met so far; nil until the first
 	nmsg     int             // messages as addMessage would have merged them
 	lastRole string
 	pairErr  *Error
@@ -191,6 +191,10 @@ type checker struct {
 	// content of the first one whose role is "system"
 	seedUser, seedSys       gjson.Result
 	seedUserSet, seedSysSet bool
+
+	// sink is the canonical request a checkOnly pass writes into and
+	// drops (newCanon)
+	sink canonRequest
 }
 
 // noteSeed notes the session seeds (see checker.seedUser) in one message
@@ -230,10 +234,10 @@ func (c *checker) pair(role string, parts []canonPart) {
 	if c.pairErr != nil {
 		return
 	}
-	if c.calls == nil {
-		c.calls = map[string]bool{}
-	}
 	for j := range parts {
+		if c.calls == nil && parts[j].kind == partToolCall {
+			c.calls = map[string]bool{} // checkPairing reads a nil map as empty
+		}
 		if e := checkPairing(c.calls, c.nmsg-1, &parts[j]); e != nil {
 			c.pairErr = e
 			return
