@@ -37,20 +37,23 @@ type overLimits struct {
 	// small are the keys known (learned limits) to have a limit no larger
 	// than one already refused: skipped for the rest of the request
 	small map[*keypool.Key]bool
+	// refused are the fingerprints of the keys that answered over-limit
+	refused map[string]bool
 }
 
-// noteOverLimit records an over-limit answer o (o.OverLimit > 0) from a
-// key of pool p and reports whether it is the request's answer now: an
+// noteOverLimit records an over-limit answer o (o.OverLimit > 0) from
+// key k of pool p and reports whether it is the request's answer now: an
 // earlier key said the same (the same organization, or the same limit)
 // and no key of the pool is known (learned limits) to have a limit larger
 // than every one of its kind that refused the request. input says o is
 // about Anthropic's input-tokens limit.
-func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool) {
+func (c *call) noteOverLimit(p *pool, k *keypool.Key, o keypool.Outcome, input bool) (relay bool) {
 	ov := c.over
 	if ov == nil {
-		ov = &overLimits{}
+		ov = &overLimits{refused: make(map[string]bool)}
 		c.over = ov
 	}
+	ov.refused[k.Fingerprint()] = true
 	same := false
 	for _, e := range ov.said {
 		if e.OverLimit == o.OverLimit || o.OverLimitOrg != "" && e.OverLimitOrg == o.OverLimitOrg {
@@ -97,6 +100,34 @@ func (c *call) noteOverLimit(p *pool, o keypool.Outcome, input bool) (relay bool
 	return same && !larger
 }
 
+// tooLargeForPool reports whether no key of pool p that could serve the
+// request may still take it: each answered over-limit or is known
+// (learned limits) to be no larger than a refusal. A key that was not
+// asked (cooling, busy, at its limit) and whose limit is not known may be
+// larger: the request can then succeed later, and the relayed 429 must not
+// tell the client never to retry it.
+func (c *call) tooLargeForPool(p *pool) bool {
+	ov := c.over
+	if ov == nil {
+		return false
+	}
+	small := make(map[string]bool, len(ov.small))
+	for k := range ov.small {
+		small[k.Fingerprint()] = true
+	}
+	for _, fp := range p.order {
+		uk := p.keys[fp]
+		if uk == nil || ov.refused[fp] || small[fp] {
+			continue
+		}
+		if c.kind == kindPassthrough && !c.pass.servedBy(uk) || p.keyLacksModel(uk, c.upstreamModel) {
+			continue // a key that cannot serve the request at all
+		}
+		return false
+	}
+	return true
+}
+
 // skipOverLimit reports whether k is known to be too small for the
 // request (see noteOverLimit). Called from AcquireOptions.Skip.
 func (c *call) skipOverLimit(k *keypool.Key) bool {
@@ -108,47 +139,61 @@ func (c *call) skipOverLimit(k *keypool.Key) bool {
 // whole input-tokens-per-minute limit: the limit is the 429's
 // anthropic-ratelimit-input-tokens-limit header (per Anthropic's rate
 // limits docs), else the one learned for the key and model; the request's
-// size is inputTokensFloor of the body the upstream got. A request within
-// the limit, or whose size cannot be bounded, stays a rate limit (the key
-// cools until Retry-After or the reset). Called for completions only
-// (settle).
-func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) keypool.Outcome {
+// size is estimated by inputTokensFloor of the body the upstream got. A
+// request within the limit, or whose size cannot be bounded, stays a rate
+// limit (the key cools until Retry-After or the reset). Called for
+// completions only (settle).
+//
+// sure says the answer is known to be about the request's size, not a
+// window others spent: its words alone (each at least one token) are more
+// than the limit, or the key refused it with its whole window left
+// (anthropic-ratelimit-input-tokens-remaining, rounded to the nearest
+// thousand, at least the limit). Otherwise the estimate (four bytes a
+// token) may be high, as for indented code: the key is still not cooled
+// (a client must not bench keys with large requests), but the client is
+// not told that retrying is in vain.
+func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) (ov keypool.Outcome, sure bool) {
 	limit, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Limit")), 10, 64)
 	if err != nil || limit <= 0 {
 		limit = x.p.kp.TokenLimitOf(x.lease.Key(), x.c.upstreamModel).InputTokens
 	}
 	if limit <= 0 {
-		return o
+		return o, false
 	}
 	b := x.c.bodies[x.d]
 	if b == nil || int64(len(*b))/4 <= limit {
-		return o // cheap bound first: even every byte as text would fit
+		return o, false // cheap bound first: even every byte as text would fit
 	}
-	if inputTokensFloor(*b) <= limit {
-		return o
+	est, words := inputTokensFloor(*b)
+	if est <= limit {
+		return o, false
 	}
+	remaining, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Remaining")), 10, 64)
+	sure = words > limit || err == nil && remaining >= limit
 	return keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, OverLimit: limit,
-		Message: "request larger than the key's input tokens per minute (429; " + strconv.FormatInt(limit, 10) + ")"}
+		Message: "request larger than the key's input tokens per minute (429; " + strconv.FormatInt(limit, 10) + ")"}, sure
 }
 
 // inputTokensFloor estimates, for an Anthropic Messages body, the input
-// tokens that count toward an input-tokens-per-minute limit, erring low:
-// the text (decoded, without quotes or escapes) of tools, system and
-// messages at four bytes per token (the
-// ratio of translate.Request.EstimatedTokens; denser text such as code or
-// non-Latin script has more tokens per byte), leaving out base64 payloads
-// (images, documents: "data" fields and data: URLs, whose token cost is
-// far below their size), thinking blocks and their signatures (earlier
-// turns' thinking is not counted as input). With prompt caching only the
-// text after the last cache_control breakpoint counts (the cached prefix
-// is tools, system, messages in that order, per Anthropic's prompt
-// caching docs; cache reads do not count toward the limit for current
-// models, the text after the prefix is always input); 0 for a body with a
-// top-level "cache_control" (automatic caching: the breakpoint is placed
-// upstream).
-func inputTokensFloor(body []byte) int64 {
+// tokens that count toward an input-tokens-per-minute limit: est is the
+// text (decoded, without quotes or escapes) of tools, system and messages
+// at four bytes per token (the ratio of
+// translate.Request.EstimatedTokens; denser text such as code or
+// non-Latin script has more tokens per byte, indented text fewer), and
+// words counts that text's whitespace-separated words, a floor (a token
+// never spans two words; text without spaces counts as one word). Both
+// leave out base64 payloads (images, documents: "data" fields and data:
+// URLs, whose token cost is far below their size), thinking blocks and
+// their signatures (earlier turns' thinking is not counted as input).
+// With prompt caching only the text after the last cache_control
+// breakpoint counts (the cached prefix is tools, system, messages in that
+// order, per Anthropic's prompt caching docs; cache reads do not count
+// toward the limit for current models, the text after the prefix is
+// always input); 0 for a body with a top-level "cache_control"
+// (automatic caching: the breakpoint is placed upstream).
+func inputTokensFloor(body []byte) (est, words int64) {
 	if gjson.GetBytes(body, "cache_control").Exists() {
-		return 0
+		return 0, 0
 	}
 	var n int64
 	var walk func(key string, v gjson.Result)
@@ -161,14 +206,15 @@ func inputTokensFloor(body []byte) int64 {
 				return true
 			})
 			if v.IsObject() && v.Get("cache_control").Exists() {
-				n = 0 // a breakpoint: what came so far may be read from the cache
+				n, words = 0, 0 // a breakpoint: what came so far may be read from the cache
 			}
 		case v.Type == gjson.String && !strings.HasPrefix(v.Str, "data:"):
 			n += int64(len(v.Str)) // the text, not its JSON escapes (\uXXXX is 6 bytes)
+			words += int64(len(strings.Fields(v.Str)))
 		}
 	}
 	for _, f := range []string{"tools", "system", "messages"} {
 		walk(f, gjson.GetBytes(body, f))
 	}
-	return n / 4
+	return n / 4, words
 }

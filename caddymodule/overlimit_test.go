@@ -224,8 +224,9 @@ func TestInputLimitRateLimitStillCools(t *testing.T) {
 	}
 }
 
-// TestInputTokensFloor: the floor counts the decoded text of system,
-// messages and tools at four bytes a token (a JSON escape counts as the
+// TestInputTokensFloor: the estimate counts the decoded text of system,
+// messages and tools at four bytes a token, the floor its
+// whitespace-separated words (a JSON escape counts as the
 // character it stands for, so escaped text is not counted larger than
 // it is), leaves out base64 payloads ("data" fields, data: URLs),
 // thinking text and signatures, and with prompt caching counts only the
@@ -234,11 +235,11 @@ func TestInputTokensFloor(t *testing.T) {
 	cjk := strings.Repeat(`\u4e2d`, 400) // 400 characters of 3 bytes, 2400 bytes escaped
 	blob := strings.Repeat("QUFB", 1000)
 	cases := []struct {
-		name, body string
-		want       int64
+		name, body  string
+		want, words int64
 	}{
 		// "user" 4 + 1200 bytes of text
-		{"escaped text", `{"model":"claude-x","messages":[{"role":"user","content":"` + cjk + `"}]}`, 301},
+		{"escaped text", `{"model":"claude-x","messages":[{"role":"user","content":"` + cjk + `"}]}`, 301, 2},
 		// "sys prompt!!" 12 + "user" 4 + "image" 5 + "base64" 6 + "image/png" 9 + "text" 4 + 40 + "thinking" 8
 		// + "tool" 4 + "does a thing" 12 + "object" 6 (the data, data: URL, thinking and signature left out)
 		{"payloads left out", `{"model":"claude-x","system":"sys prompt!!","messages":[{"role":"user","content":[` +
@@ -246,18 +247,18 @@ func TestInputTokensFloor(t *testing.T) {
 			`{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"},` +
 			`{"type":"thinking","thinking":"` + blob + `","signature":"` + blob + `"},` +
 			`{"type":"image","source":{"url":"data:image/png;base64,` + blob + `"}}]}],` +
-			`"tools":[{"name":"tool","description":"does a thing","input_schema":{"type":"object"}}]}`, (12 + 4 + 5 + 6 + 9 + 4 + 40 + 8 + 5 + 4 + 12 + 6) / 4},
+			`"tools":[{"name":"tool","description":"does a thing","input_schema":{"type":"object"}}]}`, (12 + 4 + 5 + 6 + 9 + 4 + 40 + 8 + 5 + 4 + 12 + 6) / 4, 2 + 10 + 3},
 		{"prompt caching", `{"model":"claude-x","messages":[{"role":"user","content":[{"type":"text","text":"` + blob +
-			`","cache_control":{"type":"ephemeral"}}]}]}`, 0},
+			`","cache_control":{"type":"ephemeral"}}]}]}`, 0, 0},
 		// "user" 4 + 40 + "assistant" 9 + "x" 1 + "user" 4 + "text" 4 + 40: the cached tool and system left out
 		{"after the breakpoint", `{"model":"claude-x","tools":[{"name":"tool","description":"` + blob + `","cache_control":{"type":"ephemeral"}}],` +
 			`"system":[{"type":"text","text":"` + blob + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"` + strings.Repeat("abcd", 10) +
-			`"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"}]}]}`, (4 + 40 + 9 + 1 + 4 + 4 + 40) / 4},
-		{"automatic caching", `{"model":"claude-x","cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"` + blob + `"}]}`, 0},
+			`"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"}]}]}`, (4 + 40 + 9 + 1 + 4 + 4 + 40) / 4, 7},
+		{"automatic caching", `{"model":"claude-x","cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"` + blob + `"}]}`, 0, 0},
 	}
 	for _, c := range cases {
-		if got := inputTokensFloor([]byte(c.body)); got != c.want {
-			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		if got, words := inputTokensFloor([]byte(c.body)); got != c.want || words != c.words {
+			t.Errorf("%s: %d tokens, %d words; want %d, %d", c.name, got, words, c.want, c.words)
 		}
 	}
 }
@@ -324,4 +325,90 @@ func TestOverLimitKeptWhenLaterKeyFails(t *testing.T) {
 		t.Fatalf("logged %d %q", rr.Status, attemptOutcomes(rr))
 	}
 	keysUnblamed(t, "oa", "small")
+}
+
+// poolNamed returns the live keypool of the named pool.
+func poolNamed(t *testing.T, name string) *keypool.Pool {
+	t.Helper()
+	for _, p := range livePools() {
+		if p.Name() == name {
+			return p
+		}
+	}
+	t.Fatalf("no live pool %q", name)
+	return nil
+}
+
+// TestOverLimitUnaskedKeyMayTakeIt: the only key asked answers "request
+// too large"; the pool's other key could not be asked (taken out of
+// rotation) and its limit is unknown, so it may take the request later.
+// The client gets the vendor's 429 but is not told never to retry it
+// (X-Should-Retry is not false); once the first key's limit is the only
+// one left (the other removed from the candidates by its model), it is.
+func TestOverLimitUnaskedKeyMayTakeIt(t *testing.T) {
+	_, gw := overLimitGateway(t, false, []ovKey{{"oa-s", "s", 100, "org-a"}, {"oa-big", "big", 100_000, "org-b"}}, nil)
+	if !poolNamed(t, "oa").SetDisabled("big", true) {
+		t.Fatal("no key big")
+	}
+	seq := recentSeq()
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") == "false" ||
+		!strings.HasPrefix(gjson.GetBytes(b, "error.message").Str, "Request too large for gpt-x in organization org-a") {
+		t.Fatalf("%d X-Should-Retry %q: %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+	}
+	if rr := recentAfter(t, seq); attemptOutcomes(rr) != "s:client_error" {
+		t.Fatalf("logged %q", attemptOutcomes(rr))
+	}
+	keysUnblamed(t, "oa", "s")
+	// back in rotation, the larger key answers
+	poolNamed(t, "oa").SetDisabled("big", false)
+	resp, b = post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "oa/big" {
+		t.Fatalf("with the larger key back: %d via %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+	}
+	// a pool whose only key refused: nothing can take it
+	_, gw = overLimitGateway(t, false, []ovKey{{"oa-only", "only", 100, "org-a"}}, nil)
+	resp, b = post(t, gw+"/v1/chat/completions", chatBody("gpt-x", bigPrompt, false))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Fatalf("single key: %d X-Should-Retry %q: %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+	}
+}
+
+// TestInputLimitEstimateOnly: Anthropic's input-tokens 429 for a request
+// whose estimate (four bytes a token: 50 long words, 125 tokens) is over
+// the key's limit of 100 while its words (50) are not, from a key whose
+// window others had used (60 of 100 spent). The gateway cannot tell a
+// request too large for the key from a spent window: the key is not
+// cooled (as for any over-limit answer), but the client is not told that
+// retrying is in vain (X-Should-Retry "true"); a request that fits what
+// is left of the window is answered by the key. From an idle key (its whole
+// window left), the same refusal is known to be about the request's size.
+func TestInputLimitEstimateOnly(t *testing.T) {
+	m, gw := overLimitGateway(t, false, []ovKey{{"oa-e", "oe", 0, ""}}, []ovKey{{"an-e", "ae", 100, "org-a"}})
+	spend := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("w ", 60) + `"}]}`
+	if resp, b := post(t, gw+"/v1/messages", []byte(spend)); resp.StatusCode != 200 {
+		t.Fatalf("spending 60 tokens: %d %s", resp.StatusCode, b)
+	}
+	long := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("wwwwwwwww ", 50) + `"}]}`
+	seq := recentSeq()
+	resp, b := post(t, gw+"/v1/messages", []byte(long))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "true" || gjson.GetBytes(b, "error.type").Str != "rate_limit_error" {
+		t.Fatalf("estimate only: %d X-Should-Retry %q %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+	}
+	if rr := recentAfter(t, seq); attemptOutcomes(rr) != "ae:client_error" {
+		t.Fatalf("logged %q", attemptOutcomes(rr))
+	}
+	keysUnblamed(t, "an", "ae")
+	// not cooled: a request that fits what is left of the window is answered by it
+	small := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("w ", 30) + `"}]}`
+	if resp, b := post(t, gw+"/v1/messages", []byte(small)); resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "an/ae" || m.Stats("an-e").OK != 2 {
+		t.Fatalf("a request that fits: %d via %q, %d answered %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), m.Stats("an-e").OK, b)
+	}
+	// an idle key that refuses: sure
+	_, gw = overLimitGateway(t, false, []ovKey{{"oa-f", "of", 0, ""}}, []ovKey{{"an-f", "af", 40, "org-a"}})
+	resp, b = post(t, gw+"/v1/messages", []byte(long))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Fatalf("idle key: %d X-Should-Retry %q %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+	}
+	keysUnblamed(t, "an", "af")
 }

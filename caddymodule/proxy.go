@@ -266,6 +266,10 @@ type call struct {
 	// exitsTried are the egress exits that failed in this request (egress.go)
 	exitsTried []*egressExit
 
+	// overUnsure: an over-limit answer of this request rests on an
+	// estimate of its size (overInputLimit): the client is not told that
+	// retrying is in vain
+	overUnsure bool
 	// over is what the "request larger than the key's limit" answers
 	// said (overlimit.go); nil: none
 	over *overLimits
@@ -434,7 +438,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 				rl.status = 499
 				return nil
 			}
-			if c.relayKept(w, rl, last) {
+			if c.relayKept(w, rl, p, last) {
 				return nil
 			}
 			if f := exitsFailure(last); f != nil {
@@ -469,7 +473,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			hostsDown = append(hostsDown, uk.host)
 		}
 		if !time.Now().Before(deadline) {
-			if c.relayKept(w, rl, last) {
+			if c.relayKept(w, rl, p, last) {
 				return nil
 			}
 			f := exhausted(last, rl)
@@ -477,7 +481,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			return f
 		}
 	}
-	if c.relayKept(w, rl, last) {
+	if c.relayKept(w, rl, p, last) {
 		return nil
 	}
 	if f := exitsFailure(last); f != nil {
@@ -492,19 +496,21 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 // no other key can be tried, and reports whether it did. A 403 is
 // relayed only when every failure of the request was a 403, a model 404
 // or an over-limit 429 (c.mixed false); a model 404 and an over-limit
-// 429 always, the latter with X-Should-Retry: false unless another key
-// failed otherwise (it may take the request once it recovers). An
+// 429 always, the latter with X-Should-Retry: false only when no key of
+// pool p may still take it (c.tooLargeForPool: another key that failed
+// otherwise, or was not asked and whose limit is unknown, may take the
+// request once it recovers). An
 // over-limit 429 is kept across attempts: when a later key failed
 // otherwise and none is left, the client gets that 429 (the vendor's
 // word on its request), not the gateway's error for the later failure.
-func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, last *attemptResult) bool {
+func (c *call) relayKept(w http.ResponseWriter, rl *requestLog, p *pool, last *attemptResult) bool {
 	if (last == nil || last.clientErr == nil) && c.overLimit != nil {
 		last = c.overLimit
 	}
 	if last == nil || last.clientErr == nil || last.outcome.Kind != keypool.ModelNotFound && last.outcome.OverLimit == 0 && c.mixed {
 		return false
 	}
-	if last.outcome.OverLimit > 0 && !c.mixed {
+	if last.outcome.OverLimit > 0 && !c.mixed && !c.overUnsure && c.tooLargeForPool(p) {
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	rl.key = last.key
@@ -794,8 +800,9 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	}
 	inputLimit := false // o is about Anthropic's input tokens per minute
 	if o.Kind == keypool.RateLimited && status == http.StatusTooManyRequests && c.kind == kindCompletion {
-		if ov := x.overInputLimit(o, hdr); ov.OverLimit > 0 {
+		if ov, sure := x.overInputLimit(o, hdr); ov.OverLimit > 0 {
 			o, inputLimit = ov, true // larger than the key's whole input-tokens limit
+			c.overUnsure = c.overUnsure || !sure
 		}
 	}
 	relay := o.Kind == keypool.ClientError && c.kind != kindCountTokens
@@ -818,7 +825,7 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 			// larger than this key's whole per-minute limit: a key with a
 			// larger one may take it; relayed once a second key says the
 			// same (overlimit.go). The key is not blamed either way.
-			relay = c.noteOverLimit(x.p, o, inputLimit)
+			relay = c.noteOverLimit(x.p, x.lease.Key(), o, inputLimit)
 		}
 	}
 	booked := o
@@ -836,10 +843,11 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	}
 	if relay {
 		x.rl.key = x.uk.id
-		if status == http.StatusTooManyRequests {
+		if status == http.StatusTooManyRequests && !c.overUnsure {
 			// a 429 the request caused (larger than the key's limit):
 			// the SDKs would retry it in vain, and waiting for the
-			// upstream's Retry-After would not help
+			// upstream's Retry-After would not help (unless the size
+			// was only estimated: overInputLimit)
 			x.w.Header().Set("X-Should-Retry", "false")
 			hdr = nil
 		}
