@@ -33,6 +33,23 @@ func readJSONLines(t *testing.T, path string) []map[string]any {
 	return out
 }
 
+// requestEntries waits for n "llm request" entries in appLog and returns
+// them in order.
+func requestEntries(t *testing.T, appLog string, n int) []map[string]any {
+	t.Helper()
+	var es []map[string]any
+	eventually(t, 5*time.Second, "the requests' log entries", func() bool {
+		es = es[:0]
+		for _, x := range readJSONLines(t, appLog) {
+			if x["msg"] == "llm request" {
+				es = append(es, x)
+			}
+		}
+		return len(es) >= n
+	})
+	return es
+}
+
 // TestRequestLogAndNoSecrets: one entry per request with the documented
 // fields; neither the gateway key (sent as X-Api-Key, which Caddy's access
 // log does not redact) nor an upstream secret appears in any log.
@@ -71,16 +88,7 @@ func TestRequestLogAndNoSecrets(t *testing.T) {
 
 	// a request's log line is written when its handler returns, which may
 	// be after the client has read the answer
-	var entries []map[string]any
-	eventually(t, 2*time.Second, "4 llm request entries", func() bool {
-		entries = entries[:0]
-		for _, e := range readJSONLines(t, appLog) {
-			if e["msg"] == "llm request" {
-				entries = append(entries, e)
-			}
-		}
-		return len(entries) >= 4
-	})
+	entries := requestEntries(t, appLog, 4)
 	if len(entries) != 4 {
 		t.Fatalf("%d llm request entries, want 4", len(entries))
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRequestLogUpstreamError: a client_error the upstream answered (a
@@ -31,16 +30,7 @@ func TestRequestLogUpstreamError(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Fatalf("client: %d %s", resp.StatusCode, b)
 	}
-	var e map[string]any
-	eventually(t, 5*time.Second, "the request's log entry", func() bool {
-		for _, x := range readJSONLines(t, appLog) {
-			if x["msg"] == "llm request" {
-				e = x
-				return true
-			}
-		}
-		return false
-	})
+	e := requestEntries(t, appLog, 1)[0]
 	msg, _ := e["upstream_error"].(string)
 	if !strings.HasPrefix(msg, "Invalid 'temperature' for key [redacted]: must be at most 2 xxx") {
 		t.Fatalf("upstream_error %q, want the upstream's message with its key masked", msg[:min(len(msg), 200)])

@@ -173,16 +173,10 @@ func TestSpendScripted(t *testing.T) {
 	}
 
 	// the request log: exact cost_usd per request
-	var entries []map[string]any
-	eventually(t, 5*time.Second, "ten log entries", func() bool {
-		entries = entries[:0]
-		for _, e := range readJSONLines(t, appLog) {
-			if e["msg"] == "llm request" {
-				entries = append(entries, e)
-			}
-		}
-		return len(entries) == len(script)
-	})
+	entries := requestEntries(t, appLog, len(script))
+	if len(entries) != len(script) {
+		t.Fatalf("%d log entries, want %d", len(entries), len(script))
+	}
 	logKey, logGK, logModel := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	var logReqs, logIn, logOut int64
 	for _, e := range entries {
@@ -535,15 +529,5 @@ func abandonStream(t *testing.T, req *http.Request, cancel context.CancelFunc, a
 	}
 	cancel()
 	resp.Body.Close()
-	var e map[string]any
-	eventually(t, 5*time.Second, "the abandoned stream's log entry", func() bool {
-		for _, x := range readJSONLines(t, appLog) {
-			if x["msg"] == "llm request" {
-				e = x
-				return true
-			}
-		}
-		return false
-	})
-	return e
+	return requestEntries(t, appLog, 1)[0]
 }

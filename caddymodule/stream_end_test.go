@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -34,23 +33,6 @@ func streamEndGateway(t *testing.T) (m *mockupstream.Server, gw, appLog string) 
 		"\t\t\tkey oa-2 "+base+" {\n\t\t\t\tid o2\n\t\t\t\tpriority 2\n\t\t\t}\n\t\t}\n\t}\n",
 		"\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}")
 	return m, gw, appLog
-}
-
-// requestEntries waits for n "llm request" entries in appLog and returns
-// them in order.
-func requestEntries(t *testing.T, appLog string, n int) []map[string]any {
-	t.Helper()
-	var es []map[string]any
-	eventually(t, 5*time.Second, "the requests' log entries", func() bool {
-		es = es[:0]
-		for _, x := range readJSONLines(t, appLog) {
-			if x["msg"] == "llm request" {
-				es = append(es, x)
-			}
-		}
-		return len(es) >= n
-	})
-	return es
 }
 
 const (
