@@ -116,8 +116,8 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult 
 // it. The translator holds bytes, not time: a healthy stream's first
 // content leaves as soon as it is read. After an in-band error that
 // reached the client, the upstream is read on for the usage that may
-// follow it (booked; the outcome stays the error), within the
-// request_timeout that was running.
+// follow it (booked; the outcome stays the error), for at most
+// drainWaitAfterError (within the request_timeout that was running).
 func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptResult {
 	c, rl := x.c, x.rl
 	fw := newFlushWriter(x.w, rl, x.h.clientWriteTimeout(), x.uk.forms)
@@ -136,7 +136,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	// (translate.MaxDrainAfterError), the timeout running is not re-armed
 	body.armed = st.Live
 	body.sniff = true // an error object sent instead of events (settled below)
-	runErr := st.Run(&flushBeforeRead{r: body, fw: fw})
+	runErr := st.Run(&flushBeforeRead{r: body, fw: fw, st: st, x: x})
 	fw.flush()
 	rl.usage = st.Usage()
 	se := st.UpstreamError()
@@ -468,15 +468,39 @@ func (f *flushWriter) flush() {
 
 // flushBeforeRead flushes pending client events before each read of the
 // upstream body (a read may block until the upstream sends more).
+//
+// At its first read after an in-band error that reached the client (the
+// translator's drain, translate.StreamTranslator.Draining), it cuts the
+// attempt's timer to drainWaitAfterError: the upstream's request is
+// canceled then (the read fails, which ends the drain unreported) unless
+// its stream ended first.
 type flushBeforeRead struct {
-	r  io.Reader
-	fw *flushWriter
+	r       io.Reader
+	fw      *flushWriter
+	st      *translate.StreamTranslator // nil: no drain bound
+	x       *exchange
+	drainAt bool // the drain's time bound is set
 }
+
+// drainWaitAfterError bounds how long the upstream is read after an
+// in-band error that reached the client (translate.MaxDrainAfterError
+// bounds the bytes): long enough for the usage chunk or message_delta an
+// upstream sends right after its error (it comes with the error or a few
+// milliseconds after it, in the same response), short enough that a
+// Responses client's response.failed (written after the drain, with the
+// usage) and the end of every client's stream are not held back by an
+// upstream that keeps the connection open: 300 ms, or request_timeout
+// when that is shorter. Usage that comes later is not booked.
+const drainWaitAfterError = 300 * time.Millisecond
 
 func (f *flushBeforeRead) Read(p []byte) (int, error) {
 	f.fw.flush()
 	if f.fw.err != nil {
 		return 0, f.fw.err // the client is gone: stop reading the upstream
+	}
+	if !f.drainAt && f.st != nil && f.st.Draining() {
+		f.drainAt = true
+		f.x.timer.Reset(min(drainWaitAfterError, f.x.p.requestTimeout))
 	}
 	return f.r.Read(p)
 }
