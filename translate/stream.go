@@ -62,10 +62,19 @@ func (f EventWriterFunc) WriteEvent(p []byte) error { return f(p) }
 //     for the usage that may follow (see MaxDrainAfterError): booked in
 //     Usage, relayed only as a Chat passthrough's usage-only chunk and in a
 //     translated Responses client's response.failed.
-//   - an OpenAI Chat stream of chunks with "choices": [] alone (Gemini's
-//     stream of a prompt its safety filter blocked) that ends cleanly is
-//     an answer, not a truncation: relayed as is in a passthrough, an
-//     empty answer that stopped for a refusal otherwise.
+//   - an OpenAI Chat stream of chunks with "choices": [] alone, one of
+//     them with a block reason (promptFeedback.blockReason,
+//     prompt_feedback.block_reason) or the usage (Gemini's stream of a
+//     prompt its safety filter blocked), that ends cleanly is an answer,
+//     not a truncation: relayed as is in a passthrough, an empty answer
+//     that stopped for a refusal otherwise. Without either, the upstream
+//     answered nothing: a truncation.
+//   - an OpenAI Chat chunk whose "choices" is there but not an array (an
+//     object, a scalar) is the upstream's failure, reported by
+//     UpstreamError (server_error, 500) and relayed as the client
+//     dialect's error form, never as it came (in a passthrough: wherever
+//     the chunk is parsed, i.e. before the commit point and in chunks
+//     that can carry usage, a finish or an error).
 //   - a stream that ends normally without its terminator or final blank
 //     line gets the terminator added.
 //

@@ -12,14 +12,17 @@ import (
 // event (OpenAI's usage-only chunk with stream_options.include_usage, an
 // Anthropic message_delta with the cumulative usage), and is billed. Once
 // the error has reached the client, the upstream is read on, for at most
-// MaxDrainAfterError bytes of events or up to its own end, so that usage
+// MaxDrainAfterError bytes of events (for as short a time as the caller
+// allows, see Draining) or up to its own end, so that usage
 // is observed (Usage) and booked; the attempt stays a failure
 // (UpstreamError), and nothing that would show it whole (content, a
 // finish, a terminator) reaches the client. A Chat passthrough relays the
 // upstream's usage-only chunk as it came; a translated Responses client
 // gets the usage in response.failed, written after the drain; a Chat
 // client's stream still ends at its error chunk and an Anthropic client's
-// at its error event (their dialects carry nothing after it).
+// at its error event (their dialects carry nothing after it). A Responses
+// passthrough relays the upstream's response.failed that follows its
+// error event, when it comes within those bounds.
 
 // MaxDrainAfterError bounds what StreamTranslator.Run reads of an upstream
 // stream after an in-band error event has been relayed: 8 KiB, counting
