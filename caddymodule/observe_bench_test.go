@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -23,5 +24,26 @@ func BenchmarkObserve(b *testing.B) {
 			usage:    translate.Usage{InputTokens: &in, OutputTokens: &out},
 			attempts: []attemptLog{{key: "bench-key", outcome: "success", status: 200, dur: time.Millisecond}}}
 		h.observe(rl)
+	}
+}
+
+// BenchmarkReadUpstreamBody compares reading a 1 KB non-streamed answer
+// with its Content-Length (readUpstreamBody) and without (io.ReadAll's
+// growth).
+func BenchmarkReadUpstreamBody(b *testing.B) {
+	answer := bytes.Repeat([]byte("x"), 1024)
+	for _, c := range []struct {
+		name string
+		cl   int64
+	}{{"content-length", int64(len(answer))}, {"unknown", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				data, err := readUpstreamBody(bytes.NewReader(answer), c.cl)
+				if err != nil || len(data) != len(answer) {
+					b.Fatal(len(data), err)
+				}
+			}
+		})
 	}
 }

@@ -15,6 +15,22 @@ import (
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
+// readUpstreamBody reads a whole upstream answer of at most maxUpstreamBody+1
+// bytes (more is the caller's error). With a Content-Length within the
+// limit the buffer is allocated once at that size (plus bytes.MinRead for
+// the read that sees EOF), instead of io.ReadAll's doubling from 512
+// bytes; a Content-Length that lies only costs growth.
+func readUpstreamBody(body io.Reader, contentLength int64) ([]byte, error) {
+	r := io.LimitReader(body, maxUpstreamBody+1)
+	if contentLength < 0 || contentLength > maxUpstreamBody {
+		return io.ReadAll(r)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(contentLength) + bytes.MinRead)
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
 // relayJSON reads a non-streamed 2xx answer (bounded by maxUpstreamBody),
 // renders it in the client's dialect (upstream.readJSON; a passthrough
 // endpoint's answer keeps its bytes, the model rewritten) and writes it.
@@ -25,7 +41,7 @@ import (
 // A token count is written as the upstream sent it.
 func (x *exchange) relayJSON(resp *http.Response, body io.Reader) attemptResult {
 	c, rl := x.c, x.rl
-	data, err := io.ReadAll(io.LimitReader(body, maxUpstreamBody+1))
+	data, err := readUpstreamBody(body, resp.ContentLength)
 	if err == nil && len(data) > maxUpstreamBody {
 		err = errors.New("upstream response larger than the gateway's limit")
 	}
