@@ -4,16 +4,22 @@ import "github.com/llmgateway/llm_gateway/translate"
 
 // responseOptions is how this attempt's answer is rendered for the
 // client: the pool's options (reasoning_content) and, for an OpenAI
-// Responses client whose request declared custom (freeform) tools answered
-// by an upstream of another dialect, those tools' names, so that their
-// calls reach the client as custom_tool_call items
-// (translate.ResponseOptions.CustomTools), and the request's tools and
-// tool_choice, which its response objects echo.
+// Responses or Chat client whose request declared custom (freeform) tools
+// answered by an upstream of another dialect, those tools' names, so that
+// their calls reach the client as custom_tool_call items or "custom"
+// tool_calls entries (translate.ResponseOptions.CustomTools), and a
+// Responses request's tools and tool_choice, which its response objects
+// echo.
 func (x *exchange) responseOptions() translate.ResponseOptions {
 	o := x.p.respOpts
-	if c := x.c; c.req != nil && c.dialect == translate.OpenAIResponses && x.d != c.dialect {
-		o.CustomTools = c.req.CustomTools()
-		o.Tools, o.ToolChoice = c.req.ResponsesEcho()
+	if c := x.c; c.req != nil && x.d != c.dialect {
+		switch c.dialect {
+		case translate.OpenAIResponses:
+			o.CustomTools = c.req.CustomTools()
+			o.Tools, o.ToolChoice = c.req.ResponsesEcho()
+		case translate.OpenAIChat:
+			o.CustomTools = c.req.CustomTools()
+		}
 	}
 	return o
 }

@@ -140,6 +140,7 @@ func encodeAnswer(resp *canonResponse, to Dialect, clientModel string, o Respons
 		if o.OmitReasoning {
 			resp.parts = withoutReasoning(resp.parts)
 		}
+		markCustomCalls(resp.parts, o.CustomTools)
 		return encodeChatResponse(resp), resp.usage, nil
 	case AnthropicMessages:
 		return encodeAnthropicResponse(resp), resp.usage, nil

@@ -30,32 +30,54 @@ import (
 const customInputSchema = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input: free-form text, passed as it is (not JSON)."}},"required":["input"]}`
 
 // responsesCustomTool reads a Responses custom tool definition t at path p
-// into the function tool it goes out as (see customInputSchema).
+// ({"type":"custom","name","description","format"}) into the function
+// tool it goes out as (see customInputSchema).
 func responsesCustomTool(t gjson.Result, p fpath, c *checker) (canonTool, *Error) {
 	res := getMany(&[4]gjson.Result{}, t.Raw, "name", "description", "format")
-	name, e := c.reqNonEmpty(res[0], p.dot("name"))
+	return customTool(res[0], res[1], res[2], p, false, c)
+}
+
+// customTool reads a custom tool's name, description and format (at path
+// p.name, p.description, p.format) into the function tool it goes out as.
+// A format is {"type":"text"} or a grammar: for Responses (nested false)
+// {"type":"grammar","syntax","definition"}, for Chat Completions (nested)
+// {"type":"grammar","grammar":{"definition","syntax"}}, per each API
+// reference; syntax "lark" or "regex" (optional for Chat, lark assumed).
+func customTool(nameV, descV, f gjson.Result, p fpath, nested bool, c *checker) (canonTool, *Error) {
+	name, e := c.reqNonEmpty(nameV, p.dot("name"))
 	if e != nil {
 		return canonTool{}, e
 	}
-	desc, e := c.str(res[1], p.dot("description"))
+	desc, e := c.str(descV, p.dot("description"))
 	if e != nil {
 		return canonTool{}, e
 	}
-	f := res[2]
 	if e := c.object(f, p.dot("format")); e != nil {
 		return canonTool{}, e
 	}
 	var syntax, def string
 	if f.IsObject() {
 		fp := p.dot("format")
-		ft := getMany(&[4]gjson.Result{}, f.Raw, "type", "syntax", "definition")
+		ft := getMany(&[4]gjson.Result{}, f.Raw, "type", "syntax", "definition", "grammar")
 		typ, e := c.reqStr(ft[0], fp.dot("type"))
 		if e == nil {
 			e = c.enum(typ, fp.dot("type"), "text", "grammar")
 		}
 		if e == nil && typ == "grammar" {
-			if syntax, e = c.strEnum(ft[1], fp.dot("syntax"), "lark", "regex"); e == nil {
-				def, e = c.reqStr(ft[2], fp.dot("definition"))
+			gp, sv, dv := fp, ft[1], ft[2]
+			if nested {
+				gp = fp.dot("grammar")
+				if !present(ft[3]) {
+					e = c.missing(gp)
+				} else if e = c.object(ft[3], gp); e == nil {
+					g := getMany(&[4]gjson.Result{}, ft[3].Raw, "syntax", "definition")
+					sv, dv = g[0], g[1]
+				}
+			}
+			if e == nil {
+				if syntax, e = c.strEnum(sv, gp.dot("syntax"), "lark", "regex"); e == nil {
+					def, e = c.reqStr(dv, gp.dot("definition"))
+				}
 			}
 		}
 		if e != nil {
@@ -99,8 +121,13 @@ func wrapCustomInput(input string) string {
 
 // unwrapCustomInput returns the input of a custom tool call the upstream
 // made as a function call with arguments args: the "input" string of the
-// arguments object; the arguments as they are when the model wrote
-// something else (better the text than nothing); "" for none.
+// arguments object; for arguments that are not valid JSON but start as
+// {"input":" (cut short by max_tokens, or with junk after the string),
+// what a stream gives (customArgs.input: the string decoded as far as it
+// was written, a dangling escape kept as written), so that a whole answer
+// and a stream of the same arguments give the same input; the arguments
+// as they are when the model wrote something else (better the text than
+// nothing); "" for none.
 func unwrapCustomInput(args string) string {
 	if isBlank(args) {
 		return ""
@@ -112,6 +139,12 @@ func unwrapCustomInput(args string) string {
 				return in.Str
 			}
 		}
+		return args
+	}
+	var a customArgs
+	a.next(args)
+	if a.state == customIn || a.state == customDone {
+		return a.input(args)
 	}
 	return args
 }
@@ -150,14 +183,17 @@ func (r *canonRequest) customToolNames() []string {
 }
 
 // CustomTools returns the names of the custom (freeform) tools an OpenAI
-// Responses request declared ("tools":[{"type":"custom","name":…}], per
-// the Responses API reference), nil when none (and for other dialects, or
-// a request that cannot be translated). Set them as
+// Responses request ("tools":[{"type":"custom","name":…}], per the
+// Responses API reference) or Chat Completions request
+// ("tools":[{"type":"custom","custom":{"name":…}}], per the Chat
+// Completions API reference) declared, nil when none (and for Anthropic
+// requests, or a request that cannot be translated). Set them as
 // ResponseOptions.CustomTools when the answer comes from an upstream of
 // another dialect, so that its calls of those tools reach the client as
-// custom_tool_call items. The slice is the Request's: do not modify it.
+// custom_tool_call items (Responses) or tool_calls entries of
+// "type":"custom" (Chat). The slice is the Request's: do not modify it.
 func (r *Request) CustomTools() []string {
-	if r.d != OpenAIResponses {
+	if r.d != OpenAIResponses && r.d != OpenAIChat {
 		return nil
 	}
 	if !r.customDone {
@@ -307,12 +343,23 @@ func (a *customArgs) decode(args string, start, end int, done bool) string {
 }
 
 // input returns the whole input of the call whose arguments text is
-// args: once the stream decoded the "input" string to its end, that
-// string (what unwrapCustomInput gives for well-formed arguments, and
-// what the deltas sent add up to when the arguments break off after it,
-// a call cut short by max_tokens); else unwrapCustomInput(args).
+// args, always what the deltas sent add up to, followed by what is left
+// to send (the response.custom_tool_call_input.done event, the item and
+// the stream's deltas agree): once the stream decoded the "input" string
+// to its end, that string (what unwrapCustomInput gives for well-formed
+// arguments, also when the arguments break off or go wrong after it); when
+// the string never ended (a call cut short by max_tokens, arguments that
+// are not JSON), the decoded part, then the undecodable tail (a dangling
+// escape) as written; else unwrapCustomInput(args), none of which was
+// sent.
 func (a *customArgs) input(args string) string {
-	if a.state == customDone {
+	switch a.state {
+	case customDone:
+		return string(a.sent)
+	case customIn:
+		if a.pos < len(args) {
+			return string(a.sent) + args[a.pos:]
+		}
 		return string(a.sent)
 	}
 	return unwrapCustomInput(args)

@@ -380,7 +380,7 @@ func TestCustomArgsUnwrap(t *testing.T) {
 		{`{"input":"a\nb"}`, "a\nb"},
 		{`{"input":"a\nb"`, "a\nb"},
 		{`{"input":"a\nb", "x":`, "a\nb"},
-		{`{"input":"a\nb`, `{"input":"a\nb`},
+		{`{"input":"a\nb`, "a\nb"}, // as streamed (TestCustomInputNotJSON)
 		{`{"patch":"x"}`, `{"patch":"x"}`},
 	} {
 		var a customArgs

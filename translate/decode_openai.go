@@ -217,6 +217,13 @@ func chatAssistant(mf objFields, param fpath, c *checker) ([]canonPart, *Error) 
 		if e != nil {
 			return e
 		}
+		if typ == "custom" { // see chat_custom_tools.go
+			part, e := chatCustomToolCall(tc, id, tp, c)
+			if e == nil {
+				parts = append(parts, part)
+			}
+			return e
+		}
 		if typ != "" && typ != "function" {
 			return unsupportedAt(tp, sprintf(": tool call type %q cannot be translated", clip(typ)))
 		}
@@ -322,8 +329,8 @@ func chatThinkingBlocks(v gjson.Result, param fpath, c *checker) ([]canonPart, *
 	return parts, err
 }
 
-// chatTools reads Chat function tools; other tool types (custom, hosted)
-// have no counterpart and are dropped.
+// chatTools reads Chat function tools and (translating) custom tools;
+// hosted tools have no counterpart and are dropped.
 func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 	if e := c.array(tools, top("tools")); e != nil || !tools.IsArray() {
 		return nil, e
@@ -339,8 +346,15 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		if e != nil {
 			return e
 		}
+		if typ == "custom" && c.translate { // see chat_custom_tools.go
+			tool, e := chatCustomTool(tsc, param, c)
+			if e == nil {
+				out = append(out, tool)
+			}
+			return e
+		}
 		if typ != "function" && typ != "" {
-			return nil // hosted/custom tools have no counterpart: dropped
+			return nil // hosted tools have no counterpart: dropped
 		}
 		f := tsc.get("function")
 		if !present(f) {
@@ -950,10 +964,10 @@ func openAIToolChoice(tc gjson.Result, c *checker, namePath, modePath string) (c
 		switch typ {
 		case "function", "custom":
 			if typ == "custom" && namePath != "name" {
-				return "", "", nil // a Chat custom tool has no counterpart (dropped)
+				namePath = "custom.name" // Chat: {"type":"custom","custom":{"name"}}
 			}
-			// a Responses custom tool ({"type":"custom","name"}) goes out
-			// as a function tool (see custom_tools.go)
+			// a custom tool goes out as a function tool (see
+			// custom_tools.go)
 			if name, e = c.reqStr(tc.Get(namePath), top("tool_choice."+namePath)); e != nil {
 				return "", "", e
 			}

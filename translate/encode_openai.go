@@ -279,6 +279,10 @@ func appendChatAssistant(b []byte, parts []canonPart, blocks bool) []byte {
 				continue
 			}
 			b = appendComma(b)
+			if blocks && p.custom { // a Chat client's custom tool
+				b = appendChatCustomToolCall(b, p.id, p.name, unwrapCustomInput(p.args))
+				continue
+			}
 			b = append(b, `{"id":`...)
 			if blocks {
 				b = appendString(b, p.id) // an answer keeps the upstream's ids

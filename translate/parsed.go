@@ -390,6 +390,9 @@ func encodeCanon(req *canonRequest, to Dialect, model string) ([]byte, error) {
 	if req.n > 1 {
 		return nil, unsupported("n", "n: only n=1 can be translated to another API dialect")
 	}
+	if e := req.toolNameClash(); e != nil {
+		return nil, e
+	}
 	if model != "" {
 		defer func(m string) { req.model = m }(req.model)
 		req.model = model

@@ -229,9 +229,10 @@ func checkParsedSameAsOld(t *testing.T, d Dialect, body []byte, parse func() (*R
 
 // oldCustomTools is what CustomTools answered when every Responses
 // request's validation pass built the canonical form: the custom tools'
-// names of a translation's decoding, nil when it refuses the request.
+// names of a translation's decoding, nil when it refuses the request (a
+// Chat request's custom tools too, since they are translated).
 func oldCustomTools(d Dialect, body []byte) []string {
-	if d != OpenAIResponses {
+	if d != OpenAIResponses && d != OpenAIChat {
 		return nil
 	}
 	canon, e := decodeRequest(d, body, true)

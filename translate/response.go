@@ -38,13 +38,16 @@ type ResponseOptions struct {
 	OmitReasoning bool
 
 	// CustomTools are the names of the custom (freeform) tools the
-	// client's OpenAI Responses request declared (Request.CustomTools).
-	// A translated answer's calls of these tools, which a Chat or
-	// Anthropic upstream makes as function calls with {"input":"…"},
+	// client's OpenAI Responses or Chat Completions request declared
+	// (Request.CustomTools). A translated answer's calls of these tools,
+	// which the upstream makes as function calls with {"input":"…"},
 	// reach a Responses client as custom_tool_call items with that input
 	// unwrapped (streamed as response.custom_tool_call_input.delta and
-	// .done events), per the Responses API reference. No effect on other
-	// client dialects or on passthrough.
+	// .done events), per the Responses API reference, and a Chat client
+	// as tool_calls entries {"id","type":"custom","custom":{"name",
+	// "input"}}, per the Chat Completions API reference (streamed: see
+	// chat_custom_tools.go). No effect on Anthropic clients or on
+	// passthrough.
 	CustomTools []string
 
 	// Tools and ToolChoice are the raw JSON of the "tools" array and the

@@ -164,8 +164,10 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 	t.omitReasoning = o.OmitReasoning
 	if t.cs != nil {
 		t.cs.keepThinking = t.to == OpenAIChat && !o.OmitReasoning
-		if t.to == OpenAIResponses {
+		if t.to == OpenAIResponses || t.to == OpenAIChat {
 			t.cs.customTools = o.CustomTools
+		}
+		if t.to == OpenAIResponses {
 			t.cs.echoTools, t.cs.echoToolChoice = o.Tools, o.ToolChoice
 		}
 	}

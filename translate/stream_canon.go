@@ -35,7 +35,7 @@ type streamBlock struct {
 	argsSent  bool        // a non-empty argument fragment was sent
 	outIdx    int         // client-side index (encoder use)
 	itemID    string      // client-side item id (encoder use)
-	custom    *customArgs // a call of a client's custom tool (Responses encoder use)
+	custom    *customArgs // a call of a client's custom tool (Responses and Chat encoders)
 }
 
 // streamEncoder writes one client dialect.
@@ -172,7 +172,7 @@ func (cs *canonStream) delta(k deltaKind, s string) {
 		} else {
 			b.signature += s
 		}
-	} else if cs.accumulate || (cs.keepThinking && b.kind == partThinking) {
+	} else if cs.accumulate || (cs.keepThinking && b.kind == partThinking) || b.custom != nil {
 		b.text = append(b.text, s...)
 	}
 	cs.enc.delta(cs, b, k, s)

@@ -64,6 +64,9 @@ func (e *chatStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 	}
 	blk.outIdx = e.tools
 	e.tools++
+	if e.customStart(cs, blk) {
+		return
+	}
 	d := append(e.tmp[:0], `{"tool_calls":[{"index":`...)
 	d = strconv.AppendInt(d, int64(blk.outIdx), 10)
 	d = append(d, `,"id":`...)
@@ -93,6 +96,10 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 		b = appendString(b, s)
 		b = append(b, '}')
 	case deltaArgs:
+		if blk.custom != nil {
+			e.customInput(cs, blk, blk.custom.next(view(blk.text)))
+			return
+		}
 		b = append(b, `{"index":0,"delta":{"tool_calls":[{"index":`...)
 		b = strconv.AppendInt(b, int64(blk.outIdx), 10)
 		b = append(b, `,"function":{"arguments":`...)
@@ -119,6 +126,10 @@ func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 		d = appendString(d, view(blk.text))
 		d = appendStrField(d, "signature", blk.signature)
 		e.choiceBytes(cs, append(d, "}]}"...))
+	}
+	if blk.custom != nil {
+		e.customStop(cs, blk)
+		return
 	}
 	if blk.kind == partToolCall && !blk.argsSent {
 		e.delta(cs, blk, deltaArgs, "{}")
