@@ -161,3 +161,60 @@ func TestToolNameClashRefused(t *testing.T) {
 		t.Fatalf("the upstream got %d requests", n-before)
 	}
 }
+
+// TestResponsesEchoSettingsThroughTranslation: a Responses client
+// answered by an Anthropic or Chat key gets a response object that
+// restates its request's settings (temperature, top_p, instructions,
+// parallel_tool_calls, max_output_tokens, metadata, reasoning, store,
+// truncation, safety_identifier, service_tier), whole and in
+// response.created and response.completed, and the API's defaults for
+// what it left out.
+func TestResponsesEchoSettingsThroughTranslation(t *testing.T) {
+	_, gw := dialectGateway(t)
+	c := openai.NewClient(option.WithBaseURL(gw+"/v1"), option.WithAPIKey(gatewayKey), option.WithMaxRetries(0))
+	ctx := context.Background()
+	for _, up := range upstreams[:2] {
+		t.Run(up.name, func(t *testing.T) {
+			p := responses.ResponseNewParams{Model: shared.ResponsesModel(up.model),
+				Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")},
+				Instructions: openai.String("be brief"), Temperature: openai.Float(0.25), TopP: openai.Float(0.5),
+				ParallelToolCalls: openai.Bool(false), MaxOutputTokens: openai.Int(321), Store: openai.Bool(false),
+				Metadata:   shared.Metadata{"team": "a"},
+				Reasoning:  shared.ReasoningParam{Effort: shared.ReasoningEffortLow},
+				Truncation: responses.ResponseNewParamsTruncationAuto, SafetyIdentifier: openai.String("s1"),
+				ServiceTier: responses.ResponseNewParamsServiceTierFlex,
+			}
+			check := func(label string, r responses.Response) {
+				t.Helper()
+				if r.Temperature != 0.25 || r.TopP != 0.5 || r.Instructions.OfString != "be brief" || r.ParallelToolCalls || r.MaxOutputTokens != 321 ||
+					r.Metadata["team"] != "a" || r.Reasoning.Effort != "low" || r.Truncation != "auto" || r.SafetyIdentifier != "s1" || r.ServiceTier != "flex" ||
+					gjson.Get(r.RawJSON(), "store").Raw != "false" || gjson.Get(r.RawJSON(), "text.format.type").Str != "text" || gjson.Get(r.RawJSON(), "user").Raw != "null" {
+					t.Errorf("%s: %s", label, r.RawJSON())
+				}
+			}
+			res, err := c.Responses.New(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("whole", *res)
+			st := c.Responses.NewStreaming(ctx, p)
+			n := 0
+			for st.Next() {
+				if ev := st.Current(); ev.Type == "response.created" || ev.Type == "response.completed" {
+					n++
+					check(ev.Type, ev.Response)
+				}
+			}
+			if st.Err() != nil || n != 2 {
+				t.Fatalf("stream %v, %d events", st.Err(), n)
+			}
+			// a request that sets none of them: the defaults
+			res, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: shared.ResponsesModel(up.model),
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")}})
+			if err != nil || res.Temperature != 1 || res.TopP != 1 || !res.ParallelToolCalls || res.Truncation != "disabled" ||
+				gjson.Get(res.RawJSON(), "store").Raw != "true" || gjson.Get(res.RawJSON(), "instructions").Raw != "null" {
+				t.Fatalf("defaults %v %s", err, res.RawJSON())
+			}
+		})
+	}
+}

@@ -8,8 +8,8 @@ import "github.com/llmgateway/llm_gateway/translate"
 // answered by an upstream of another dialect, those tools' names, so that
 // their calls reach the client as custom_tool_call items or "custom"
 // tool_calls entries (translate.ResponseOptions.CustomTools), and a
-// Responses request's tools and tool_choice, which its response objects
-// echo.
+// Responses request's tools, tool_choice and settings (temperature,
+// instructions, metadata…), which its response objects echo.
 func (x *exchange) responseOptions() translate.ResponseOptions {
 	o := x.p.respOpts
 	if c := x.c; c.req != nil && x.d != c.dialect {
@@ -17,6 +17,7 @@ func (x *exchange) responseOptions() translate.ResponseOptions {
 		case translate.OpenAIResponses:
 			o.CustomTools = c.req.CustomTools()
 			o.Tools, o.ToolChoice = c.req.ResponsesEcho()
+			o.Echo = c.req.ResponsesEchoMembers()
 		case translate.OpenAIChat:
 			o.CustomTools = c.req.CustomTools()
 		}

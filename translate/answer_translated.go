@@ -146,7 +146,7 @@ func encodeAnswer(resp *canonResponse, to Dialect, clientModel string, o Respons
 		return encodeAnthropicResponse(resp), resp.usage, nil
 	case OpenAIResponses:
 		markCustomCalls(resp.parts, o.CustomTools)
-		return encodeResponsesResponse(resp, o.Tools, o.ToolChoice), resp.usage, nil
+		return encodeResponsesResponse(resp, o.Tools, o.ToolChoice, o.Echo), resp.usage, nil
 	}
 	return nil, Usage{}, &Error{Class: ErrAPI, Message: "unknown client dialect"}
 }

@@ -96,62 +96,14 @@ func rsStatus(stop string) (status, reason string) {
 }
 
 // appendRSResponse appends a Responses "response" object. output is the
-// raw JSON array of output items; usage is written when reported.
+// raw JSON array of output items; usage is written when reported; the
+// settings it restates are the defaults (see appendRSResponseEcho).
 func appendRSResponse(b []byte, id string, created int64, status, reason, model string, output []byte, u Usage, errCode, errMsg string, tools, toolChoice []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, id)
-	b = append(b, `,"object":"response","created_at":`...)
-	b = strconv.AppendInt(b, created, 10)
-	b = append(b, `,"status":"`...)
-	b = append(b, status...)
-	b = append(b, `","error":`...)
-	if errCode != "" {
-		b = append(b, `{"code":`...)
-		b = appendString(b, errCode)
-		b = appendStrField(b, "message", errMsg)
-		b = append(b, '}')
-	} else {
-		b = append(b, "null"...)
-	}
-	b = append(b, `,"incomplete_details":`...)
-	if reason != "" {
-		b = append(b, `{"reason":`...)
-		b = appendString(b, reason)
-		b = append(b, '}')
-	} else {
-		b = append(b, "null"...)
-	}
-	b = append(b, `,"instructions":null,"metadata":{},"model":`...)
-	b = appendString(b, model)
-	b = append(b, `,"output":`...)
-	if len(output) == 0 {
-		b = append(b, "[]"...)
-	} else {
-		b = append(b, output...)
-	}
-	b = append(b, `,"parallel_tool_calls":true,"temperature":null,"tool_choice":`...)
-	if len(toolChoice) > 0 {
-		b = append(b, toolChoice...)
-	} else {
-		b = append(b, `"auto"`...)
-	}
-	b = append(b, `,"tools":`...)
-	if len(tools) > 0 {
-		b = append(b, tools...)
-	} else {
-		b = append(b, "[]"...)
-	}
-	b = append(b, `,"top_p":null,"usage":`...)
-	if u.IsZero() {
-		b = append(b, "null"...)
-	} else {
-		b = appendResponsesUsage(b, u)
-	}
-	return append(b, '}')
+	return appendRSResponseEcho(b, id, created, status, reason, model, output, u, errCode, errMsg, tools, toolChoice, nil)
 }
 
 // encodeResponsesResponse builds a Responses "response" object.
-func encodeResponsesResponse(r *canonResponse, tools, toolChoice []byte) []byte {
+func encodeResponsesResponse(r *canonResponse, tools, toolChoice, echo []byte) []byte {
 	base := trimIDPrefix(r.id)
 	if base == "" {
 		base = "gateway"
@@ -204,7 +156,7 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice []byte) []byte 
 	if created == 0 {
 		created = nowUnix()
 	}
-	return appendRSResponse(make([]byte, 0, len(out)+len(tools)+len(toolChoice)+512), withPrefix("resp_", r.id), created, status, reason, r.model, out, r.usage, "", "", tools, toolChoice)
+	return appendRSResponseEcho(make([]byte, 0, len(out)+len(tools)+len(toolChoice)+len(echo)+512), withPrefix("resp_", r.id), created, status, reason, r.model, out, r.usage, "", "", tools, toolChoice, echo)
 }
 
 func suffix(i int) string {

@@ -59,6 +59,8 @@ type Request struct {
 	echoTools  []byte // ResponsesEcho: the request's "tools" (a view of body)
 	echoChoice []byte // ResponsesEcho: the request's "tool_choice" (a view of body)
 
+	echoMembers []byte // ResponsesEchoMembers, once built
+
 	seedDone       bool
 	seedSys, seed1 string
 

@@ -57,6 +57,16 @@ type ResponseOptions struct {
 	// "tool_choice":"auto"). No effect on other client dialects or on
 	// passthrough.
 	Tools, ToolChoice []byte
+
+	// Echo is what a translated answer's response object restates of the
+	// client's OpenAI Responses request (Request.ResponsesEchoMembers: its
+	// temperature, top_p, instructions, max_output_tokens, metadata,
+	// reasoning, text, truncation, store, user… as sent, the API's
+	// defaults for the rest), whole and in response.created,
+	// response.in_progress and response.completed, as the Responses API
+	// does; nil: the defaults. No effect on other client dialects or on
+	// passthrough.
+	Echo []byte
 }
 
 // decodeResponse decodes a whole answer of upstream dialect from (a JSON

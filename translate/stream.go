@@ -169,6 +169,7 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 		}
 		if t.to == OpenAIResponses {
 			t.cs.echoTools, t.cs.echoToolChoice = o.Tools, o.ToolChoice
+			t.cs.echo = o.Echo
 		}
 	}
 }

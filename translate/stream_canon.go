@@ -83,6 +83,8 @@ type canonStream struct {
 	// tools and tool_choice, echoed in its response objects
 	// (ResponseOptions.Tools, ToolChoice)
 	echoTools, echoToolChoice []byte
+	// echo is the rest the response objects restate (ResponseOptions.Echo)
+	echo []byte
 	// customTools are the client's custom tools (ResponseOptions.CustomTools)
 	customTools []string
 }

@@ -48,7 +48,7 @@ func (e *responsesStreamEncoder) response(cs *canonStream, b []byte, status, rea
 	if len(e.output) > 0 {
 		out = append(append(append(out, '['), e.output...), ']')
 	}
-	return appendRSResponse(b, e.respID, cs.created, status, reason, cs.clientModel(), out, u, errCode, errMsg, cs.echoTools, cs.echoToolChoice)
+	return appendRSResponseEcho(b, e.respID, cs.created, status, reason, cs.clientModel(), out, u, errCode, errMsg, cs.echoTools, cs.echoToolChoice, cs.echo)
 }
 
 func (e *responsesStreamEncoder) start(cs *canonStream) {

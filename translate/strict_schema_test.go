@@ -146,7 +146,7 @@ var (
 		"function_call": {req: "type call_id name arguments", opt: "id status"},
 	})
 	rsResponse = &sk{req: "id object created_at status error incomplete_details instructions metadata model output parallel_tool_calls temperature tool_choice tools top_p usage",
-		opt: "max_output_tokens previous_response_id reasoning text truncation user store background service_tier",
+		opt: "max_output_tokens previous_response_id reasoning text truncation user store background service_tier max_tool_calls prompt_cache_key safety_identifier top_logprobs",
 		sub: map[string]*sk{"output": rsItem, "usage": rsUsage, "metadata": skAny, "error": {req: "code message"},
 			"incomplete_details": {req: "reason"}}}
 	rsEvent = typed(map[string]*sk{

@@ -1,0 +1,154 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// The Responses API's response object restates the request's settings
+// (OpenAI Responses API reference, "The response object"): temperature,
+// top_p, instructions, max_output_tokens, metadata, reasoning, text,
+// truncation… A translated answer echoes what the client's request sent,
+// and for a setting it left out (or set to null) the default the API
+// reference documents for the create request (temperature and top_p 1,
+// parallel_tool_calls true, store true, truncation "disabled",
+// service_tier "auto", background false, text {"format":{"type":"text"}},
+// metadata {}, the rest null).
+
+// rsEchoFields are the settings a response object restates, in the order
+// they are written, with the value written when the request has none.
+var rsEchoFields = [...]struct{ key, def string }{
+	{"background", "false"},
+	{"instructions", "null"},
+	{"max_output_tokens", "null"},
+	{"max_tool_calls", "null"},
+	{"metadata", "{}"},
+	{"parallel_tool_calls", "true"},
+	{"previous_response_id", "null"},
+	{"prompt_cache_key", "null"},
+	{"reasoning", `{"effort":null,"summary":null}`},
+	{"safety_identifier", "null"},
+	{"service_tier", `"auto"`},
+	{"store", "true"},
+	{"temperature", "1"},
+	{"text", `{"format":{"type":"text"}}`},
+	{"top_logprobs", "0"},
+	{"top_p", "1"},
+	{"truncation", `"disabled"`},
+	{"user", "null"},
+}
+
+// rsEchoKeys are rsEchoFields' keys, for one gjson.GetManyBytes.
+var rsEchoKeys = func() []string {
+	k := make([]string, len(rsEchoFields))
+	for i := range rsEchoFields {
+		k[i] = rsEchoFields[i].key
+	}
+	return k
+}()
+
+// rsEchoDefault is the echo of a request that sets none of the settings
+// (and what a response object states without ResponseOptions.Echo).
+var rsEchoDefault = appendRSEcho(nil, nil)
+
+// appendRSEcho appends the members a response object restates (each
+// ,"key":value), from body, a Responses request (nil: the defaults).
+func appendRSEcho(b, body []byte) []byte {
+	var vals []gjson.Result
+	if body != nil {
+		vals = gjson.GetManyBytes(body, rsEchoKeys...)
+	}
+	for i := range rsEchoFields {
+		f := &rsEchoFields[i]
+		v := f.def
+		if vals != nil && vals[i].Exists() && vals[i].Type != gjson.Null {
+			v = vals[i].Raw
+		}
+		b = append(b, ',')
+		b = strconv.AppendQuote(b, f.key) // keys are plain ASCII
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return b
+}
+
+// ResponsesEchoMembers returns what a translated answer's response object
+// restates of an OpenAI Responses request (nil for other dialects): its
+// background, instructions, max_output_tokens, max_tool_calls, metadata,
+// parallel_tool_calls, previous_response_id, prompt_cache_key, reasoning,
+// safety_identifier, service_tier, store, temperature, text,
+// top_logprobs, top_p, truncation and user, each as the request sent it
+// (raw JSON) or, when absent or null, the API's documented default, as a
+// run of JSON object members each preceded by a comma
+// (,"background":false,"instructions":"…",…). Set it as
+// ResponseOptions.Echo. Built once per request and kept; do not modify
+// it.
+func (r *Request) ResponsesEchoMembers() []byte {
+	if r.d != OpenAIResponses {
+		return nil
+	}
+	if r.echoMembers == nil {
+		r.echoMembers = appendRSEcho(make([]byte, 0, 512), r.body)
+	}
+	return r.echoMembers
+}
+
+// appendRSResponseEcho is appendRSResponse with the settings the response
+// object restates (echo, see ResponsesEchoMembers; nil: the defaults).
+func appendRSResponseEcho(b []byte, id string, created int64, status, reason, model string, output []byte, u Usage, errCode, errMsg string, tools, toolChoice, echo []byte) []byte {
+	if echo == nil {
+		echo = rsEchoDefault
+	}
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"object":"response","created_at":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"status":"`...)
+	b = append(b, status...)
+	b = append(b, `","error":`...)
+	if errCode != "" {
+		b = append(b, `{"code":`...)
+		b = appendString(b, errCode)
+		b = appendStrField(b, "message", errMsg)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"incomplete_details":`...)
+	if reason != "" {
+		b = append(b, `{"reason":`...)
+		b = appendString(b, reason)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"model":`...)
+	b = appendString(b, model)
+	b = append(b, `,"output":`...)
+	if len(output) == 0 {
+		b = append(b, "[]"...)
+	} else {
+		b = append(b, output...)
+	}
+	b = append(b, `,"tool_choice":`...)
+	if len(toolChoice) > 0 {
+		b = append(b, toolChoice...)
+	} else {
+		b = append(b, `"auto"`...)
+	}
+	b = append(b, `,"tools":`...)
+	if len(tools) > 0 {
+		b = append(b, tools...)
+	} else {
+		b = append(b, "[]"...)
+	}
+	b = append(b, echo...)
+	b = append(b, `,"usage":`...)
+	if u.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = appendResponsesUsage(b, u)
+	}
+	return append(b, '}')
+}
