@@ -138,16 +138,11 @@ type egressPlan struct {
 	next           atomic.Uint64 // rotate's turn
 }
 
-// order returns the exits to try for a request, in order: the healthy
-// ones as the strategy ranks them, or, when every exit is cooling, the one
-// whose cooldown ends first alone (tried once). Exits in tried are left
-// out.
-func (pl *egressPlan) order(session string, tried []*egressExit) []*egressExit {
-	return pl.orderInto(nil, session, tried)
-}
-
-// orderInto is order appending to buf (buf[:0] of a caller's array keeps
-// a request's ranking off the heap).
+// orderInto returns the exits to try for a request, in order, appended to
+// buf[:0] (a caller's array keeps a request's ranking off the heap): the
+// healthy ones as the strategy ranks them, or, when every exit is cooling,
+// the one whose cooldown ends first alone (tried once). Exits in tried are
+// left out.
 func (pl *egressPlan) orderInto(buf []*egressExit, session string, tried []*egressExit) []*egressExit {
 	n := len(pl.exits)
 	start := 0

@@ -137,7 +137,7 @@ func TestEgressPlanOrder(t *testing.T) {
 	pl := &egressPlan{exits: []*egressExit{a, b, c}, strategy: "rotate"}
 	var got []string
 	for i := 0; i < 4; i++ {
-		got = append(got, names(pl.order("", nil)))
+		got = append(got, names(pl.orderInto(nil, "", nil)))
 	}
 	if want := "a,b,c b,c,a c,a,b a,b,c"; strings.Join(got, " ") != want {
 		t.Fatalf("rotate: %q, want %q", got, want)
@@ -145,7 +145,7 @@ func TestEgressPlanOrder(t *testing.T) {
 	pl.strategy = "random"
 	starts := map[string]bool{}
 	for i := 0; i < 200; i++ {
-		o := pl.order("", nil)
+		o := pl.orderInto(nil, "", nil)
 		if len(o) != 3 {
 			t.Fatalf("random: %q", names(o))
 		}
@@ -156,25 +156,25 @@ func TestEgressPlanOrder(t *testing.T) {
 	}
 	pl.strategy = "failover"
 	b.coolUntil = time.Now().Add(time.Minute)
-	if got := names(pl.order("", nil)); got != "a,c" {
+	if got := names(pl.orderInto(nil, "", nil)); got != "a,c" {
 		t.Fatalf("failover with b cooling: %q", got)
 	}
-	if got := names(pl.order("", []*egressExit{a})); got != "c" {
+	if got := names(pl.orderInto(nil, "", []*egressExit{a})); got != "c" {
 		t.Fatalf("failover with a failed in the request: %q", got)
 	}
 	pl.strategy = "sticky"
-	first := names(pl.order("session-1", nil))
+	first := names(pl.orderInto(nil, "session-1", nil))
 	for i := 0; i < 10; i++ {
-		if got := names(pl.order("session-1", nil)); got != first {
+		if got := names(pl.orderInto(nil, "session-1", nil)); got != first {
 			t.Fatalf("sticky: %q then %q", first, got)
 		}
 	}
 	a.coolUntil = time.Now().Add(3 * time.Minute)
 	c.coolUntil = time.Now().Add(2 * time.Minute)
-	if got := names(pl.order("", nil)); got != "b" {
+	if got := names(pl.orderInto(nil, "", nil)); got != "b" {
 		t.Fatalf("all cooling: %q, want the soonest-recovering b", got)
 	}
-	if got := names(pl.order("", []*egressExit{b})); got != "" {
+	if got := names(pl.orderInto(nil, "", []*egressExit{b})); got != "" {
 		t.Fatalf("all cooling, b failed already: %q, want none", got)
 	}
 	if !pl.exhausted([]*egressExit{a, b, c}) || pl.exhausted([]*egressExit{a, c}) {
