@@ -33,6 +33,8 @@ func (c *checker) addSystem(r *canonRequest, leading bool, parts []canonPart) {
 			c.pair("system", parts)
 		}
 		c.parts.give(parts)
+	case leading && r.system == nil:
+		r.system = parts // kept parts (cut to their length: an append copies)
 	case leading:
 		r.system = append(r.system, parts...)
 	default:
@@ -40,14 +42,20 @@ func (c *checker) addSystem(r *canonRequest, leading bool, parts []canonPart) {
 	}
 }
 
-// newCanon returns the canonical request a decoder fills: a new one, or
-// in checkOnly mode the checker's own (sink), which nothing keeps: the
+// newCanon returns the canonical request a decoder fills: a new one (or
+// c.canonMem, which the caller allocated with its Request), or in
+// checkOnly mode the checker's own (sink), which nothing keeps: the
 // decoder still writes the scalars it reads there, and a pass that only
 // checks costs no allocation for it.
 func (c *checker) newCanon() *canonRequest {
 	if c.checkOnly {
 		c.sink = canonRequest{}
 		return &c.sink
+	}
+	if c.canonMem != nil {
+		// parseRequest's, allocated with the Request
+		*c.canonMem = canonRequest{}
+		return c.canonMem
 	}
 	return &canonRequest{}
 }

@@ -79,7 +79,7 @@ func anthropicSystem(sys gjson.Result, r *canonRequest, c *checker) *Error {
 			c.dirty = true // SanitizeAnthropicRequest removes it
 		}
 		if sys.Str != "" && !c.checkOnly {
-			r.system = []canonPart{{kind: partText, text: sys.Str}}
+			r.system = c.cutParts(canonPart{kind: partText, text: sys.Str})
 		}
 	case sys.IsArray():
 		var err *Error

@@ -624,15 +624,10 @@ func chatTextPart(p gjson.Result, pp fpath, c *checker) (canonPart, *Error) {
 func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error) {
 	switch {
 	case v.Type == gjson.String:
-		if c.checkOnly {
-			return c.onePart(canonPart{kind: partText, text: v.Str}), nil
-		}
-		return []canonPart{{kind: partText, text: v.Str}}, nil
+		return c.onePart(canonPart{kind: partText, text: v.Str}), nil
 	case v.IsArray():
-		var parts []canonPart
-		if c.checkOnly {
-			parts = c.parts.take() // given back by the caller (addSystem)
-		}
+		// checkOnly: given back by the caller (addSystem)
+		parts := c.parts.take()
 		err := eachObject(v, param, c, func(idx int, p gjson.Result) *Error {
 			pp := param.at(idx)
 			typ, e := c.reqStr(p.Get("type"), pp.dot("type"))
@@ -649,7 +644,7 @@ func chatTextParts(v gjson.Result, param fpath, c *checker) ([]canonPart, *Error
 			parts = append(parts, part)
 			return nil
 		})
-		return parts, err
+		return c.partsOut(parts), err
 	case !present(v):
 		return nil, c.missing(param)
 	}

@@ -44,6 +44,13 @@ func appendString(dst []byte, s string) []byte {
 func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		// runs of plain ASCII, eight bytes at a time
+		for i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if plainASCII[c] {
 			i++
@@ -85,6 +92,26 @@ func appendEscaped(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// Constants of plain8's byte-parallel tests.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether the eight bytes of w are all plainASCII (what
+// appendEscaped copies as they are), testing them as one word: no byte
+// from 0x80 up, none below 0x20, none equal to '"' or '\\'. Each test is
+// the classic "has a zero byte" one, (x - ones) &^ x & highs, which is
+// exact as a whole (its false positives only follow a true one).
+func plain8(w string) bool {
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	q := x ^ ('"' * ones)
+	b := x ^ ('\\' * ones)
+	t := x | ((x - 0x20*ones) &^ x) | ((q - ones) &^ q) | ((b - ones) &^ b)
+	return t&highs == 0
 }
 
 // appendKey appends `"key":` preceded by a comma when needed (see

@@ -69,6 +69,13 @@ type Request struct {
 	more []encoded // further ones, rarely needed
 }
 
+// requestCanon is a Request and the canonical form its validation pass
+// builds (ParseRequestFor another dialect), allocated together.
+type requestCanon struct {
+	req   Request
+	canon canonRequest
+}
+
 // encoded is one cached result of Encode.
 type encoded struct {
 	to    Dialect
@@ -164,7 +171,16 @@ func parseRequest(d Dialect, body []byte, checkOnly bool) (*Request, *Error) {
 	if !d.valid() {
 		return nil, invalid("", "unknown dialect")
 	}
-	r := &Request{d: d, body: body}
+	var r *Request
+	var canonMem *canonRequest
+	if checkOnly {
+		r = &Request{d: d, body: body}
+	} else {
+		// the canonical form the pass builds lives as long as the
+		// Request: one allocation for both
+		rc := &requestCanon{req: Request{d: d, body: body}}
+		r, canonMem = &rc.req, &rc.canon
+	}
 	o, e := outlineOf(d, root)
 	if e != nil {
 		return nil, e
@@ -179,7 +195,7 @@ func parseRequest(d Dialect, body []byte, checkOnly bool) (*Request, *Error) {
 	// leaves the canonical form a translation encodes
 	c := &sc.check
 	*c = checker{d: d, translate: true, root: root, rootSet: true, checkOnly: checkOnly,
-		members: sc.members, parts: sc.parts}
+		members: sc.members, parts: sc.parts, canonMem: canonMem}
 	canon, e := decodeWith(c, body)
 	sc.members, sc.parts = c.members, c.parts
 	if e == nil {

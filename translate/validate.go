@@ -195,6 +195,9 @@ type checker struct {
 	// sink is the canonical request a checkOnly pass writes into and
 	// drops (newCanon)
 	sink canonRequest
+	// canonMem, when set, is where a full decode builds the canonical
+	// request (newCanon): parseRequest's, allocated with its Request
+	canonMem *canonRequest
 }
 
 // noteSeed notes the session seeds (see checker.seedUser) in one message
@@ -328,15 +331,16 @@ func (c *checker) keepParts(scratch []canonPart) []canonPart {
 }
 
 // cutParts returns a copy of ps cut from the current chunk (nil for no
-// parts); a chunk that cannot hold them is replaced by a new one, 4 parts
-// first, then twice the last up to 64, or len(ps) if more.
+// parts); a chunk that cannot hold them is replaced by a new one, 2 parts
+// first (a system prompt and one user message: the whole of many small
+// requests), then twice the last up to 64, or len(ps) if more.
 func (c *checker) cutParts(ps ...canonPart) []canonPart {
 	n := len(ps)
 	if n == 0 {
 		return nil
 	}
 	if cap(c.chunk)-len(c.chunk) < n {
-		c.chunk = make([]canonPart, 0, max(n, min(2*cap(c.chunk), 64), 4))
+		c.chunk = make([]canonPart, 0, max(n, min(2*cap(c.chunk), 64), 2))
 	}
 	start := len(c.chunk)
 	c.chunk = append(c.chunk, ps...)
