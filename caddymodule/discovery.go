@@ -574,7 +574,8 @@ func (h *Handler) notServed(model string, gk *gwKey) *loopFailure {
 					" is still learning its models from its keys' models lists; retry in a moment"}
 		}
 	}
-	return &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound, msg: h.notServedMessage(model, gk)}
+	return &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound, msg: h.notServedMessage(model, gk),
+		param: "model", code: "model_not_found"} // as OpenAI answers an unknown model
 }
 
 // notServedMessage is the error message for a model no pool serves: each
@@ -589,6 +590,8 @@ func (h *Handler) notServedMessage(model string, gk *gwKey) string {
 		b.WriteString("; did you mean ")
 		b.WriteString(strconv.Quote(near))
 		b.WriteString("?")
+	} else {
+		b.WriteString(".")
 	}
 	n := 0
 	for _, p := range h.pools {

@@ -151,6 +151,22 @@ func TestDiscoveryUnionAndRouting(t *testing.T) {
 		strings.Contains(msg, "wild2") {
 		t.Fatalf("not served: %d %q", st, msg)
 	}
+	// OpenAI's code and param for an unknown model
+	if gjson.GetBytes(b, "error.code").Str != "model_not_found" || gjson.GetBytes(b, "error.param").Str != "model" ||
+		gjson.GetBytes(b, "error.type").Str != "invalid_request_error" {
+		t.Fatalf("not served, OpenAI error fields: %s", b)
+	}
+	// no near name: the sentence ends before the pools
+	st, _, b = routedVia(t, gw2, "zzzzzzzzzzzz")
+	if msg := gjson.GetBytes(b, "error.message").Str; st != 404 || !strings.HasPrefix(msg, `model "zzzzzzzzzzzz" is not served by this gateway. Pools: learned2 (auto: 2 learned)`) {
+		t.Fatalf("not served, no near name: %d %q", st, msg)
+	}
+	// an Anthropic client: Anthropic's shape, not_found_error
+	resp, b := post(t, gw2+"/v1/messages", []byte(`{"model":"zzzzzzzzzzzz","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+	if resp.StatusCode != 404 || gjson.GetBytes(b, "type").Str != "error" || gjson.GetBytes(b, "error.type").Str != "not_found_error" ||
+		gjson.GetBytes(b, "error.code").Exists() {
+		t.Fatalf("not served, Anthropic client: %d %s", resp.StatusCode, b)
+	}
 }
 
 // TestDiscoveryRefresh: a refresh after the upstream's list changed

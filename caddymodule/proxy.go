@@ -213,6 +213,10 @@ type loopFailure struct {
 	msg        string
 	retryAfter time.Duration
 	noRetry    bool // x-should-retry: false (a wait longer than SDKs honour, e.g. a budget's reset)
+	// param and code are the OpenAI error's param and code ("" for null
+	// and the class's default), as OpenAI names them for the same error
+	// ("model" and "model_not_found" for a model no pool serves)
+	param, code string
 }
 
 // failWith writes a loopFailure in the client's dialect.
@@ -222,6 +226,10 @@ func (rl *requestLog) failWith(w http.ResponseWriter, d translate.Dialect, f *lo
 	}
 	if f.noRetry {
 		w.Header().Set("X-Should-Retry", "false")
+	}
+	if f.param != "" || f.code != "" {
+		rl.failRequest(w, d, &translate.Error{Class: f.class, Param: f.param, Code: f.code, Message: clipMessage(f.msg, maxErrorMessage)})
+		return
 	}
 	rl.fail(w, d, f.status, f.class, f.msg)
 }
