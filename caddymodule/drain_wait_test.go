@@ -96,3 +96,58 @@ func TestDrainWaitAfterErrorIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainWaitResponsesPassthrough: a Responses upstream (dialect
+// responses) that sends an error event and then holds its stream open
+// without its response.failed: the Responses client gets the error event
+// as it came and the end of its stream at the drain's bound, not at
+// request_timeout (10s); a response.failed that follows promptly is
+// relayed as it came, its usage booked.
+func TestDrainWaitResponsesPassthrough(t *testing.T) {
+	const (
+		created = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"gpt-x\",\"output\":[]}}\n\n"
+		delta   = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"partial\"}\n\n"
+		errEv   = "event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\",\"message\":\"boom\",\"param\":null}\n\n"
+		failed  = "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":3,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"failed\",\"model\":\"gpt-x\",\"output\":[],\"error\":{\"code\":\"server_error\",\"message\":\"boom\"},\"usage\":{\"input_tokens\":8,\"output_tokens\":3,\"total_tokens\":11}}}\n\n"
+	)
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		_, _ = io.WriteString(w, created+delta+errEv)
+		fl.Flush()
+		if r.Header.Get("Authorization") == "Bearer rs-2" {
+			time.Sleep(30 * time.Millisecond)
+			_, _ = io.WriteString(w, failed)
+			fl.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	appLog := filepath.Join(t.TempDir(), "app.log")
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
+		"\t\tpool rs {\n\t\t\tmodels gpt-*\n\t\t\tstrategy priority\n\t\t\taffinity off\n\t\t\trequest_timeout 10s\n"+
+		"\t\t\tkey rs-1 "+up.URL+"/v1 {\n\t\t\t\tid r1\n\t\t\t\tdialect responses\n\t\t\t\tpriority 1\n\t\t\t}\n"+
+		"\t\t\tkey rs-2 "+up.URL+"/v1 {\n\t\t\t\tid r2\n\t\t\t\tdialect responses\n\t\t\t\tpriority 2\n\t\t\t}\n\t\t}\n\t}\n",
+		"\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}")
+	for round, want := range []string{created + delta + errEv, created + delta + errEv + failed} {
+		t0 := time.Now()
+		resp, b := post(t, gw+"/v1/responses", []byte(`{"model":"gpt-x","stream":true,"input":"hi"}`))
+		if took := time.Since(t0); resp.StatusCode != 200 || string(b) != want || took > 3*time.Second {
+			t.Errorf("round %d: %d after %v\n%s\nwant\n%s", round, resp.StatusCode, took, b, want)
+		}
+	}
+	es := requestEntries(t, appLog, 2)
+	for i, w := range []struct {
+		key     string
+		in, out float64
+	}{{"r1", 0, 0}, {"r2", 8, 3}} {
+		if e := es[i]; e["key"] != w.key || num(e["input_tokens"]) != w.in || num(e["output_tokens"]) != w.out || e["stream_outcome"] != streamErrorEvent {
+			t.Errorf("request %d: key %v tokens %v / %v outcome %v, want %s %v / %v error", i, e["key"], e["input_tokens"], e["output_tokens"], e["stream_outcome"], w.key, w.in, w.out)
+		}
+	}
+}
