@@ -62,7 +62,7 @@ func oldDecodeChatResponse(body []byte) (*canonResponse, *Error) {
 		// maps to refusal, MAPPING.md 3.3)
 		resp.stop = stopRefusal
 		if u := root.Get("usage"); u.IsObject() {
-			resp.usage = chatUsage(u)
+			resp.usage = oldChatUsage(u)
 		}
 		return resp, nil
 	}
@@ -100,7 +100,7 @@ func oldDecodeChatResponse(body []byte) (*canonResponse, *Error) {
 		resp.stop = stopRefusal
 	}
 	if u := root.Get("usage"); u.IsObject() {
-		resp.usage = chatUsage(u)
+		resp.usage = oldChatUsage(u)
 	}
 	return resp, nil
 }
@@ -134,7 +134,7 @@ func oldDecodeAnthropicResponse(body []byte) (*canonResponse, *Error) {
 	}
 	resp.stopSeq = root.Get("stop_sequence").String()
 	var au anthropicUsage
-	au.add(root.Get("usage"))
+	au.oldAdd(root.Get("usage"))
 	resp.usage = au.usage()
 	return resp, nil
 }
@@ -187,7 +187,7 @@ func oldDecodeResponsesResponse(body []byte) (*canonResponse, *Error) {
 	})
 	resp.stop = rsStopReason(status, root.get("incomplete_details").Get("reason").Str, called, refused)
 	if u := root.get("usage"); u.IsObject() {
-		resp.usage = responsesUsage(u)
+		resp.usage = oldResponsesUsage(u)
 	}
 	return resp, nil
 }
@@ -210,4 +210,42 @@ func oldReasoningText(it gjson.Result) string {
 		})
 	}
 	return sb.String()
+}
+
+// The usage readers as they were before usageLookup: a gjson Get per path.
+
+func oldChatUsage(u gjson.Result) Usage {
+	var out Usage
+	out.InputTokens = intAt(u.Get("prompt_tokens"))
+	out.OutputTokens = intAt(u.Get("completion_tokens"))
+	out.CacheReadTokens = intAt(u.Get("prompt_tokens_details.cached_tokens"))
+	if out.CacheReadTokens == nil {
+		out.CacheReadTokens = intAt(u.Get("prompt_cache_hit_tokens"))
+	}
+	out.CacheWriteTokens = intAt(u.Get("prompt_tokens_details.cache_write_tokens"))
+	out.ReasoningTokens = intAt(u.Get("completion_tokens_details.reasoning_tokens"))
+	return out
+}
+
+func oldResponsesUsage(u gjson.Result) Usage {
+	var out Usage
+	out.InputTokens = intAt(u.Get("input_tokens"))
+	out.OutputTokens = intAt(u.Get("output_tokens"))
+	out.CacheReadTokens = intAt(u.Get("input_tokens_details.cached_tokens"))
+	out.CacheWriteTokens = intAt(u.Get("input_tokens_details.cache_write_tokens"))
+	out.ReasoningTokens = intAt(u.Get("output_tokens_details.reasoning_tokens"))
+	return out
+}
+
+var oldAnthropicUsagePaths = [5]string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens_details.thinking_tokens"}
+
+func (a *anthropicUsage) oldAdd(u gjson.Result) {
+	if !u.IsObject() {
+		return
+	}
+	for i, p := range oldAnthropicUsagePaths {
+		if r := u.Get(p); r.Type == gjson.Number {
+			a.v[i], a.set[i] = r.Int(), true
+		}
+	}
 }

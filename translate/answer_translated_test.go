@@ -82,6 +82,7 @@ func TestReadAnswerMatchesSteps(t *testing.T) {
 		for _, name := range names {
 			body := fx[name]
 			bodies++
+			checkUsageReaders(t, name, gjson.GetBytes(body, "usage"))
 			for _, to := range allDialects {
 				for _, cm := range []string{"", "client-model"} {
 					for _, o := range readAnswerOptions(body) {
@@ -259,5 +260,65 @@ func BenchmarkTranslateAnswer(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// checkUsageReaders asserts that the usage readers (one walk, usageLookup)
+// give what the former gjson Get per path gave on u, in every dialect.
+func checkUsageReaders(t *testing.T, name string, u gjson.Result) {
+	t.Helper()
+	if g, w := chatUsage(u), oldChatUsage(u); !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: chatUsage %s, want %s", name, fmtUsage(g), fmtUsage(w))
+	}
+	if g, w := responsesUsage(u), oldResponsesUsage(u); !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: responsesUsage %s, want %s", name, fmtUsage(g), fmtUsage(w))
+	}
+	var a, w anthropicUsage
+	a.v, w.v = [5]int64{1, 2, 3, 4, 5}, [5]int64{1, 2, 3, 4, 5} // add overwrites only what u reports
+	a.set[1], w.set[1] = true, true
+	a.add(u)
+	w.oldAdd(u)
+	if a != w {
+		t.Errorf("%s: anthropicUsage.add %+v, want %+v", name, a, w)
+	}
+}
+
+// TestUsageLookupMatchesGet: usage objects of every vendor's shape, and
+// ones a one-walk reader could get wrong (repeated members at the top
+// and in the details objects, details that are not objects, escaped
+// names, numbers of every form), read as the former per-path lookups
+// read them, in every dialect; and the absolute figures of a full one.
+func TestUsageLookupMatchesGet(t *testing.T) {
+	objs := []string{
+		`{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30,"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":7}}`,
+		`{"prompt_tokens":10,"completion_tokens":20,"prompt_cache_hit_tokens":6,"prompt_cache_miss_tokens":4}`,
+		`{"prompt_tokens":10,"prompt_tokens_details":{"cache_write_tokens":3},"prompt_cache_hit_tokens":6}`,
+		`{"input_tokens":5,"output_tokens":6,"input_tokens_details":{"cached_tokens":2,"cache_write_tokens":1},"output_tokens_details":{"reasoning_tokens":3}}`,
+		`{"input_tokens":5,"output_tokens":6,"cache_read_input_tokens":7,"cache_creation_input_tokens":8,"output_tokens_details":{"thinking_tokens":9}}`,
+		`{"prompt_tokens":1,"prompt_tokens":2,"completion_tokens":null,"completion_tokens":3}`,
+		`{"prompt_tokens_details":{"audio_tokens":1},"prompt_tokens_details":{"cached_tokens":5}}`,
+		`{"prompt_tokens_details":{"cached_tokens":1},"prompt_tokens_details":{"cached_tokens":5,"cache_write_tokens":2}}`,
+		`{"prompt_tokens_details":5,"prompt_tokens_details":{"cached_tokens":5}}`,
+		`{"output_tokens_details":{},"output_tokens_details":{"thinking_tokens":4,"reasoning_tokens":4}}`,
+		`{"input_tokens_details":[{"cached_tokens":1}],"output_tokens_details":"x","completion_tokens_details":null}`,
+		`{"prompt_tokens_details":{"cached_tokens":{"a":1}},"completion_tokens_details":{"reasoning_tokens":"7"}}`,
+		`{"pr\u006fmpt_tokens":11,"input_t\u006fkens":12,"prompt_tokens_details":{"c\u0061ched_tokens":13}}`,
+		`{"prompt_tokens":1.5e2,"completion_tokens":-3,"input_tokens":0,"output_tokens":9007199254740993}`,
+		`{}`, `[]`, `[{"prompt_tokens":1}]`, `"x"`, `5`, `null`, ``,
+	}
+	for _, o := range objs {
+		checkUsageReaders(t, o, gjson.Parse(o))
+	}
+	u := chatUsage(gjson.Parse(objs[0]))
+	if fmtUsage(u) != "[10 20 4 - 7]" {
+		t.Errorf("chat usage %s, want [10 20 4 - 7]", fmtUsage(u))
+	}
+	var a anthropicUsage
+	a.add(gjson.Parse(objs[4]))
+	if got := fmtUsage(a.usage()); got != "[20 6 7 8 9]" {
+		t.Errorf("anthropic usage %s, want [20 6 7 8 9]", got)
+	}
+	if got := fmtUsage(responsesUsage(gjson.Parse(objs[3]))); got != "[5 6 2 1 3]" {
+		t.Errorf("responses usage %s, want [5 6 2 1 3]", got)
 	}
 }

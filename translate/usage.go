@@ -96,27 +96,87 @@ func usageOf(d Dialect, u gjson.Result) Usage {
 // chatUsage reads an OpenAI Chat Completions usage object. DeepSeek's
 // prompt_cache_hit_tokens is accepted when cached_tokens is absent.
 func chatUsage(u gjson.Result) Usage {
+	var r [len(chatUsagePaths)]gjson.Result
+	usageLookup(u, chatUsagePaths[:], r[:])
 	var out Usage
-	out.InputTokens = intAt(u.Get("prompt_tokens"))
-	out.OutputTokens = intAt(u.Get("completion_tokens"))
-	out.CacheReadTokens = intAt(u.Get("prompt_tokens_details.cached_tokens"))
+	out.InputTokens = intAt(r[0])
+	out.OutputTokens = intAt(r[1])
+	out.CacheReadTokens = intAt(r[2])
 	if out.CacheReadTokens == nil {
-		out.CacheReadTokens = intAt(u.Get("prompt_cache_hit_tokens"))
+		out.CacheReadTokens = intAt(r[3])
 	}
-	out.CacheWriteTokens = intAt(u.Get("prompt_tokens_details.cache_write_tokens"))
-	out.ReasoningTokens = intAt(u.Get("completion_tokens_details.reasoning_tokens"))
+	out.CacheWriteTokens = intAt(r[4])
+	out.ReasoningTokens = intAt(r[5])
 	return out
 }
 
+// chatUsagePaths are the members chatUsage reads.
+var chatUsagePaths = [...]usagePath{{"", "prompt_tokens"}, {"", "completion_tokens"},
+	{"prompt_tokens_details", "cached_tokens"}, {"", "prompt_cache_hit_tokens"},
+	{"prompt_tokens_details", "cache_write_tokens"}, {"completion_tokens_details", "reasoning_tokens"}}
+
 // responsesUsage reads an OpenAI Responses usage object.
 func responsesUsage(u gjson.Result) Usage {
+	var r [len(responsesUsagePaths)]gjson.Result
+	usageLookup(u, responsesUsagePaths[:], r[:])
 	var out Usage
-	out.InputTokens = intAt(u.Get("input_tokens"))
-	out.OutputTokens = intAt(u.Get("output_tokens"))
-	out.CacheReadTokens = intAt(u.Get("input_tokens_details.cached_tokens"))
-	out.CacheWriteTokens = intAt(u.Get("input_tokens_details.cache_write_tokens"))
-	out.ReasoningTokens = intAt(u.Get("output_tokens_details.reasoning_tokens"))
+	out.InputTokens = intAt(r[0])
+	out.OutputTokens = intAt(r[1])
+	out.CacheReadTokens = intAt(r[2])
+	out.CacheWriteTokens = intAt(r[3])
+	out.ReasoningTokens = intAt(r[4])
 	return out
+}
+
+// responsesUsagePaths are the members responsesUsage reads.
+var responsesUsagePaths = [...]usagePath{{"", "input_tokens"}, {"", "output_tokens"},
+	{"input_tokens_details", "cached_tokens"}, {"input_tokens_details", "cache_write_tokens"},
+	{"output_tokens_details", "reasoning_tokens"}}
+
+// usagePath is a member of a usage object: name at the top level (parent
+// ""), or name inside the top-level object parent.
+type usagePath struct{ parent, name string }
+
+// usageLookup sets dst[i] to what gjson's Get(paths[i]) gives on the usage
+// object u, reading u's members once instead of once per path: a
+// top-level name resolves to its first member, "parent.name" to name in
+// the first member parent. Where a parent occurs more than once (gjson's
+// Get would go on to a later copy when the first does not hold the
+// name), every path is looked up with gjson's Get instead, so the result
+// is the same for every object. dst has len(paths) elements.
+func usageLookup(u gjson.Result, paths []usagePath, dst []gjson.Result) {
+	var seen uint32 // paths whose parent was met
+	again := false
+	u.ForEach(func(k, v gjson.Result) bool {
+		for i := range paths {
+			p := &paths[i]
+			if p.parent == "" {
+				if p.name == k.Str && !dst[i].Exists() {
+					dst[i] = v
+				}
+				continue
+			}
+			if p.parent != k.Str {
+				continue
+			}
+			if seen&(1<<i) != 0 {
+				again = true
+				return false
+			}
+			seen |= 1 << i
+			dst[i] = v.Get(p.name)
+		}
+		return true
+	})
+	if again {
+		for i, p := range paths {
+			if p.parent == "" {
+				dst[i] = u.Get(p.name)
+			} else {
+				dst[i] = u.Get(p.parent + "." + p.name)
+			}
+		}
+	}
 }
 
 // anthropicUsage accumulates Anthropic usage objects field by field
@@ -132,15 +192,18 @@ type anthropicUsage struct {
 // anthropicUsagePaths are the members anthropicUsage reads: input_tokens,
 // output_tokens, cache_read_input_tokens, cache_creation_input_tokens,
 // output_tokens_details.thinking_tokens.
-var anthropicUsagePaths = [5]string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens_details.thinking_tokens"}
+var anthropicUsagePaths = [5]usagePath{{"", "input_tokens"}, {"", "output_tokens"}, {"", "cache_read_input_tokens"},
+	{"", "cache_creation_input_tokens"}, {"output_tokens_details", "thinking_tokens"}}
 
 func (a *anthropicUsage) add(u gjson.Result) {
 	if !u.IsObject() {
 		return
 	}
-	for i, p := range anthropicUsagePaths {
-		if r := u.Get(p); r.Type == gjson.Number {
-			a.v[i], a.set[i] = r.Int(), true
+	var r [len(anthropicUsagePaths)]gjson.Result
+	usageLookup(u, anthropicUsagePaths[:], r[:])
+	for i := range r {
+		if r[i].Type == gjson.Number {
+			a.v[i], a.set[i] = r[i].Int(), true
 		}
 	}
 }
