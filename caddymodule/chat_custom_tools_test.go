@@ -208,11 +208,11 @@ func TestResponsesEchoSettingsThroughTranslation(t *testing.T) {
 			if st.Err() != nil || n != 2 {
 				t.Fatalf("stream %v, %d events", st.Err(), n)
 			}
-			// a request that sets none of them: the defaults
+			// a request that sets none of them: the defaults (store false: the gateway keeps nothing)
 			res, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: shared.ResponsesModel(up.model),
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")}})
 			if err != nil || res.Temperature != 1 || res.TopP != 1 || !res.ParallelToolCalls || res.Truncation != "disabled" ||
-				gjson.Get(res.RawJSON(), "store").Raw != "true" || gjson.Get(res.RawJSON(), "instructions").Raw != "null" {
+				gjson.Get(res.RawJSON(), "store").Raw != "false" || gjson.Get(res.RawJSON(), "instructions").Raw != "null" {
 				t.Fatalf("defaults %v %s", err, res.RawJSON())
 			}
 		})

@@ -12,9 +12,12 @@ import (
 // truncation… A translated answer echoes what the client's request sent,
 // and for a setting it left out (or set to null) the default the API
 // reference documents for the create request (temperature and top_p 1,
-// parallel_tool_calls true, store true, truncation "disabled",
+// parallel_tool_calls true, truncation "disabled",
 // service_tier "auto", background false, text {"format":{"type":"text"}},
-// metadata {}, the rest null).
+// metadata {}, the rest null). store is false whatever the API's default
+// (true): the gateway keeps no response (a request with "store": true or
+// a previous_response_id is refused before it is translated), and an
+// answer must not claim it was stored.
 
 // rsEchoFields are the settings a response object restates, in the order
 // they are written, with the value written when the request has none.
@@ -30,7 +33,7 @@ var rsEchoFields = [...]struct{ key, def string }{
 	{"reasoning", `{"effort":null,"summary":null}`},
 	{"safety_identifier", "null"},
 	{"service_tier", `"auto"`},
-	{"store", "true"},
+	{"store", "false"}, // never stored: see above
 	{"temperature", "1"},
 	{"text", `{"format":{"type":"text"}}`},
 	{"top_logprobs", "0"},
@@ -79,7 +82,8 @@ func appendRSEcho(b, body []byte) []byte {
 // parallel_tool_calls, previous_response_id, prompt_cache_key, reasoning,
 // safety_identifier, service_tier, store, temperature, text,
 // top_logprobs, top_p, truncation and user, each as the request sent it
-// (raw JSON) or, when absent or null, the API's documented default, as a
+// (raw JSON) or, when absent or null, the API's documented default (store:
+// false, see rsEchoFields), as a
 // run of JSON object members each preceded by a comma
 // (,"background":false,"instructions":"…",…). Set it as
 // ResponseOptions.Echo. Built once per request and kept; do not modify

@@ -41,7 +41,7 @@ func TestResponsesEchoFields(t *testing.T) {
 	defaults := map[string]string{
 		"instructions": `null`, "temperature": `1`, "top_p": `1`, "parallel_tool_calls": `true`,
 		"max_output_tokens": `null`, "metadata": `{}`, "reasoning": `{"effort":null,"summary":null}`,
-		"text": `{"format":{"type":"text"}}`, "truncation": `"disabled"`, "store": `true`, "user": `null`,
+		"text": `{"format":{"type":"text"}}`, "truncation": `"disabled"`, "store": `false`, "user": `null`,
 		"safety_identifier": `null`, "service_tier": `"auto"`, "prompt_cache_key": `null`, "previous_response_id": `null`,
 		"top_logprobs": `0`, "background": `false`, "max_tool_calls": `null`,
 	}
