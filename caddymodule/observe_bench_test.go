@@ -47,3 +47,20 @@ func BenchmarkReadUpstreamBody(b *testing.B) {
 		})
 	}
 }
+
+// TestReadUpstreamBodyBoundsPrealloc: an answer that announces 60 MB and
+// sends 5 bytes is read without allocating the announced size up front;
+// a body within its Content-Length is read whole; more than
+// maxUpstreamBody+1 bytes are never read.
+func TestReadUpstreamBodyBoundsPrealloc(t *testing.T) {
+	var data []byte
+	var err error
+	data, err = readUpstreamBody(bytes.NewReader([]byte("hello")), 60<<20)
+	if err != nil || string(data) != "hello" || cap(data) > 2*maxAnswerPrealloc {
+		t.Fatalf("lying Content-Length: %q %v, cap %d", data, err, cap(data))
+	}
+	big := bytes.Repeat([]byte("y"), 3<<20)
+	if data, err = readUpstreamBody(bytes.NewReader(big), int64(len(big))); err != nil || !bytes.Equal(data, big) {
+		t.Fatalf("3 MiB answer: %d bytes %v", len(data), err)
+	}
+}

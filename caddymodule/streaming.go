@@ -15,10 +15,16 @@ import (
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
-// readUpstreamBody reads a whole upstream answer of at most maxUpstreamBody+1
-// bytes (more is the caller's error). With a Content-Length within the
-// limit the buffer is allocated once at that size (plus bytes.MinRead for
-// the read that sees EOF), instead of io.ReadAll's doubling from 512
+// maxAnswerPrealloc bounds the buffer readUpstreamBody allocates from a
+// Content-Length before any byte arrived (1 MiB); a larger answer grows
+// it as it comes.
+const maxAnswerPrealloc = 1 << 20
+
+// readUpstreamBody reads a whole upstream answer of at most
+// maxUpstreamBody+1 bytes (more is the caller's error). With a
+// Content-Length within the limit the buffer is allocated once at that
+// size (plus bytes.MinRead for the read that sees EOF; at most
+// maxAnswerPrealloc up front), instead of io.ReadAll's doubling from 512
 // bytes; a Content-Length that lies only costs growth.
 func readUpstreamBody(body io.Reader, contentLength int64) ([]byte, error) {
 	r := io.LimitReader(body, maxUpstreamBody+1)
@@ -26,7 +32,9 @@ func readUpstreamBody(body io.Reader, contentLength int64) ([]byte, error) {
 		return io.ReadAll(r)
 	}
 	var buf bytes.Buffer
-	buf.Grow(int(contentLength) + bytes.MinRead)
+	// up front at most maxAnswerPrealloc: an upstream that announces a
+	// large body and sends little must not cost that memory per request
+	buf.Grow(int(min(contentLength, maxAnswerPrealloc)) + bytes.MinRead)
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }
