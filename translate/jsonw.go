@@ -43,19 +43,26 @@ func appendString(dst []byte, s string) []byte {
 // from several pieces without joining them first.
 func appendEscaped(dst []byte, s string) []byte {
 	start := 0
+	words := true // test eight bytes at a time (off in text dense with escapes)
 	for i := 0; i < len(s); {
-		// runs of plain ASCII, eight bytes at a time
-		for i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
+		// a run of plain ASCII: eight bytes at a time while the runs are
+		// long, then byte by byte up to the byte that stopped it (within
+		// the word that failed); a run shorter than 16 bytes turns the
+		// word tests off until a longer one
+		j := i
+		if words {
+			for i+8 <= len(s) && plain8(s[i:i+8]) {
+				i += 8
+			}
+		}
+		for i < len(s) && plainASCII[s[i]] {
+			i++
 		}
 		if i >= len(s) {
 			break
 		}
+		words = i-j >= 16
 		c := s[i]
-		if plainASCII[c] {
-			i++
-			continue
-		}
 		if c < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
 			switch c {

@@ -303,3 +303,26 @@ func appendChatMessagesOld(b []byte, m *canonMessage) []byte {
 	}
 	return append(b, "]}"...)
 }
+
+// BenchmarkAppendEscaped compares appendEscaped with the former one on
+// plain prose (the load harness's text) and on source code dense with
+// escapes (a coding agent's tool results).
+func BenchmarkAppendEscaped(b *testing.B) {
+	code := strings.Repeat("func main() {\n\tfmt.Println(\"hello\")\n}\n", 100)
+	prose := strings.Repeat("the quick brown fox jumps over the lazy dog while a gateway relays tokens ", 30)
+	buf := make([]byte, 0, 1<<16)
+	for _, c := range []struct{ name, s string }{{"code", code}, {"prose", prose}} {
+		b.Run(c.name+"/old", func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			for i := 0; i < b.N; i++ {
+				buf = appendEscapedOld(buf[:0], c.s)
+			}
+		})
+		b.Run(c.name+"/new", func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			for i := 0; i < b.N; i++ {
+				buf = appendEscaped(buf[:0], c.s)
+			}
+		})
+	}
+}
