@@ -42,15 +42,6 @@ var rsEchoFields = [...]struct{ key, def string }{
 	{"user", "null"},
 }
 
-// rsEchoKeys are rsEchoFields' keys, for one gjson.GetManyBytes.
-var rsEchoKeys = func() []string {
-	k := make([]string, len(rsEchoFields))
-	for i := range rsEchoFields {
-		k[i] = rsEchoFields[i].key
-	}
-	return k
-}()
-
 // rsEchoDefault is the echo of a request that sets none of the settings
 // (and what a response object states without ResponseOptions.Echo).
 var rsEchoDefault = appendRSEcho(nil, nil)
@@ -58,14 +49,27 @@ var rsEchoDefault = appendRSEcho(nil, nil)
 // appendRSEcho appends the members a response object restates (each
 // ,"key":value), from body, a Responses request (nil: the defaults).
 func appendRSEcho(b, body []byte) []byte {
-	var vals []gjson.Result
+	// one walk of the top level (not a gjson Get per setting, each from
+	// the body's start past the whole input); the first member of each
+	// name, as gjson's Get finds it
+	var vals [len(rsEchoFields)]gjson.Result
 	if body != nil {
-		vals = gjson.GetManyBytes(body, rsEchoKeys...)
+		gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+			for i := range rsEchoFields {
+				if rsEchoFields[i].key == k.Str {
+					if !vals[i].Exists() {
+						vals[i] = v
+					}
+					break
+				}
+			}
+			return true
+		})
 	}
 	for i := range rsEchoFields {
 		f := &rsEchoFields[i]
 		v := f.def
-		if vals != nil && vals[i].Exists() && vals[i].Type != gjson.Null {
+		if vals[i].Exists() && vals[i].Type != gjson.Null {
 			v = vals[i].Raw
 		}
 		b = append(b, ',')
