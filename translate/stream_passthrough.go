@@ -98,10 +98,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				// relayed as the dialect's error form, never as it came
 				st.errored = true
 				se := t.setUpstreamError(newStreamError(OpenAIChat, "server_error", "", msgMalformedChoices, ""))
-				if t.failBeforeCommit(se) {
-					return
-				}
-				t.passFail(se.Message, se)
+				t.passFail(se.Message, se) // nothing written before the commit point
 				return
 			}
 			if !hasUsage {
