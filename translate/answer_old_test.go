@@ -249,3 +249,9 @@ func (a *anthropicUsage) oldAdd(u gjson.Result) {
 		}
 	}
 }
+
+// chatReasoningText is how the former decoder read a message's reasoning
+// (one gjson Get per field).
+func chatReasoningText(m gjson.Result) string {
+	return chatReasoning(m.Get("reasoning_content"), m.Get("reasoning"), m.Get("reasoning_details"))
+}

@@ -586,14 +586,9 @@ func decodeCommonTop(root objFields, r *canonRequest, c *checker) *Error {
 	return nil
 }
 
-// chatReasoningText returns the reasoning text of an assistant message in
-// the forms OpenAI-compatible upstreams use: reasoning_content (DeepSeek,
-// GLM), reasoning (OpenRouter, vLLM) or reasoning_details[].text.
-func chatReasoningText(m gjson.Result) string {
-	return chatReasoning(m.Get("reasoning_content"), m.Get("reasoning"), m.Get("reasoning_details"))
-}
-
-// chatReasoning picks the reasoning text from the three fields.
+// chatReasoning picks the reasoning text of an assistant message from
+// the three fields OpenAI-compatible upstreams use: reasoning_content
+// (DeepSeek, GLM), reasoning (OpenRouter, vLLM) or reasoning_details[].text.
 func chatReasoning(content, reasoning, details gjson.Result) string {
 	if content.Type == gjson.String && content.Str != "" {
 		return content.Str
