@@ -95,14 +95,14 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		return
 	}
 	choices.ForEach(func(_, c gjson.Result) bool {
-		if c.Get("index").Int() != 0 {
+		index, delta, fr := choiceMembers(c)
+		if index != 0 {
 			return true // n > 1: only the first choice is translated
 		}
-		delta := c.Get("delta")
 		if delta.Exists() {
 			d.delta(delta)
 		}
-		if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" {
+		if fr.Type == gjson.String && fr.Str != "" {
 			if fr.Str == "error" {
 				// OpenRouter's finish_reason for a generation that
 				// failed: an upstream error, never a finish
@@ -119,6 +119,29 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		}
 		return true
 	})
+}
+
+// choiceMembers reads a chat.completion.chunk's choice in one walk of
+// its members: index (as an integer), delta and finish_reason, the first
+// of each as gjson.Get would find it (a member missing: 0 or a
+// non-existent Result); a choice that is not an object has none.
+func choiceMembers(c gjson.Result) (index int64, delta, finish gjson.Result) {
+	if !c.IsObject() {
+		return 0, gjson.Result{}, gjson.Result{}
+	}
+	var seen uint8
+	c.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "index" && seen&1 == 0:
+			index, seen = v.Int(), seen|1
+		case k.Str == "delta" && seen&2 == 0:
+			delta, seen = v, seen|2
+		case k.Str == "finish_reason" && seen&4 == 0:
+			finish, seen = v, seen|4
+		}
+		return seen != 7
+	})
+	return index, delta, finish
 }
 
 func (d *chatStreamDecoder) delta(delta gjson.Result) {
