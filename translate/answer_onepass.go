@@ -2,60 +2,6 @@ package translate
 
 import "github.com/tidwall/gjson"
 
-// answerMembers are the top-level members of a whole answer that
-// PassthroughAnswer reads, collected in one walk over the object's members
-// (gjson's Get and GetMany scan the top level from the start once per
-// path). Each holds the first member of that name, as gjson's Get finds
-// it; dup reports that one of them occurs twice (a nested lookup such as
-// "choices.0.finish_reason" may then resolve in a later copy, so the
-// caller takes the path-by-path sequence instead).
-type answerMembers struct {
-	err, object, typ, choices, content, output, status, usage, model gjson.Result
-	dup                                                              bool
-}
-
-// collect fills m from body's top-level members; false when body is not
-// a JSON object. Value Index fields are offsets in body.
-func (m *answerMembers) collect(body []byte) bool {
-	root := gjson.Parse(view(body))
-	if !root.IsObject() {
-		return false
-	}
-	root.Index = len(body) - len(root.Raw) // Parse skips leading space and leaves Index 0
-	root.ForEach(func(k, v gjson.Result) bool {
-		var slot *gjson.Result
-		switch k.Str {
-		case "error":
-			slot = &m.err
-		case "object":
-			slot = &m.object
-		case "type":
-			slot = &m.typ
-		case "choices":
-			slot = &m.choices
-		case "content":
-			slot = &m.content
-		case "output":
-			slot = &m.output
-		case "status":
-			slot = &m.status
-		case "usage":
-			slot = &m.usage
-		case "model":
-			slot = &m.model
-		default:
-			return true
-		}
-		if slot.Exists() {
-			m.dup = true
-			return false
-		}
-		*slot = v
-		return true
-	})
-	return true
-}
-
 // PassthroughAnswer checks and renders a non-streamed 2xx answer of
 // dialect d for a client of the same dialect (passthrough), reading the
 // answer's top-level members once. It returns exactly what the sequence
@@ -82,8 +28,8 @@ func (m *answerMembers) collect(body []byte) bool {
 // or that repeats one of the members read, takes the path-by-path
 // sequence, so the result is the same for every body.
 func PassthroughAnswer(d Dialect, body []byte, clientModel string) (out []byte, u Usage, se *StreamError, err error) {
-	var m answerMembers
-	if !m.collect(body) || m.dup {
+	var m answerRoot
+	if !answerRootOf(body, &m) || m.dup {
 		return passthroughAnswerBySteps(d, body, clientModel)
 	}
 	if se = answerErrorOf(d, m.err, m.object, m.choices, m.content, m.output); se != nil {

@@ -91,9 +91,9 @@ func TestPassthroughAnswerMatchesSteps(t *testing.T) {
 		sort.Strings(names)
 		for _, name := range names {
 			body := fx[name]
-			var m answerMembers
-			if !m.collect(body) || m.dup {
-				t.Errorf("%s: not read in one walk (object %v, repeated member %v)", name, m.collect(body), m.dup)
+			var m answerRoot
+			if !answerRootOf(body, &m) || m.dup {
+				t.Errorf("%s: not read in one walk (object %v, repeated member %v)", name, answerRootOf(body, &answerRoot{}), m.dup)
 			}
 			for _, cm := range onePassModels(body) {
 				checkOnePass(t, name, d, body, cm)

@@ -9,10 +9,14 @@ import "github.com/tidwall/gjson"
 // member, past every large value before it. Each holds the FIRST member
 // of that name, as gjson's Get finds it; every member is then read with
 // single-name lookups only, so a repeated name resolves exactly as the
-// separate lookups resolved it.
+// separate lookups resolved it. dup reports that one of them occurs
+// twice: PassthroughAnswer, which looks some up by nested paths (such as
+// "choices.0.finish_reason", which may resolve in a later copy), then
+// takes the path-by-path sequence instead.
 type answerRoot struct {
 	err, object, typ, choices, content, output, status, usage      gjson.Result
 	id, model, created, createdAt, stopReason, stopSeq, incomplete gjson.Result
+	dup                                                            bool
 }
 
 // collect fills a from root's members; root must be an object.
@@ -53,7 +57,9 @@ func (a *answerRoot) collect(root gjson.Result) {
 		default:
 			return true
 		}
-		if !slot.Exists() {
+		if slot.Exists() {
+			a.dup = true
+		} else {
 			*slot = v
 		}
 		return true
@@ -61,12 +67,13 @@ func (a *answerRoot) collect(root gjson.Result) {
 }
 
 // answerRootOf parses body (valid JSON) and collects its members; false
-// when body is not a JSON object.
+// when body is not a JSON object. Value Index fields are offsets in body.
 func answerRootOf(body []byte, a *answerRoot) bool {
 	root := gjson.Parse(view(body))
 	if !root.IsObject() {
 		return false
 	}
+	root.Index = len(body) - len(root.Raw) // Parse skips leading space and leaves Index 0
 	a.collect(root)
 	return true
 }
