@@ -152,7 +152,12 @@ func (c *call) skipOverLimit(k *keypool.Key) bool {
 // token) may be high, as for indented code: the key is still not cooled
 // (a client must not bench keys with large requests), but the client is
 // not told that retrying is in vain.
-func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) (ov keypool.Outcome, sure bool) {
+//
+// A 429 whose message (errBody, Anthropic's error object) names another
+// of the key's limits ("requests per minute", "output tokens per minute")
+// is that rate limit whatever the request's size: a client's large
+// request must not keep a key whose window is spent from cooling.
+func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header, errBody []byte) (ov keypool.Outcome, sure bool) {
 	limit, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Limit")), 10, 64)
 	if err != nil || limit <= 0 {
 		limit = x.p.kp.TokenLimitOf(x.lease.Key(), x.c.upstreamModel).InputTokens
@@ -167,6 +172,9 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header) (ov keypoo
 	est, words := inputTokensFloor(*b)
 	if est <= limit {
 		return o, false
+	}
+	if msg := gjson.GetBytes(errBody, "error.message").Str; strings.Contains(msg, "requests per minute") || strings.Contains(msg, "output tokens per minute") {
+		return o, false // another window is spent: a rate limit
 	}
 	remaining, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Remaining")), 10, 64)
 	sure = words > limit || err == nil && remaining >= limit

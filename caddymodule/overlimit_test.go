@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
+	"github.com/llmgateway/llm_gateway/translate"
 )
 
 // ovKey is one mock key of an over-limit test: its vendor tpm (the mock
@@ -411,4 +413,34 @@ func TestInputLimitEstimateOnly(t *testing.T) {
 		t.Fatalf("idle key: %d X-Should-Retry %q %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
 	}
 	keysUnblamed(t, "an", "af")
+}
+
+// TestInputLimitOtherWindow: an Anthropic 429 for a request whose words
+// alone exceed the key's input-tokens limit is the request's size (sure)
+// when its message names input tokens, and stays the rate limit it is
+// (the key cools) when the message names the key's requests or output
+// tokens per minute: the request's size does not decide for a spent
+// window of another kind.
+func TestInputLimitOtherWindow(t *testing.T) {
+	body := []byte(`{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("wwwwwwwww ", 200) + `"}]}`)
+	x := &exchange{c: &call{upstreamModel: "claude-x"}, d: translate.AnthropicMessages}
+	x.c.bodies[x.d] = &body
+	hdr := http.Header{}
+	hdr.Set("Anthropic-Ratelimit-Input-Tokens-Limit", "100")
+	rate := keypool.Outcome{Kind: keypool.RateLimited, Status: 429}
+	msg := func(m string) []byte {
+		return []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"` + m + `"}}`)
+	}
+	o, sure := x.overInputLimit(rate, hdr, msg("This request would exceed the rate limit for your organization (org-a) of 100 input tokens per minute."))
+	if o.Kind != keypool.ClientError || o.OverLimit != 100 || !sure {
+		t.Fatalf("input tokens: %v over %d sure %v", o.Kind, o.OverLimit, sure)
+	}
+	for _, m := range []string{
+		"This request would exceed the rate limit for your organization (org-a) of 50 requests per minute.",
+		"This request would exceed the rate limit for your organization (org-a) of 8,000 output tokens per minute.",
+	} {
+		if o, sure := x.overInputLimit(rate, hdr, msg(m)); o.Kind != keypool.RateLimited || o.OverLimit != 0 || sure {
+			t.Errorf("%q: %v over %d sure %v, want the rate limit", m, o.Kind, o.OverLimit, sure)
+		}
+	}
 }

@@ -808,7 +808,7 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	}
 	inputLimit := false // o is about Anthropic's input tokens per minute
 	if o.Kind == keypool.RateLimited && status == http.StatusTooManyRequests && c.kind == kindCompletion {
-		if ov, sure := x.overInputLimit(o, hdr); ov.OverLimit > 0 {
+		if ov, sure := x.overInputLimit(o, hdr, errBody); ov.OverLimit > 0 {
 			o, inputLimit = ov, true // larger than the key's whole input-tokens limit
 			c.overUnsure = c.overUnsure || !sure
 		}
