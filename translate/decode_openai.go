@@ -348,7 +348,7 @@ func chatTools(tools gjson.Result, c *checker) ([]canonTool, *Error) {
 		}
 		if typ == "custom" && c.translate { // see chat_custom_tools.go
 			tool, e := chatCustomTool(tsc, param, c)
-			if e == nil {
+			if e == nil && !c.checkOnly {
 				out = append(out, tool)
 			}
 			return e
