@@ -413,11 +413,25 @@ func TestInputLimitEstimateOnly(t *testing.T) {
 		t.Fatalf("idle key: %d X-Should-Retry %q %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
 	}
 	keysUnblamed(t, "an", "af")
+	// a key whose window others used (20 of 40): sure by the words
+	// alone (50) over its limit (the window's remaining 20 says nothing)
+	_, gw = overLimitGateway(t, false, []ovKey{{"oa-g", "og", 0, ""}}, []ovKey{{"an-g", "ag", 40, "org-a"}})
+	spend20 := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("w ", 20) + `"}]}`
+	if resp, b := post(t, gw+"/v1/messages", []byte(spend20)); resp.StatusCode != 200 {
+		t.Fatalf("spending 20 tokens: %d %s", resp.StatusCode, b)
+	}
+	resp, b = post(t, gw+"/v1/messages", []byte(long))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Fatalf("words over the limit: %d X-Should-Retry %q %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+	}
+	keysUnblamed(t, "an", "ag")
 }
 
 // TestInputLimitOtherWindow: an Anthropic 429 for a request whose words
 // alone exceed the key's input-tokens limit is the request's size (sure)
-// when its message names input tokens, and stays the rate limit it is
+// when its message names input tokens; one whose words fit but whose
+// estimate does not is sure only with the key's whole window left
+// (anthropic-ratelimit-input-tokens-remaining); a 429 stays the rate limit it is
 // (the key cools) when the message names the key's requests or output
 // tokens per minute: the request's size does not decide for a spent
 // window of another kind.
@@ -434,6 +448,20 @@ func TestInputLimitOtherWindow(t *testing.T) {
 	o, sure := x.overInputLimit(rate, hdr, msg("This request would exceed the rate limit for your organization (org-a) of 100 input tokens per minute."))
 	if o.Kind != keypool.ClientError || o.OverLimit != 100 || !sure {
 		t.Fatalf("input tokens: %v over %d sure %v", o.Kind, o.OverLimit, sure)
+	}
+	// words within the limit (50 of 100), the estimate over it (125): sure
+	// only when the key had its whole window left
+	inTok := msg("This request would exceed the rate limit for your organization (org-a) of 100 input tokens per minute.")
+	fewer := []byte(`{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("wwwwwwwww ", 50) + `"}]}`)
+	x.c.bodies[x.d] = &fewer
+	for _, c := range []struct {
+		remaining string
+		sure      bool
+	}{{"100", true}, {"0", false}, {"", false}} {
+		hdr.Set("Anthropic-Ratelimit-Input-Tokens-Remaining", c.remaining)
+		if o, sure := x.overInputLimit(rate, hdr, inTok); o.Kind != keypool.ClientError || o.OverLimit != 100 || sure != c.sure {
+			t.Errorf("remaining %q: %v over %d sure %v, want over 100 sure %v", c.remaining, o.Kind, o.OverLimit, sure, c.sure)
+		}
 	}
 	for _, m := range []string{
 		"This request would exceed the rate limit for your organization (org-a) of 50 requests per minute.",
