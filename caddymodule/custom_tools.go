@@ -13,14 +13,11 @@ import "github.com/llmgateway/llm_gateway/translate"
 func (x *exchange) responseOptions() translate.ResponseOptions {
 	o := x.p.respOpts
 	if c := x.c; c.req != nil && x.d != c.dialect {
-		switch c.dialect {
-		case translate.OpenAIResponses:
-			o.CustomTools = c.req.CustomTools()
-			o.Tools, o.ToolChoice = c.req.ResponsesEcho()
-			o.Echo = c.req.ResponsesEchoMembers()
-		case translate.OpenAIChat:
-			o.CustomTools = c.req.CustomTools()
-		}
+		// each is nil for a request of a dialect without it (read once,
+		// kept by the request)
+		o.CustomTools = c.req.CustomTools()
+		o.Tools, o.ToolChoice = c.req.ResponsesEcho()
+		o.Echo = c.req.ResponsesEchoMembers()
 	}
 	return o
 }
