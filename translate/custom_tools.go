@@ -211,8 +211,9 @@ func (r *Request) CustomTools() []string {
 // "tools" array and "tool_choice" (nil for one it does not have, and for
 // other dialects), for ResponseOptions.Tools and ToolChoice: a translated
 // answer's response object echoes them, as the Responses API does. Read
-// once and kept; the slices are views of the request body: do not modify
-// them.
+// once and kept; the slices are views of the request body (a copy
+// without the line breaks of a pretty-printed value, see echoRaw): do not
+// modify them.
 func (r *Request) ResponsesEcho() (tools, toolChoice []byte) {
 	if r.d != OpenAIResponses {
 		return nil, nil
@@ -224,6 +225,9 @@ func (r *Request) ResponsesEcho() (tools, toolChoice []byte) {
 				continue
 			}
 			raw := r.body[v.Index : v.Index+len(v.Raw) : v.Index+len(v.Raw)]
+			if e := echoRaw(v.Raw); len(e) != len(v.Raw) {
+				raw = []byte(e) // see echoRaw: no line break in an SSE data: line
+			}
 			if i == 0 && v.IsArray() {
 				r.echoTools = raw
 			} else if i == 1 && (v.IsObject() || v.Type == gjson.String) {

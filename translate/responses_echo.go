@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -70,7 +71,7 @@ func appendRSEcho(b, body []byte) []byte {
 		f := &rsEchoFields[i]
 		v := f.def
 		if vals[i].Exists() && vals[i].Type != gjson.Null {
-			v = vals[i].Raw
+			v = echoRaw(vals[i].Raw)
 		}
 		b = append(b, ',')
 		b = strconv.AppendQuote(b, f.key) // keys are plain ASCII
@@ -80,13 +81,25 @@ func appendRSEcho(b, body []byte) []byte {
 	return b
 }
 
+// echoRaw returns raw, a request's JSON value a response object restates,
+// without the line breaks its whitespace may hold (a pretty-printed
+// request): in a stream the object is one SSE data: line, which a CR or LF
+// would end, cutting the JSON. Valid JSON has none inside its strings, so
+// only a value that holds one is rewritten (gjson's @ugly); "" stays "".
+func echoRaw(raw string) string {
+	if strings.ContainsAny(raw, "\r\n") {
+		return gjson.Get(raw, "@ugly").Raw
+	}
+	return raw
+}
+
 // ResponsesEchoMembers returns what a translated answer's response object
 // restates of an OpenAI Responses request (nil for other dialects): its
 // background, instructions, max_output_tokens, max_tool_calls, metadata,
 // parallel_tool_calls, previous_response_id, prompt_cache_key, reasoning,
 // safety_identifier, service_tier, store, temperature, text,
 // top_logprobs, top_p, truncation and user, each as the request sent it
-// (raw JSON) or, when absent or null, the API's documented default (store:
+// (raw JSON, without line breaks: see echoRaw) or, when absent or null, the API's documented default (store:
 // false, see rsEchoFields), as a
 // run of JSON object members each preceded by a comma
 // (,"background":false,"instructions":"…",…). Set it as

@@ -118,3 +118,58 @@ func TestResponsesEchoFields(t *testing.T) {
 		t.Fatalf("%d response events", seen)
 	}
 }
+
+// TestResponsesEchoPrettyRequest: a pretty-printed Responses request (line
+// breaks, CR LF too, in the whitespace of its tools, tool_choice and
+// settings) is echoed without them: every event of the translated stream
+// is whole JSON (a line break would end its data: line and cut it), and
+// the response object states the request's values.
+func TestResponsesEchoPrettyRequest(t *testing.T) {
+	body := []byte("{\n  \"model\": \"m\",\n  \"input\": \"hi\",\n  \"stream\": true,\r\n  \"metadata\": {\r\n    \"team\": \"a b\"\r\n  },\n" +
+		"  \"text\": {\n    \"format\": {\"type\": \"text\"}\n  },\n  \"tools\": [\n    {\"type\": \"function\", \"name\": \"f\", \"parameters\": {\n      \"type\": \"object\"}}\n  ],\n" +
+		"  \"tool_choice\": {\n    \"type\": \"function\", \"name\": \"f\"\n  }\n}")
+	r, err := ParseRequestFor(OpenAIResponses, body, AnthropicMessages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, choice := r.ResponsesEcho()
+	o := ResponseOptions{Tools: tools, ToolChoice: choice, Echo: r.ResponsesEchoMembers()}
+	stream := amStart + amText("hello") +
+		amEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`) +
+		amEv("message_stop", `{"type":"message_stop"}`)
+	var got bytes.Buffer
+	st := NewStreamTranslator(AnthropicMessages, OpenAIResponses, "m", EventWriterFunc(func(p []byte) error { got.Write(p); return nil }))
+	st.SetOptions(o)
+	if err := st.Run(strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(got.Bytes(), "\r") {
+		t.Errorf("a CR in the stream:\n%q", got.Bytes())
+	}
+	seen := 0
+	for _, ev := range readAllEvents(t, &got) {
+		if !gjson.ValidBytes(ev.Data) {
+			t.Fatalf("event data is not whole JSON: %q", ev.Data)
+		}
+		d := gjson.ParseBytes(ev.Data)
+		switch d.Get("type").Str {
+		case "response.created", "response.in_progress", "response.completed":
+			seen++
+			resp := d.Get("response")
+			if resp.Get("metadata.team").Str != "a b" || resp.Get("text.format.type").Str != "text" ||
+				resp.Get("tools.0.parameters.type").Str != "object" || resp.Get("tool_choice.name").Str != "f" {
+				t.Errorf("%s: echo %s", d.Get("type").Str, resp.Raw)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("%d response events:\n%s", seen, got.Bytes())
+	}
+	// a compact request is echoed as a view of its body, not a copy
+	compact := []byte(`{"model":"m","input":"hi","tools":[{"type":"function","name":"f"}]}`)
+	if r, err := ParseRequestFor(OpenAIResponses, compact, AnthropicMessages); err != nil {
+		t.Fatal(err)
+	} else if tools, _ := r.ResponsesEcho(); len(tools) == 0 || &tools[0] != &compact[bytes.IndexByte(compact, '[')] {
+		t.Errorf("tools echoed as a copy: %s", tools)
+	}
+}
