@@ -3,6 +3,7 @@ package translate
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -76,9 +77,32 @@ func appendRSEcho(b, body []byte) []byte {
 		b = append(b, ',')
 		b = strconv.AppendQuote(b, f.key) // keys are plain ASCII
 		b = append(b, ':')
-		b = append(b, v...)
+		b = appendRawUTF8(b, v)
 	}
 	return b
+}
+
+// appendRawUTF8 appends v, raw JSON, with each byte that is not part of
+// valid UTF-8 (only inside a string of valid JSON) written as \ufffd, as
+// appendEscaped writes the strings of a translated answer: a request's
+// invalid bytes are not echoed to its client (RFC 8259 section 8.1).
+func appendRawUTF8(b []byte, v string) []byte {
+	if utf8.ValidString(v) {
+		return append(b, v...)
+	}
+	start := 0
+	for i := 0; i < len(v); {
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, v[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(b, v[start:]...)
 }
 
 // echoRaw returns raw, a request's JSON value a response object restates,
