@@ -153,10 +153,12 @@ func (c *call) skipOverLimit(k *keypool.Key) bool {
 // (a client must not bench keys with large requests), but the client is
 // not told that retrying is in vain.
 //
-// A 429 whose message (errBody, Anthropic's error object) names another
-// of the key's limits ("requests per minute", "output tokens per minute")
-// is that rate limit whatever the request's size: a client's large
-// request must not keep a key whose window is spent from cooling.
+// A 429 whose message (errBody, Anthropic's error object) names the key's
+// requests per minute is that rate limit whatever the request's size: a
+// client's large request must not keep a key whose window is spent from
+// cooling. One naming output tokens per minute is left to the estimate
+// (that window is charged with the request's max_tokens, which the client
+// chooses), but a whole input window left does not make it sure.
 func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header, errBody []byte) (ov keypool.Outcome, sure bool) {
 	limit, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Limit")), 10, 64)
 	if err != nil || limit <= 0 {
@@ -173,11 +175,12 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header, errBody []
 	if est <= limit {
 		return o, false
 	}
-	if msg := gjson.GetBytes(errBody, "error.message").Str; strings.Contains(msg, "requests per minute") || strings.Contains(msg, "output tokens per minute") {
-		return o, false // another window is spent: a rate limit
+	msg := gjson.GetBytes(errBody, "error.message").Str
+	if strings.Contains(msg, "requests per minute") {
+		return o, false // the requests window is spent: a rate limit
 	}
 	remaining, err := strconv.ParseInt(strings.TrimSpace(hdr.Get("Anthropic-Ratelimit-Input-Tokens-Remaining")), 10, 64)
-	sure = words > limit || err == nil && remaining >= limit
+	sure = words > limit || err == nil && remaining >= limit && !strings.Contains(msg, "output tokens per minute")
 	return keypool.Outcome{Kind: keypool.ClientError, Status: o.Status, Code: o.Code, OverLimit: limit,
 		Message: "request larger than the key's input tokens per minute (429; " + strconv.FormatInt(limit, 10) + ")"}, sure
 }

@@ -431,10 +431,11 @@ func TestInputLimitEstimateOnly(t *testing.T) {
 // alone exceed the key's input-tokens limit is the request's size (sure)
 // when its message names input tokens; one whose words fit but whose
 // estimate does not is sure only with the key's whole window left
-// (anthropic-ratelimit-input-tokens-remaining); a 429 stays the rate limit it is
-// (the key cools) when the message names the key's requests or output
-// tokens per minute: the request's size does not decide for a spent
-// window of another kind.
+// (anthropic-ratelimit-input-tokens-remaining) and a message that does
+// not name output tokens per minute; a 429 stays the rate
+// limit it is (the key cools) when the message names the key's requests
+// per minute: the request's size does not decide for a spent requests
+// window.
 func TestInputLimitOtherWindow(t *testing.T) {
 	body := []byte(`{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"` + strings.Repeat("wwwwwwwww ", 200) + `"}]}`)
 	x := &exchange{c: &call{upstreamModel: "claude-x"}, d: translate.AnthropicMessages}
@@ -463,12 +464,13 @@ func TestInputLimitOtherWindow(t *testing.T) {
 			t.Errorf("remaining %q: %v over %d sure %v, want over 100 sure %v", c.remaining, o.Kind, o.OverLimit, sure, c.sure)
 		}
 	}
-	for _, m := range []string{
-		"This request would exceed the rate limit for your organization (org-a) of 50 requests per minute.",
-		"This request would exceed the rate limit for your organization (org-a) of 8,000 output tokens per minute.",
-	} {
-		if o, sure := x.overInputLimit(rate, hdr, msg(m)); o.Kind != keypool.RateLimited || o.OverLimit != 0 || sure {
-			t.Errorf("%q: %v over %d sure %v, want the rate limit", m, o.Kind, o.OverLimit, sure)
-		}
+	hdr.Set("Anthropic-Ratelimit-Input-Tokens-Remaining", "100")
+	otpm := msg("This request would exceed the rate limit for your organization (org-a) of 8,000 output tokens per minute.")
+	if o, sure := x.overInputLimit(rate, hdr, otpm); o.Kind != keypool.ClientError || o.OverLimit != 100 || sure {
+		t.Errorf("output tokens, whole input window: %v over %d sure %v, want over 100 not sure", o.Kind, o.OverLimit, sure)
+	}
+	m := "This request would exceed the rate limit for your organization (org-a) of 50 requests per minute."
+	if o, sure := x.overInputLimit(rate, hdr, msg(m)); o.Kind != keypool.RateLimited || o.OverLimit != 0 || sure {
+		t.Errorf("%q: %v over %d sure %v, want the rate limit", m, o.Kind, o.OverLimit, sure)
 	}
 }
