@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -212,8 +213,8 @@ func (r *Request) CustomTools() []string {
 // other dialects), for ResponseOptions.Tools and ToolChoice: a translated
 // answer's response object echoes them, as the Responses API does. Read
 // once and kept; the slices are views of the request body (a copy
-// without the line breaks of a pretty-printed value, see echoRaw): do not
-// modify them.
+// without the line breaks of a pretty-printed value, see echoRaw, or with
+// invalid UTF-8 as \ufffd, see appendRawUTF8): do not modify them.
 func (r *Request) ResponsesEcho() (tools, toolChoice []byte) {
 	if r.d != OpenAIResponses {
 		return nil, nil
@@ -225,8 +226,10 @@ func (r *Request) ResponsesEcho() (tools, toolChoice []byte) {
 				continue
 			}
 			raw := r.body[v.Index : v.Index+len(v.Raw) : v.Index+len(v.Raw)]
-			if e := echoRaw(v.Raw); len(e) != len(v.Raw) {
-				raw = []byte(e) // see echoRaw: no line break in an SSE data: line
+			if e := echoRaw(v.Raw); len(e) != len(v.Raw) || !utf8.ValidString(e) {
+				// see echoRaw (no line break in an SSE data: line) and
+				// appendRawUTF8 (no invalid UTF-8 echoed)
+				raw = appendRawUTF8(nil, e)
 			}
 			if i == 0 && v.IsArray() {
 				r.echoTools = raw

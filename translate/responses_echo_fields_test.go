@@ -165,6 +165,14 @@ func TestResponsesEchoPrettyRequest(t *testing.T) {
 	if seen != 3 {
 		t.Fatalf("%d response events:\n%s", seen, got.Bytes())
 	}
+	// invalid UTF-8 in the tools and tool_choice is echoed as \ufffd, as
+	// in the settings (appendRawUTF8)
+	odd := []byte("{\"model\":\"m\",\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"description\":\"a\xffb\"}],\"tool_choice\":{\"type\":\"function\",\"name\":\"f\",\"x\":\"\xc3\"}}")
+	if r, err := ParseRequestFor(OpenAIResponses, odd, AnthropicMessages); err != nil {
+		t.Fatal(err)
+	} else if tools, choice := r.ResponsesEcho(); gjson.GetBytes(tools, "0.description").Str != "a\ufffdb" || gjson.GetBytes(choice, "x").Str != "\ufffd" {
+		t.Errorf("invalid UTF-8 echoed: %q %q", tools, choice)
+	}
 	// a compact request is echoed as a view of its body, not a copy
 	compact := []byte(`{"model":"m","input":"hi","tools":[{"type":"function","name":"f"}]}`)
 	if r, err := ParseRequestFor(OpenAIResponses, compact, AnthropicMessages); err != nil {
