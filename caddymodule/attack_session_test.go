@@ -1,0 +1,230 @@
+package caddymodule
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// sessionHostile is an upstream whose every answer is the body (and, for
+// a stream, the events; then it holds the stream open for hold) the test
+// sets, whatever the path: an upstream or a relay that disguises its
+// failure as a success.
+type sessionHostile struct {
+	mu   sync.Mutex
+	body string
+	sse  bool
+	hold time.Duration
+}
+
+func (h *sessionHostile) set(body string, sse bool, hold time.Duration) {
+	h.mu.Lock()
+	h.body, h.sse, h.hold = body, sse, hold
+	h.mu.Unlock()
+}
+
+func (h *sessionHostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	body, sse, hold := h.body, h.sse, h.hold
+	h.mu.Unlock()
+	_, _ = io.Copy(io.Discard, r.Body)
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(200)
+	_, _ = io.WriteString(w, body)
+	w.(http.Flusher).Flush()
+	if hold > 0 {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(hold):
+		}
+	}
+}
+
+// sessionHostileGateway serves model x-chat from one OpenAI Chat key,
+// x-anth from one Anthropic key and x-resp from one Responses key, all of
+// the hostile upstream; request_timeout 10s.
+func sessionHostileGateway(t *testing.T) (*sessionHostile, string) {
+	t.Helper()
+	h := &sessionHostile{}
+	up := httptest.NewServer(h)
+	t.Cleanup(up.Close)
+	pool := func(name, model, dialect string) string {
+		return "\t\tpool " + name + " {\n\t\t\tmodels " + model + "\n\t\t\taffinity off\n\t\t\trequest_timeout 10s\n" +
+			"\t\t\tkey " + name + "-key " + up.URL + "/v1 {\n\t\t\t\tid " + name + "1\n\t\t\t\tdialect " + dialect + "\n\t\t\t}\n\t\t}\n"
+	}
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
+		pool("hc", "x-chat", "openai")+pool("ha", "x-anth", "anthropic")+pool("hr", "x-resp", "responses")+"\t}\n")
+	return h, gw
+}
+
+// sessionClientBody is a request of the client dialect for model.
+func sessionClientBody(client, model string, stream bool) (string, string, []string) {
+	switch client {
+	case "chat":
+		return "/v1/chat/completions", string(chatBody(model, "hello", stream)), nil
+	case "messages":
+		return "/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":50,"stream":%v,"messages":[{"role":"user","content":"hello"}]}`, model, stream),
+			[]string{"Anthropic-Version", "2023-06-01"}
+	}
+	return "/v1/responses", fmt.Sprintf(`{"model":%q,"stream":%v,"input":"hello"}`, model, stream), nil
+}
+
+// sessionClientFailed reports whether b (status code) is a failure in the
+// client's dialect: an error status with the dialect's error object, or a
+// stream (200) whose last event is the dialect's error and that has no
+// clean terminator.
+func sessionClientFailed(client string, code int, b []byte, stream bool) string {
+	if code >= 400 {
+		switch client {
+		case "messages":
+			if gjson.GetBytes(b, "type").Str != "error" || gjson.GetBytes(b, "error.type").Str == "" {
+				return "not an Anthropic error object"
+			}
+		default:
+			if gjson.GetBytes(b, "error.message").Str == "" {
+				return "not an OpenAI error object"
+			}
+		}
+		return ""
+	}
+	if code != 200 || !stream {
+		return fmt.Sprintf("status %d for a failure", code)
+	}
+	evs := sseEvents(b)
+	if len(evs) == 0 {
+		return "an empty 200 stream"
+	}
+	last := evs[len(evs)-1]
+	switch client {
+	case "chat":
+		if strings.Contains(string(b), "data: [DONE]") {
+			return "a clean [DONE]"
+		}
+		if !gjson.GetBytes(last.Data, "error").Exists() {
+			return "last chunk is not an error"
+		}
+	case "messages":
+		if strings.Contains(string(b), "message_stop") {
+			return "a clean message_stop"
+		}
+		if last.Event != "error" {
+			return "last event is not error"
+		}
+	default:
+		if strings.Contains(string(b), "response.completed") {
+			return "a response.completed"
+		}
+		if last.Event != "response.failed" && last.Event != "error" {
+			return "last event is " + last.Event
+		}
+	}
+	return ""
+}
+
+// TestAttackSessionDisguisedFailures: an upstream of each dialect (Chat,
+// Anthropic, Responses) that answers 2xx with what is a failure (error
+// objects, empty or object choices, truncated JSON, streams of bare
+// "choices": [] then [DONE], an error event and then nothing for seconds,
+// a Responses stream whose response.failed never comes, an oversized usage
+// chunk after an error): every client dialect sees a failure in its
+// dialect, the request log records one, and the client is not held for
+// request_timeout (10s; 4s allowed on a loaded machine).
+func TestAttackSessionDisguisedFailures(t *testing.T) {
+	h, gw := sessionHostileGateway(t)
+	bigUsage := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"pad":"` + strings.Repeat("p", 9000) + `"}}` + "\n\n"
+	chatText := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"Par"},"finish_reason":null}]}` + "\n\n"
+	chatErr := `data: {"error":{"message":"boom","type":"server_error","code":"server_error"}}` + "\n\n"
+	anStart := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+	anText := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Par\"}}\n\n"
+	anErr := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	rsCreated := "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"x\",\"output\":[]}}\n\n"
+	rsDelta := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Par\"}\n\n"
+	rsErr := "event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\",\"message\":\"boom\",\"param\":null}\n\n"
+	cases := []hostileCase{
+		{"chat 200 error object", "x-chat", `{"error":{"message":"boom","type":"server_error"}}`, false, 0},
+		{"chat choices object", "x-chat", `{"id":"c","object":"chat.completion","created":1,"model":"x","choices":{"0":{"message":{"role":"assistant","content":"hi"}}}}`, false, 0},
+		{"chat truncated JSON", "x-chat", `{"id":"c","object":"chat.completion","created":1,"model":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Par`, false, 0},
+		{"chat bare choices then DONE", "x-chat", "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"x\",\"choices\":[]}\n\ndata: [DONE]\n\n", true, 0},
+		{"chat error then silence", "x-chat", chatText + chatErr, true, 6 * time.Second},
+		{"chat error then 9 KB usage", "x-chat", chatText + chatErr + bigUsage + "data: [DONE]\n\n", true, 0},
+		{"chat choices object chunk", "x-chat", chatText + `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":{}}` + "\n\ndata: [DONE]\n\n", true, 0},
+		{"anthropic 200 error object", "x-anth", `{"type":"error","error":{"type":"api_error","message":"boom"}}`, false, 0},
+		{"anthropic truncated JSON", "x-anth", `{"id":"msg_1","type":"message","role":"assistant","model":"x","content":[{"type":"text","text":"Par`, false, 0},
+		{"anthropic error then silence", "x-anth", anStart + anText + anErr, true, 6 * time.Second},
+		{"anthropic start then EOF", "x-anth", anStart + anText, true, 0},
+		{"responses 200 failed object", "x-resp", `{"id":"resp_1","object":"response","status":"failed","model":"x","output":[],"error":{"code":"server_error","message":"boom"}}`, false, 0},
+		{"responses 200 error object", "x-resp", `{"error":{"message":"boom","type":"server_error"}}`, false, 0},
+		{"responses truncated JSON", "x-resp", `{"id":"resp_1","object":"response","status":"completed","model":"x","output":[{"type":"message"`, false, 0},
+		{"responses error, failed never comes", "x-resp", rsCreated + rsDelta + rsErr, true, 6 * time.Second},
+		{"responses created then EOF", "x-resp", rsCreated + rsDelta, true, 0},
+	}
+	sessionRunHostile(t, h, gw, cases)
+}
+
+// hostileCase is an upstream's disguised failure for model.
+type hostileCase struct {
+	name, model, body string
+	sse               bool
+	hold              time.Duration
+}
+
+// sessionRunHostile sends each case's request from every client dialect
+// (the one key of the model's pool cleared of its cooldown before each)
+// and checks the client saw a failure in its dialect, within 4s, and the
+// request log recorded one.
+func sessionRunHostile(t *testing.T, h *sessionHostile, gw string, cases []hostileCase) {
+	t.Helper()
+	for _, c := range cases {
+		stream := c.sse
+		h.set(c.body, c.sse, c.hold)
+		for _, client := range []string{"chat", "messages", "responses"} {
+			for _, p := range []string{"hc", "ha", "hr"} {
+				poolFor(t, p).ClearCooldown("")
+			}
+			path, body, hdr := sessionClientBody(client, c.model, stream)
+			seq := recentSeq()
+			t0 := time.Now()
+			resp, b := post(t, gw+path, []byte(body), hdr...)
+			took := time.Since(t0)
+			if why := sessionClientFailed(client, resp.StatusCode, b, stream); why != "" {
+				t.Errorf("%s, %s client: %s: %d\n%.600s", c.name, client, why, resp.StatusCode, b)
+			}
+			if took > 4*time.Second {
+				t.Errorf("%s, %s client: held %v", c.name, client, took)
+			}
+			rr := recentAfter(t, seq)
+			if rr.Status < 400 && (rr.StreamOutcome == streamComplete || rr.StreamOutcome == "") {
+				t.Errorf("%s, %s client: logged as a success: %d %q %q", c.name, client, rr.Status, rr.StreamOutcome, attemptOutcomes(rr))
+			}
+		}
+	}
+}
+
+// TestAttackSessionDisguisedWholeAnswers: whole 2xx answers that are no
+// answer: a Chat answer with "choices": [] and neither usage nor a
+// prompt-filter verdict (the stream of such chunks is a truncation since
+// this session, the whole answer still a blocked prompt: refusal /
+// content_filter, logged as a success), an Anthropic message whose
+// stop_reason is null (translated as finish_reason "stop"), a Responses
+// object whose output is an object (an empty answer, "completed").
+func TestAttackSessionDisguisedWholeAnswers(t *testing.T) {
+	t.Skip("defect: whole answers with empty choices (no usage, no filter verdict), stop_reason null, or an object output reach every client as a 200 success (translate/decode_openai.go:787, decode_responses_response.go:49, response_passthrough.go:23)")
+	h, gw := sessionHostileGateway(t)
+	sessionRunHostile(t, h, gw, []hostileCase{
+		{"chat empty choices", "x-chat", `{"id":"c","object":"chat.completion","created":1,"model":"x","choices":[]}`, false, 0},
+		{"anthropic empty content no stop_reason", "x-anth", `{"id":"msg_1","type":"message","role":"assistant","model":"x","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":0}}`, false, 0},
+		{"responses output object", "x-resp", `{"id":"resp_1","object":"response","status":"completed","model":"x","output":{}}`, false, 0},
+	})
+}
