@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 
@@ -221,11 +222,28 @@ func inputTokensFloor(body []byte) (est, words int64) {
 			}
 		case v.Type == gjson.String && !strings.HasPrefix(v.Str, "data:"):
 			n += int64(len(v.Str)) // the text, not its JSON escapes (\uXXXX is 6 bytes)
-			words += int64(len(strings.Fields(v.Str)))
+			words += fieldCount(v.Str)
 		}
 	}
 	for _, f := range []string{"tools", "system", "messages"} {
 		walk(f, gjson.GetBytes(body, f))
 	}
 	return n / 4, words
+}
+
+// fieldCount is len(strings.Fields(s)) (words separated by Unicode white
+// space) without building the slice: a large prompt's text is counted,
+// not copied into a slice of its words.
+func fieldCount(s string) int64 {
+	var n int64
+	in := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			in = false
+		} else if !in {
+			in = true
+			n++
+		}
+	}
+	return n
 }

@@ -474,3 +474,13 @@ func TestInputLimitOtherWindow(t *testing.T) {
 		t.Errorf("%q: %v over %d sure %v, want the rate limit", m, o.Kind, o.OverLimit, sure)
 	}
 }
+
+// TestFieldCount: fieldCount counts as strings.Fields splits (Unicode
+// white space, runs and ends, invalid UTF-8 as a letter).
+func TestFieldCount(t *testing.T) {
+	for _, s := range []string{"", " ", "a", " a ", "a  b\tc\n", "\u00a0x\u2003y\u3000", "中文 字", "\xff \xfe\xfd", "  lead", "trail  "} {
+		if got, want := fieldCount(s), int64(len(strings.Fields(s))); got != want {
+			t.Errorf("%q: %d, want %d", s, got, want)
+		}
+	}
+}
