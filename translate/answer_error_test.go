@@ -44,8 +44,21 @@ func TestAnswerError(t *testing.T) {
 			t.Errorf("%s: %+v, want %d %s %q", c.body, se, c.status, c.typ, c.msg)
 		}
 	}
-	if e := chatPassthroughError([]byte(`{"choices":[]}`)); e != nil {
-		t.Errorf("empty choices (Gemini's answer to a blocked prompt) is an answer: %v", e)
+	// empty choices with a block reason or the usage: Gemini's answer to
+	// a blocked prompt, an answer
+	for _, b := range []string{`{"choices":[],"promptFeedback":{"blockReason":"SAFETY"}}`,
+		`{"choices":[],"prompt_feedback":{"block_reason":"OTHER"}}`, `{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":0}}`} {
+		if e := chatPassthroughError([]byte(b)); e != nil {
+			t.Errorf("%s is an answer: %v", b, e)
+		}
+	}
+	// empty choices that say nothing, a first choice that is not an
+	// object: the upstream answered nothing
+	for _, b := range []string{`{"choices":[]}`, `{"choices":[],"promptFeedback":{"safetyRatings":[]}}`, `{"choices":[],"usage":null}`,
+		`{"choices":[null]}`, `{"choices":[5]}`, `{"choices":["x"]}`} {
+		if e := chatPassthroughError([]byte(b)); e == nil || e.Class != ErrAPI {
+			t.Errorf("%s: %v, want the upstream's failure", b, e)
+		}
 	}
 	for _, b := range []string{`{}`, `{"choices":null}`, `{"choices":{}}`, `{"code":500,"message":"x"}`,
 		`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Par"},"finish_reason":"error"}]}`} {

@@ -59,12 +59,20 @@ func oldDecodeChatResponse(body []byte) (*canonResponse, *Error) {
 		// an answer without a choice (Gemini's, for a prompt its safety
 		// filter blocks: see chatPassthroughError): no content, stopped
 		// for the filter, as a stream of such chunks ends (content_filter
-		// maps to refusal, MAPPING.md 3.3)
+		// maps to refusal, MAPPING.md 3.3). Amended since with the rule of
+		// chatPassthroughError: without a block reason or usage the
+		// upstream answered nothing
+		if !answerSaysWhy(root.Get("usage"), root.Get("promptFeedback"), root.Get("prompt_feedback")) {
+			return nil, &Error{Class: ErrAPI, Message: msgNoChoiceAnswer}
+		}
 		resp.stop = stopRefusal
 		if u := root.Get("usage"); u.IsObject() {
 			resp.usage = oldChatUsage(u)
 		}
 		return resp, nil
+	}
+	if !c.IsObject() {
+		return nil, &Error{Class: ErrAPI, Message: msgMalformedChoice} // amended likewise
 	}
 	if fr := c.Get("finish_reason"); fr.Type == gjson.String && fr.Str == "error" {
 		// OpenRouter's failed generation: an upstream failure, as in a

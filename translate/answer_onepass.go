@@ -40,7 +40,7 @@ func PassthroughAnswer(d Dialect, body []byte, clientModel string) (out []byte, 
 	case OpenAIResponses:
 		e = responsesPassthroughErrorOf(body, m.object, m.output, m.status)
 	case OpenAIChat:
-		e = chatPassthroughErrorOf(m.choices)
+		e = chatPassthroughErrorOf(&m)
 	case AnthropicMessages:
 		e = anthropicPassthroughErrorOf(m.typ, m.content)
 	}

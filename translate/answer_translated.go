@@ -16,6 +16,7 @@ import "github.com/tidwall/gjson"
 type answerRoot struct {
 	err, object, typ, choices, content, output, status, usage      gjson.Result
 	id, model, created, createdAt, stopReason, stopSeq, incomplete gjson.Result
+	feedback, feedbackSnake                                        gjson.Result // promptFeedback, prompt_feedback
 	dup                                                            bool
 }
 
@@ -54,6 +55,10 @@ func (a *answerRoot) collect(root gjson.Result) {
 			slot = &a.stopSeq
 		case "incomplete_details":
 			slot = &a.incomplete
+		case "promptFeedback":
+			slot = &a.feedback
+		case "prompt_feedback":
+			slot = &a.feedbackSnake
 		default:
 			return true
 		}

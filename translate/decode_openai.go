@@ -789,15 +789,22 @@ func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
 		// an answer without a choice (Gemini's, for a prompt its safety
 		// filter blocks: see chatPassthroughError): no content, stopped
 		// for the filter, as a stream of such chunks ends (content_filter
-		// maps to refusal, MAPPING.md 3.3)
+		// maps to refusal, MAPPING.md 3.3); without a block reason or
+		// usage the upstream answered nothing
+		if !answerSaysWhy(a.usage, a.feedback, a.feedbackSnake) {
+			return nil, &Error{Class: ErrAPI, Message: msgNoChoiceAnswer}
+		}
 		resp.stop = stopRefusal
 		if u := a.usage; u.IsObject() {
 			resp.usage = chatUsage(u)
 		}
 		return resp, nil
 	}
+	if !c.IsObject() {
+		return nil, &Error{Class: ErrAPI, Message: msgMalformedChoice}
+	}
 	var fr, m gjson.Result
-	if c.IsObject() {
+	{
 		c.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "finish_reason":

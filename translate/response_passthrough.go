@@ -80,35 +80,51 @@ func nonEmptyArray(v gjson.Result) bool { return v.IsArray() && hasElements(v) }
 // chatPassthroughError is what a Chat Completions answer passed through to
 // a Chat client is checked for, as a translated one is
 // (decodeChatResponse): a body without a "choices" array (an empty object,
-// a relay's {"code":…,"message":…}) is not an answer. An empty array is
-// one: Gemini's OpenAI-compatible endpoint answers a prompt its safety
-// filter blocks with "choices": [] (what the client's prompt caused, not
-// the key's failure). A first choice whose finish_reason is "error"
+// a relay's {"code":…,"message":…}) is not an answer, nor one whose
+// first choice is not an object. An empty array is one when the answer
+// says why: Gemini's OpenAI-compatible endpoint answers a prompt its
+// safety filter blocks with "choices": [] and a block reason
+// (promptFeedback.blockReason, prompt_feedback.block_reason) or the
+// usage (what the client's prompt caused, not the key's failure); without
+// either the upstream answered nothing, as for a stream of bare empties
+// (chatChoices). A first choice whose finish_reason is "error"
 // (OpenRouter's, for a generation that failed) is the upstream's failure,
 // as in a stream. nil for an answer.
 func chatPassthroughError(body []byte) *Error {
-	r := gjson.GetManyBytes(body, "choices", "choices.0.finish_reason")
-	return chatPassthroughErrorFor(r[0], r[1])
+	r := gjson.GetManyBytes(body, "choices", "usage", "promptFeedback", "prompt_feedback")
+	return chatPassthroughErrorFor(r[0], answerSaysWhy(r[1], r[2], r[3]))
 }
 
 // chatPassthroughErrorOf is chatPassthroughError given the body's
-// top-level choices member (the first of that name).
-func chatPassthroughErrorOf(choices gjson.Result) *Error {
-	var fr gjson.Result
-	if choices.IsArray() {
-		fr = choices.Get("0.finish_reason")
-	}
-	return chatPassthroughErrorFor(choices, fr)
+// top-level members (the first of each name).
+func chatPassthroughErrorOf(m *answerRoot) *Error {
+	return chatPassthroughErrorFor(m.choices, answerSaysWhy(m.usage, m.feedback, m.feedbackSnake))
 }
 
-// chatPassthroughErrorFor judges choices and its first element's
-// finish_reason.
-func chatPassthroughErrorFor(choices, finishReason gjson.Result) *Error {
+// answerSaysWhy reports whether a Chat answer without a choice says why:
+// a usage object, or a block reason (blockReasonOf).
+func answerSaysWhy(usage, feedback, feedbackSnake gjson.Result) bool {
+	return usage.IsObject() || blockReasonOf(feedback, feedbackSnake)
+}
+
+// chatPassthroughErrorFor judges choices, given whether the answer says
+// why it has no choice (answerSaysWhy).
+func chatPassthroughErrorFor(choices gjson.Result, saysWhy bool) *Error {
 	if !choices.IsArray() {
 		return &Error{Class: ErrAPI, Message: "upstream response has no choices"}
 	}
-	if finishReason.Type == gjson.String && finishReason.Str == "error" {
-		return &Error{Class: ErrAPI, Message: msgFinishError}
+	first := choices.Get("0")
+	switch {
+	case !first.Exists():
+		if !saysWhy {
+			return &Error{Class: ErrAPI, Message: msgNoChoiceAnswer}
+		}
+	case !first.IsObject():
+		return &Error{Class: ErrAPI, Message: msgMalformedChoice}
+	default:
+		if fr := first.Get("finish_reason"); fr.Type == gjson.String && fr.Str == "error" {
+			return &Error{Class: ErrAPI, Message: msgFinishError}
+		}
 	}
 	return nil
 }

@@ -236,6 +236,12 @@ const (
 	// a Chat stream of "choices": [] chunks alone, none with a block
 	// reason or the usage (chatChoices)
 	msgNoChoices = "upstream stream ended without any choice or block reason: it answered nothing"
+	// msgNoChoiceAnswer: a whole Chat answer with "choices": [] and
+	// neither a block reason nor usage (answeredNothing)
+	msgNoChoiceAnswer = "upstream answer has no choice and no block reason: it answered nothing"
+	// msgMalformedChoice: a whole Chat answer whose first choice is not an
+	// object
+	msgMalformedChoice = "upstream answer is malformed: its first choice is not an object"
 )
 
 // appendRSErrorFields appends the data of a Responses "error" event after

@@ -891,11 +891,14 @@ func (c *chatChoices) nothing() bool { return c.empties && !c.others && !c.said 
 // a non-empty value. A promptFeedback with safety ratings alone blocked
 // nothing.
 func blockReason(f objFields) bool {
-	if pf := f.get("promptFeedback"); pf.IsObject() && pf.Get("blockReason").String() != "" {
-		return true
-	}
-	pf := f.get("prompt_feedback")
-	return pf.IsObject() && pf.Get("block_reason").String() != ""
+	return blockReasonOf(f.get("promptFeedback"), f.get("prompt_feedback"))
+}
+
+// blockReasonOf is blockReason given the promptFeedback and
+// prompt_feedback members.
+func blockReasonOf(camel, snake gjson.Result) bool {
+	return camel.IsObject() && camel.Get("blockReason").String() != "" ||
+		snake.IsObject() && snake.Get("block_reason").String() != ""
 }
 
 // malformedChoices reports whether a Chat chunk's "choices" is there but
