@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -227,4 +228,117 @@ func TestAttackSessionDisguisedWholeAnswers(t *testing.T) {
 		{"anthropic empty content no stop_reason", "x-anth", `{"id":"msg_1","type":"message","role":"assistant","model":"x","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":0}}`, false, 0},
 		{"responses output object", "x-resp", `{"id":"resp_1","object":"response","status":"completed","model":"x","output":{}}`, false, 0},
 	})
+}
+
+// TestAttackSessionBenchKeysByInput: a client that crafts its request
+// around an Anthropic key's input-tokens limit (100; the other key's is
+// 100,000) with text the gateway's estimates may misjudge (no spaces,
+// runs of spaces, CJK without spaces, the big prompt in a system block
+// or a tool result), streamed or not, from an Anthropic or
+// a Chat client, never cools a key or counts a failure against it: the
+// request is answered (by the larger key when the smaller refuses it), and
+// with the smaller key alone it is refused 429 in the client's dialect.
+// Requests refused before any key is asked (a Chat custom tool and a
+// function tool of one name; custom tools of odd grammars) change no key.
+func TestAttackSessionBenchKeysByInput(t *testing.T) {
+	_, gw := overLimitGateway(t, false, []ovKey{{"oa-s1", "os1", 0, ""}},
+		[]ovKey{{"an-s1", "as1", 100, "org-a"}, {"an-s2", "as2", 100_000, "org-b"}})
+	cjk := strings.Repeat("漢字仮名交じり文", 300)
+	texts := map[string]string{
+		"no spaces":   strings.Repeat("w", 3000),
+		"many spaces": "w" + strings.Repeat(" ", 5000) + "w",
+		"cjk":         cjk,
+		"words":       bigPrompt,
+		"cjk words":   strings.Repeat("漢字 ", 400),
+	}
+	type sent struct{ name, kind, path, body string }
+	var all []sent
+	for name, text := range texts {
+		q, _ := json.Marshal(text)
+		bodies := map[string]string{
+			"messages":        `{"model":"claude-x","max_tokens":20,"messages":[{"role":"user","content":` + string(q) + `}]}`,
+			"messages system": `{"model":"claude-x","max_tokens":20,"system":[{"type":"text","text":` + string(q) + `}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+			"messages tool result": `{"model":"claude-x","max_tokens":20,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + string(q) + `}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`,
+			"chat": string(chatBody("claude-x", text, false)),
+		}
+		for kind, body := range bodies {
+			for _, stream := range []bool{false, true} {
+				b := body
+				if stream {
+					b = strings.Replace(b, `{"model":"claude-x",`, `{"model":"claude-x","stream":true,`, 1)
+				}
+				path := "/v1/messages"
+				if kind == "chat" {
+					path = "/v1/chat/completions"
+				}
+				all = append(all, sent{name, kind, path, b})
+				resp, rb := post(t, gw+path, []byte(b))
+				if resp.StatusCode != 200 {
+					t.Errorf("%s, %s, stream %v: %d %.300s", name, kind, stream, resp.StatusCode, rb)
+				}
+				keysUnblamed(t, "an", "as1", "as2")
+			}
+		}
+	}
+	// refused before a key is asked
+	for _, body := range []string{
+		`{"model":"claude-x","messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom","custom":{"name":"f"}},{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`,
+		`{"model":"claude-x","messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom","custom":{"name":"f"}},{"type":"custom","custom":{"name":"f"}}]}`,
+		`{"model":"claude-x","messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom","custom":{"name":"g","format":{"type":"grammar","grammar":{"syntax":"regex","definition":"\\"}}}},{"type":"custom","custom":{"name":"g","format":{"type":"text"}}}]}`,
+		`{"model":"claude-x","messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom","custom":{"name":"h","format":{"type":"grammar","grammar":7}}}]}`,
+		`{"model":"claude-x","messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom","custom":{"name":"h","format":"lark"}}]}`,
+		`{"model":"claude-x","messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom","custom":{"name":7}}]}`,
+	} {
+		resp, rb := post(t, gw+"/v1/chat/completions", []byte(body))
+		if resp.StatusCode != 400 || gjson.GetBytes(rb, "error.message").Str == "" || gjson.GetBytes(rb, "error.type").Str != "invalid_request_error" {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, rb)
+		}
+	}
+	keysUnblamed(t, "an", "as1", "as2")
+	// the smaller key alone: answered or refused 429 in the client's dialect
+	_, gwSmall := overLimitGateway(t, false, []ovKey{{"oa-s2", "os2", 0, ""}}, []ovKey{{"an-s3", "as3", 100, "org-c"}})
+	refused := 0
+	for _, c := range all {
+		resp, rb := post(t, gwSmall+c.path, []byte(c.body))
+		if resp.StatusCode != 200 && resp.StatusCode != 429 {
+			t.Errorf("small key alone, %s, %s: %d %.300s", c.name, c.kind, resp.StatusCode, rb)
+		}
+		if resp.StatusCode == 429 {
+			refused++
+			if (c.kind == "chat") == (gjson.GetBytes(rb, "type").Str == "error") {
+				t.Errorf("small key alone, %s, %s: 429 not in the client's dialect: %s", c.name, c.kind, rb)
+			}
+		}
+		keysUnblamed(t, "an", "as3")
+	}
+	if refused == 0 {
+		t.Error("the smaller key refused nothing: the requests are not over its limit")
+	}
+}
+
+// TestAttackSessionBenchKeysByCachePrefix: a client sends its big prompt
+// (400 words) as a prefix it marks with cache_control (a system block,
+// then a user turn "hi" that is the last breakpoint). The prefix is not
+// in the cache yet: Anthropic counts a cache write toward the
+// input-tokens-per-minute limit (only cache reads are free, per its rate
+// limits docs), so the key whose limit is 100 refuses it; the gateway
+// counts only the text after the last breakpoint (inputTokensFloor: none
+// here), takes the refusal for the key's spent window and cools the key
+// for a minute (Retry-After). One such request per key benches a pool.
+func TestAttackSessionBenchKeysByCachePrefix(t *testing.T) {
+	t.Skip("defect: a cache_control prefix not yet cached counts toward Anthropic's input-tokens limit, but inputTokensFloor (caddymodule/overlimit.go:205) counts it as free, so a client's large uncached prefix cools the key for Retry-After, even an idle one whose whole window was left")
+	_, gw := overLimitGateway(t, false, []ovKey{{"oa-c1", "oc1", 0, ""}},
+		[]ovKey{{"an-c1", "ac1", 100, "org-a"}, {"an-c2", "ac2", 100_000, "org-b"}})
+	q, _ := json.Marshal(bigPrompt)
+	for _, body := range []string{
+		`{"model":"claude-x","max_tokens":20,"system":[{"type":"text","text":` + string(q) + `,"cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`,
+		`{"model":"claude-x","max_tokens":20,"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":` + string(q) + `}]}`,
+	} {
+		resp, rb := post(t, gw+"/v1/messages", []byte(body))
+		if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "an/ac2" {
+			t.Errorf("%d via %q %.300s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), rb)
+		}
+		keysUnblamed(t, "an", "ac1", "ac2")
+	}
 }
