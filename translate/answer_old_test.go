@@ -118,6 +118,9 @@ func oldDecodeAnthropicResponse(body []byte) (*canonResponse, *Error) {
 	if root.Get("type").String() != "message" && !root.Get("content").IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}
 	}
+	if e := anthropicAnsweredNothing(root.Get("content"), root.Get("stop_reason")); e != nil {
+		return nil, e // amended since: a message that answered nothing
+	}
 	resp := &canonResponse{id: root.Get("id").String(), model: root.Get("model").String()}
 	root.Get("content").ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
@@ -162,6 +165,9 @@ func oldDecodeResponsesResponse(body []byte) (*canonResponse, *Error) {
 		return nil, &Error{Class: classForErrorType("", code), Message: firstNonEmpty(msg, "upstream response failed"), Code: code}
 	case "cancelled", "queued", "in_progress":
 		return nil, &Error{Class: ErrAPI, Message: sprintf("upstream response has status %q, not an answer", clip(status))}
+	}
+	if e := responsesNoOutput(output); e != nil {
+		return nil, e // amended since: no output array, no answer
 	}
 	resp := &canonResponse{id: root.get("id").String(), model: root.get("model").String(), created: root.get("created_at").Int()}
 	refused, called := false, false

@@ -42,7 +42,7 @@ func PassthroughAnswer(d Dialect, body []byte, clientModel string) (out []byte, 
 	case OpenAIChat:
 		e = chatPassthroughErrorOf(&m)
 	case AnthropicMessages:
-		e = anthropicPassthroughErrorOf(m.typ, m.content)
+		e = anthropicPassthroughErrorOf(m.typ, m.content, m.stopReason)
 	}
 	if e != nil {
 		return nil, Usage{}, nil, e

@@ -532,6 +532,9 @@ func decodeAnthropicAnswer(a *answerRoot) (*canonResponse, *Error) {
 	if a.typ.String() != "message" && !a.content.IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}
 	}
+	if e := anthropicAnsweredNothing(a.content, a.stopReason); e != nil {
+		return nil, e
+	}
 	resp := &canonResponse{id: a.id.String(), model: a.model.String()}
 	a.content.ForEach(func(_, b gjson.Result) bool {
 		if !b.IsObject() {

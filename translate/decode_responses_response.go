@@ -59,6 +59,9 @@ func decodeResponsesAnswer(a *answerRoot) (*canonResponse, *Error) {
 	case "cancelled", "queued", "in_progress":
 		return nil, &Error{Class: ErrAPI, Message: sprintf("upstream response has status %q, not an answer", clip(status))}
 	}
+	if e := responsesNoOutput(output); e != nil {
+		return nil, e
+	}
 	resp := &canonResponse{id: a.id.String(), model: a.model.String(), created: a.createdAt.Int()}
 	refused, called := false, false
 	output.ForEach(func(_, it gjson.Result) bool {

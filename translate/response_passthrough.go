@@ -21,7 +21,7 @@ func responsesPassthroughErrorOf(body []byte, object, output, status gjson.Resul
 	case "failed", "cancelled", "queued", "in_progress":
 	default:
 		if object.Str == "response" || output.IsArray() {
-			return nil
+			return responsesNoOutput(output)
 		}
 	}
 	_, e := decodeResponsesResponse(body)
@@ -129,20 +129,49 @@ func chatPassthroughErrorFor(choices gjson.Result, saysWhy bool) *Error {
 	return nil
 }
 
+// anthropicAnsweredNothing is the failure of an Anthropic message that is
+// no answer: its content is not an array, or it is empty and the message
+// has no stop_reason (in a whole message stop_reason is never null, per
+// Anthropic's Messages API reference; a message cut before its end, or a
+// relay's placeholder). nil for an answer (an empty content with a
+// stop_reason is one: the model said nothing and stopped).
+func anthropicAnsweredNothing(content, stopReason gjson.Result) *Error {
+	switch {
+	case !content.IsArray():
+		return &Error{Class: ErrAPI, Message: "upstream message is malformed: its content is not an array"}
+	case stopReason.Type != gjson.String || stopReason.Str == "":
+		if !content.Get("0").Exists() {
+			return &Error{Class: ErrAPI, Message: "upstream message has no content and no stop_reason: it answered nothing"}
+		}
+	}
+	return nil
+}
+
+// responsesNoOutput is the failure of a Responses object whose output is
+// not an array (absent, an object, a string): no answer, whatever its
+// status says (a completed or incomplete response always lists its
+// output items, per OpenAI's Responses API reference). nil otherwise.
+func responsesNoOutput(output gjson.Result) *Error {
+	if output.IsArray() {
+		return nil
+	}
+	return &Error{Class: ErrAPI, Message: "upstream response object is malformed: its output is not an array"}
+}
+
 // anthropicPassthroughError is what an Anthropic Messages answer passed
 // through to an Anthropic client is checked for, as a translated one is
 // (decodeAnthropicResponse): a message object or, at least, a content
 // array. nil for an answer.
 func anthropicPassthroughError(body []byte) *Error {
-	r := gjson.GetManyBytes(body, "type", "content")
-	return anthropicPassthroughErrorOf(r[0], r[1])
+	r := gjson.GetManyBytes(body, "type", "content", "stop_reason")
+	return anthropicPassthroughErrorOf(r[0], r[1], r[2])
 }
 
 // anthropicPassthroughErrorOf is anthropicPassthroughError given the
-// body's top-level type and content members.
-func anthropicPassthroughErrorOf(typ, content gjson.Result) *Error {
+// body's top-level type, content and stop_reason members.
+func anthropicPassthroughErrorOf(typ, content, stopReason gjson.Result) *Error {
 	if typ.Str == "message" || content.IsArray() {
-		return nil
+		return anthropicAnsweredNothing(content, stopReason)
 	}
 	return &Error{Class: ErrAPI, Message: "upstream response is not an Anthropic message"}
 }
