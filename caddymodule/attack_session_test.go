@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
 // sessionHostile is an upstream whose every answer is the body (and, for
@@ -341,4 +343,65 @@ func TestAttackSessionBenchKeysByCachePrefix(t *testing.T) {
 		}
 		keysUnblamed(t, "an", "ac1", "ac2")
 	}
+}
+
+// TestAttackSessionCheckOnlyHostileJSON: hostile JSON to the check-only
+// pass of a passthrough request (a Chat client to a Chat key, a Responses
+// client to a Responses key, an Anthropic client to an Anthropic key):
+// deep nesting, a model, stream or messages given twice (once under an
+// escaped name), a NUL where a number belongs, huge numbers, a message
+// that is not an object, a body cut short. Each is refused 400 in the
+// client's dialect before a key is asked, and the gateway still answers.
+func TestAttackSessionCheckOnlyHostileJSON(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	root := strings.TrimSuffix(base, "/v1")
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n"+
+		"\t\tpool oa {\n\t\t\tmodels gpt-*\n\t\t\tkey co-1 "+base+" {\n\t\t\t\tid c1\n\t\t\t}\n\t\t}\n"+
+		"\t\tpool rs {\n\t\t\tmodels rs-*\n\t\t\tkey cr-1 "+base+" {\n\t\t\t\tid r1\n\t\t\t\tdialect responses\n\t\t\t}\n\t\t}\n"+
+		"\t\tpool an {\n\t\t\tmodels claude-*\n\t\t\tkey ca-1 "+root+" {\n\t\t\t\tid a1\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n\t}\n")
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	deepObj := strings.Repeat(`{"a":`, 50_000) + "1" + strings.Repeat("}", 50_000)
+	type hostile struct{ path, body string }
+	var cases []hostile
+	for _, d := range []struct{ path, model, msgs string }{
+		{"/v1/chat/completions", "gpt-x", `"messages":[{"role":"user","content":"x"}]`},
+		{"/v1/responses", "rs-x", `"input":[{"role":"user","content":"x"}]`},
+		{"/v1/messages", "claude-x", `"max_tokens":10,"messages":[{"role":"user","content":"x"}]`},
+	} {
+		mk := func(s string) hostile { return hostile{d.path, s} }
+		msgKey := strings.SplitN(d.msgs, `":`, 2)[0][1:]
+		if strings.HasPrefix(d.msgs, `"max_tokens"`) {
+			msgKey = "messages"
+		}
+		esc := strings.Replace(msgKey, "s", `\u0073`, 1)
+		cases = append(cases,
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"metadata":`+deep+`}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"metadata":`+deepObj+`}`),
+			mk(`{"model":"`+d.model+`","mod\u0065l":"gpt-y",`+d.msgs+`}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"stream":false,"str\u0065am":true}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"`+esc+`":[]}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"user":"`+"\xff"+`\u0000","temperature":"\u0000"}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"temperature":1e99999}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs+`,"top_p":-99999999999999999999999999999999}`),
+			mk(`{"model":"`+d.model+`","`+msgKey+`":[7],"max_tokens":10}`),
+			mk(`{"model":"`+d.model+`",`+d.msgs),
+		)
+	}
+	before := m.Stats("co-1").Requests + m.Stats("cr-1").Requests + m.Stats("ca-1").Requests
+	for _, c := range cases {
+		resp, b := post(t, gw+c.path, []byte(c.body), "Anthropic-Version", "2023-06-01")
+		anth := c.path == "/v1/messages"
+		if resp.StatusCode != 400 || gjson.GetBytes(b, "error.message").Str == "" || (gjson.GetBytes(b, "type").Str == "error") != anth || !gjson.ValidBytes(b) {
+			t.Errorf("%s %.120q: %d %.300s", c.path, c.body, resp.StatusCode, b)
+		}
+	}
+	if after := m.Stats("co-1").Requests + m.Stats("cr-1").Requests + m.Stats("ca-1").Requests; after != before {
+		t.Errorf("%d hostile requests reached a key", after-before)
+	}
+	if resp, b := post(t, gw+"/v1/chat/completions", chatBody("gpt-x", "still there", false)); resp.StatusCode != 200 {
+		t.Fatalf("after the hostile requests: %d %s", resp.StatusCode, b)
+	}
+	keysUnblamed(t, "oa", "c1")
+	keysUnblamed(t, "rs", "r1")
+	keysUnblamed(t, "an", "a1")
 }
