@@ -405,3 +405,32 @@ func TestAttackSessionCheckOnlyHostileJSON(t *testing.T) {
 	keysUnblamed(t, "rs", "r1")
 	keysUnblamed(t, "an", "a1")
 }
+
+// TestAttackSessionSuccessAfterError: an upstream that follows its
+// in-band error with what ends a stream cleanly (a Responses
+// response.completed, an Anthropic message_delta with its stop_reason
+// and message_stop, a Chat chunk with finish_reason "stop" and [DONE]):
+// what the drain relays after the error never makes the stream a success
+// for any client dialect.
+func TestAttackSessionSuccessAfterError(t *testing.T) {
+	h, gw := sessionHostileGateway(t)
+	chatText := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"Par"},"finish_reason":null}]}` + "\n\n"
+	chatErr := `data: {"error":{"message":"boom","type":"server_error","code":"server_error"}}` + "\n\n"
+	chatStop := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}` + "\n\ndata: [DONE]\n\n"
+	anStart := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+	anText := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Par\"}}\n\n"
+	anErr := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	anStop := "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	rsCreated := "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"x\",\"output\":[]}}\n\n"
+	rsDelta := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Par\"}\n\n"
+	rsErr := "event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\",\"message\":\"boom\",\"param\":null}\n\n"
+	rsDone := "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"model\":\"x\",\"output\":[{\"type\":\"message\",\"id\":\"m1\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"Par\",\"annotations\":[]}]}],\"usage\":{\"input_tokens\":2,\"output_tokens\":1,\"total_tokens\":3}}}\n\n"
+	sessionRunHostile(t, h, gw, []hostileCase{
+		{"chat error then stop and DONE", "x-chat", chatText + chatErr + chatStop, true, 0},
+		{"anthropic error then message_stop", "x-anth", anStart + anText + anErr + anStop, true, 0},
+		{"responses error then completed", "x-resp", rsCreated + rsDelta + rsErr + rsDone, true, 0},
+	})
+}
