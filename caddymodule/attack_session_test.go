@@ -217,13 +217,11 @@ func sessionRunHostile(t *testing.T, h *sessionHostile, gw string, cases []hosti
 
 // TestAttackSessionDisguisedWholeAnswers: whole 2xx answers that are no
 // answer: a Chat answer with "choices": [] and neither usage nor a
-// prompt-filter verdict (the stream of such chunks is a truncation since
-// this session, the whole answer still a blocked prompt: refusal /
-// content_filter, logged as a success), an Anthropic message whose
-// stop_reason is null (translated as finish_reason "stop"), a Responses
-// object whose output is an object (an empty answer, "completed").
+// prompt-filter verdict (as a stream of such chunks, a failure, not a
+// blocked prompt), an empty Anthropic message whose stop_reason is null,
+// a Responses object whose output is an object: a failure for every
+// client dialect, never a 200 with an empty answer.
 func TestAttackSessionDisguisedWholeAnswers(t *testing.T) {
-	t.Skip("defect: whole answers with empty choices (no usage, no filter verdict), stop_reason null, or an object output reach every client as a 200 success (translate/decode_openai.go:787, decode_responses_response.go:49, response_passthrough.go:23)")
 	h, gw := sessionHostileGateway(t)
 	sessionRunHostile(t, h, gw, []hostileCase{
 		{"chat empty choices", "x-chat", `{"id":"c","object":"chat.completion","created":1,"model":"x","choices":[]}`, false, 0},
