@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -431,4 +432,53 @@ func TestAttackSessionSuccessAfterError(t *testing.T) {
 		{"anthropic error then message_stop", "x-anth", anStart + anText + anErr + anStop, true, 0},
 		{"responses error then completed", "x-resp", rsCreated + rsDelta + rsErr + rsDone, true, 0},
 	})
+}
+
+// TestAttackSessionClientGoesAway: a client of each dialect that drops
+// its stream after the first content (to an Anthropic key and to a Chat
+// key, each answering slowly) or before the answer's first byte: the key
+// is not blamed (ready, no failure), and the request log says the stream
+// was canceled.
+func TestAttackSessionClientGoesAway(t *testing.T) {
+	m, gw := streamPair(t)
+	slow := mockupstream.KeyBehavior{TokensPerSecond: 4}
+	m.SetKey("an-1", slow)
+	m.SetKey("oa-1", slow)
+	for _, model := range []string{"claude-x", "gpt-x"} {
+		for _, client := range []string{"chat", "messages", "responses"} {
+			for _, early := range []bool{false, true} {
+				path, body, _ := sessionClientBody(client, model, true)
+				body = strings.Replace(body, `"hello"`, `"one two three four five six seven eight nine ten"`, 1)
+				ctx, cancel := context.WithCancel(context.Background())
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+gatewayKey)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Anthropic-Version", "2023-06-01")
+				seq := recentSeq()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !early {
+					buf := make([]byte, 4096)
+					var got strings.Builder
+					for !strings.Contains(got.String(), "delta") {
+						n, err := resp.Body.Read(buf)
+						got.Write(buf[:n])
+						if err != nil {
+							t.Fatalf("%s, %s: %v %s", model, client, err, got.String())
+						}
+					}
+				}
+				cancel()
+				resp.Body.Close()
+				rr := recentAfter(t, seq)
+				if rr.StreamOutcome != streamCanceled {
+					t.Errorf("%s, %s client, early %v: logged %d %q %q", model, client, early, rr.Status, rr.StreamOutcome, attemptOutcomes(rr))
+				}
+				keysUnblamed(t, "an", "a1", "a2")
+				keysUnblamed(t, "oa", "o1", "o2")
+			}
+		}
+	}
 }
