@@ -482,3 +482,22 @@ func TestAttackSessionClientGoesAway(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackSessionHugeEventAfterError: after an in-band error, an
+// upstream that sends a 2 MB event with no end (no blank line) and holds
+// its stream open: the drain reads at most its budget, every client gets
+// its failure within 4s (request_timeout 10s), logged as one.
+func TestAttackSessionHugeEventAfterError(t *testing.T) {
+	h, gw := sessionHostileGateway(t)
+	huge := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[],"usage":{"prompt_tokens":5,"pad":"` + strings.Repeat("p", 2<<20)
+	sessionRunHostile(t, h, gw, []hostileCase{
+		{"chat error then a 2 MB unended event", "x-chat",
+			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"Par"},"finish_reason":null}]}` + "\n\n" +
+				`data: {"error":{"message":"boom","type":"server_error","code":"server_error"}}` + "\n\n" + huge, true, 6 * time.Second},
+		{"responses error then a 2 MB unended event", "x-resp",
+			"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"x\",\"output\":[]}}\n\n" +
+				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Par\"}\n\n" +
+				"event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\",\"message\":\"boom\",\"param\":null}\n\n" +
+				"event: response.failed\n" + huge, true, 6 * time.Second},
+	})
+}
