@@ -328,7 +328,7 @@ func TestAttackSessionBenchKeysByInput(t *testing.T) {
 // here), takes the refusal for the key's spent window and cools the key
 // for a minute (Retry-After). One such request per key benches a pool.
 func TestAttackSessionBenchKeysByCachePrefix(t *testing.T) {
-	t.Skip("defect: a cache_control prefix not yet cached counts toward Anthropic's input-tokens limit, but inputTokensFloor (caddymodule/overlimit.go:205) counts it as free, so a client's large uncached prefix cools the key for Retry-After, even an idle one whose whole window was left")
+	t.Skip("defect: a cache_control prefix not yet cached counts toward Anthropic's input-tokens limit, but inputTokensFloor (caddymodule/overlimit.go:206, used at :175) counts it as free, so a client's large uncached prefix cools the key for Retry-After, even an idle one whose whole window was left")
 	_, gw := overLimitGateway(t, false, []ovKey{{"oa-c1", "oc1", 0, ""}},
 		[]ovKey{{"an-c1", "ac1", 100, "org-a"}, {"an-c2", "ac2", 100_000, "org-b"}})
 	q, _ := json.Marshal(bigPrompt)
