@@ -172,8 +172,8 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header, errBody []
 	if b == nil || int64(len(*b))/4 <= limit {
 		return o, false // cheap bound first: even every byte as text would fit
 	}
-	est, words := inputTokensFloor(*b)
-	if est <= limit {
+	total, words := inputTokensFloor(*b)
+	if total <= limit {
 		return o, false
 	}
 	msg := gjson.GetBytes(errBody, "error.message").Str
@@ -187,26 +187,31 @@ func (x *exchange) overInputLimit(o keypool.Outcome, hdr http.Header, errBody []
 }
 
 // inputTokensFloor estimates, for an Anthropic Messages body, the input
-// tokens that count toward an input-tokens-per-minute limit: est is the
-// text (decoded, without quotes or escapes) of tools, system and messages
-// at four bytes per token (the ratio of
+// tokens that count toward an input-tokens-per-minute limit: total is
+// the text (decoded, without quotes or escapes) of tools, system and
+// messages at four bytes per token (the ratio of
 // translate.Request.EstimatedTokens; denser text such as code or
 // non-Latin script has more tokens per byte, indented text fewer), and
-// words counts that text's whitespace-separated words, a floor (a token
-// never spans two words; text without spaces counts as one word). Both
-// leave out base64 payloads (images, documents: "data" fields and data:
-// URLs, whose token cost is far below their size), thinking blocks and
-// their signatures (earlier turns' thinking is not counted as input).
-// With prompt caching only the text after the last cache_control
-// breakpoint counts (the cached prefix is tools, system, messages in that
-// order, per Anthropic's prompt caching docs; cache reads do not count
-// toward the limit for current models, the text after the prefix is
-// always input); 0 for a body with a top-level "cache_control"
-// (automatic caching: the breakpoint is placed upstream).
-func inputTokensFloor(body []byte) (est, words int64) {
-	if gjson.GetBytes(body, "cache_control").Exists() {
-		return 0, 0
-	}
+// words counts the whitespace-separated words of the text after the last
+// cache_control breakpoint, a floor of what counts whatever the cache
+// holds (a token never spans two words; text without spaces counts as one
+// word). Both leave out base64 payloads (images, documents: "data" fields
+// and data: URLs, whose token cost is far below their size), thinking
+// blocks and their signatures (earlier turns' thinking is not counted as
+// input).
+//
+// Prompt caching: the cached prefix is tools, system, messages in that
+// order, up to the last breakpoint (per Anthropic's prompt caching docs);
+// with a top-level "cache_control" (automatic caching) the breakpoint is
+// placed upstream, at the end. Cache reads do not count toward the limit,
+// cache writes do (Anthropic's rate limits docs), and whether the prefix
+// is in the cache is not known here: total counts the prefix (a client's
+// own breakpoint must not make a request that is too large for a key,
+// because its prefix was never cached, pass for that key's spent window,
+// which would cool the key), words does not (only the text after the
+// prefix surely counts).
+func inputTokensFloor(body []byte) (total, words int64) {
+	auto := gjson.GetBytes(body, "cache_control").Exists()
 	var n int64
 	var walk func(key string, v gjson.Result)
 	walk = func(key string, v gjson.Result) {
@@ -218,7 +223,7 @@ func inputTokensFloor(body []byte) (est, words int64) {
 				return true
 			})
 			if v.IsObject() && v.Get("cache_control").Exists() {
-				n, words = 0, 0 // a breakpoint: what came so far may be read from the cache
+				words = 0 // a breakpoint: what came so far may be read from the cache
 			}
 		case v.Type == gjson.String && !strings.HasPrefix(v.Str, "data:"):
 			n += int64(len(v.Str)) // the text, not its JSON escapes (\uXXXX is 6 bytes)
@@ -227,6 +232,9 @@ func inputTokensFloor(body []byte) (est, words int64) {
 	}
 	for _, f := range []string{"tools", "system", "messages"} {
 		walk(f, gjson.GetBytes(body, f))
+	}
+	if auto {
+		words = 0
 	}
 	return n / 4, words
 }

@@ -196,10 +196,12 @@ func TestOverLimitSkipsKeysKnownTooSmall(t *testing.T) {
 }
 
 // TestInputLimitRateLimitStillCools: Anthropic's input-tokens 429 for a
-// request within the key's limit (the minute's budget is spent), or for a
-// request whose counted size cannot be bounded (prompt caching: cache
-// reads do not count toward the limit), stays a rate limit: the key cools
-// until Retry-After and the next key answers.
+// request within the key's limit (the minute's budget is spent) stays a
+// rate limit: the key cools until Retry-After and the next key answers.
+// A request larger than the limit counting its cached prefix does not
+// cool the key: a prefix not yet in the cache counts toward the limit
+// (cache writes do), so a client's cache_control breakpoint cannot turn
+// its too-large request into a spent window that benches keys.
 func TestInputLimitRateLimitStillCools(t *testing.T) {
 	_, gw := overLimitGateway(t, false, []ovKey{{"oa-x", "ox", 0, ""}},
 		[]ovKey{{"an-1", "a1", 500, ""}, {"an-2", "a2", 0, ""}})
@@ -221,9 +223,7 @@ func TestInputLimitRateLimitStillCools(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("X-Routed-Via") != "an/a4" {
 		t.Fatalf("cached: %d via %q %s", resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
 	}
-	if st := keyStatus(t, "an", "a3"); st.Reason != "rate_limited" || st.SecondsLeft < 30 {
-		t.Fatalf("a cached request's 429: %+v", st)
-	}
+	keysUnblamed(t, "an", "a3")
 }
 
 // TestInputTokensFloor: the estimate counts the decoded text of system,
@@ -231,8 +231,9 @@ func TestInputLimitRateLimitStillCools(t *testing.T) {
 // whitespace-separated words (a JSON escape counts as the
 // character it stands for, so escaped text is not counted larger than
 // it is), leaves out base64 payloads ("data" fields, data: URLs),
-// thinking text and signatures, and with prompt caching counts only the
-// text after the last cache_control breakpoint (tools, system, messages).
+// thinking text and signatures; with prompt caching the words are counted
+// only after the last cache_control breakpoint (tools, system, messages),
+// the estimate over the whole text (a prefix not yet cached counts).
 func TestInputTokensFloor(t *testing.T) {
 	cjk := strings.Repeat(`\u4e2d`, 400) // 400 characters of 3 bytes, 2400 bytes escaped
 	blob := strings.Repeat("QUFB", 1000)
@@ -251,12 +252,12 @@ func TestInputTokensFloor(t *testing.T) {
 			`{"type":"image","source":{"url":"data:image/png;base64,` + blob + `"}}]}],` +
 			`"tools":[{"name":"tool","description":"does a thing","input_schema":{"type":"object"}}]}`, (12 + 4 + 5 + 6 + 9 + 4 + 40 + 8 + 5 + 4 + 12 + 6) / 4, 2 + 10 + 3},
 		{"prompt caching", `{"model":"claude-x","messages":[{"role":"user","content":[{"type":"text","text":"` + blob +
-			`","cache_control":{"type":"ephemeral"}}]}]}`, 0, 0},
+			`","cache_control":{"type":"ephemeral"}}]}]}`, (4 + 4 + 4000) / 4, 0},
 		// "user" 4 + 40 + "assistant" 9 + "x" 1 + "user" 4 + "text" 4 + 40: the cached tool and system left out
 		{"after the breakpoint", `{"model":"claude-x","tools":[{"name":"tool","description":"` + blob + `","cache_control":{"type":"ephemeral"}}],` +
 			`"system":[{"type":"text","text":"` + blob + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"` + strings.Repeat("abcd", 10) +
-			`"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"}]}]}`, (4 + 40 + 9 + 1 + 4 + 4 + 40) / 4, 7},
-		{"automatic caching", `{"model":"claude-x","cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"` + blob + `"}]}`, 0, 0},
+			`"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("abcd", 10) + `"}]}]}`, (4 + 4000 + 4 + 4000 + 4 + 40 + 9 + 1 + 4 + 4 + 40) / 4, 7},
+		{"automatic caching", `{"model":"claude-x","cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"` + blob + `"}]}`, (4 + 4000) / 4, 0},
 	}
 	for _, c := range cases {
 		if got, words := inputTokensFloor([]byte(c.body)); got != c.want || words != c.words {
