@@ -273,8 +273,8 @@ func (d *chatStreamDecoder) stream(t *chatTool) {
 // flushTools closes the streaming tool call and emits the buffered ones.
 func (d *chatStreamDecoder) flushTools() {
 	cs := d.cs
-	if d.cur == nil && len(d.pending) == 0 {
-		return
+	if cs.closed || d.cur == nil && len(d.pending) == 0 {
+		return // a failed stream writes nothing after its error
 	}
 	if d.cur != nil {
 		d.cur.done = true
