@@ -49,9 +49,9 @@ func BenchmarkReadUpstreamBody(b *testing.B) {
 }
 
 // TestReadUpstreamBodyBoundsPrealloc: an answer that announces 60 MB and
-// sends 5 bytes is read without allocating the announced size up front;
-// a body within its Content-Length is read whole; more than
-// maxUpstreamBody+1 bytes are never read.
+// sends 5 bytes is read without allocating the announced size up front
+// (at most twice maxAnswerPrealloc); a 3 MiB body within its
+// Content-Length is read whole, past the preallocation.
 func TestReadUpstreamBodyBoundsPrealloc(t *testing.T) {
 	var data []byte
 	var err error

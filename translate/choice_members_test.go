@@ -6,9 +6,10 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// TestChoiceMembersMatchesGet: choiceMembers finds what c.Get("index"),
-// c.Get("delta") and c.Get("finish_reason") find, first duplicate
-// included, on well-formed, odd and hostile choices.
+// TestChoiceMembersMatchesGet: a choice's members read in one walk
+// (fieldsInto, as the Chat stream decoder reads them) are what
+// c.Get("index"), c.Get("delta") and c.Get("finish_reason") find, first
+// duplicate included, on well-formed, odd and hostile choices.
 func TestChoiceMembersMatchesGet(t *testing.T) {
 	for _, c := range []string{
 		`{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}`,
@@ -26,7 +27,8 @@ func TestChoiceMembersMatchesGet(t *testing.T) {
 		`null`,
 	} {
 		g := gjson.Parse(c)
-		index, delta, fr := choiceMembers(g)
+		f := fieldsOf(g)
+		index, delta, fr := f.get("index").Int(), f.get("delta"), f.get("finish_reason")
 		if want := g.Get("index").Int(); index != want {
 			t.Errorf("%s: index %d, want %d", c, index, want)
 		}

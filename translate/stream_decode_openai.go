@@ -33,6 +33,7 @@ type chatStreamDecoder struct {
 	choices chatChoices // the chunks' choices (blocked)
 	top     objFields   // scratch for the chunk's members
 	dsc     objFields   // scratch for the delta's members
+	chc     objFields   // scratch for a choice's members
 }
 
 type chatTool struct {
@@ -95,7 +96,8 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		return
 	}
 	choices.ForEach(func(_, c gjson.Result) bool {
-		index, delta, fr := choiceMembers(c)
+		d.chc = fieldsInto(d.chc, c) // one walk of the choice, as for the chunk and its delta
+		index, delta, fr := d.chc.get("index").Int(), d.chc.get("delta"), d.chc.get("finish_reason")
 		if index != 0 {
 			return true // n > 1: only the first choice is translated
 		}
@@ -119,29 +121,6 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		}
 		return true
 	})
-}
-
-// choiceMembers reads a chat.completion.chunk's choice in one walk of
-// its members: index (as an integer), delta and finish_reason, the first
-// of each as gjson.Get would find it (a member missing: 0 or a
-// non-existent Result); a choice that is not an object has none.
-func choiceMembers(c gjson.Result) (index int64, delta, finish gjson.Result) {
-	if !c.IsObject() {
-		return 0, gjson.Result{}, gjson.Result{}
-	}
-	var seen uint8
-	c.ForEach(func(k, v gjson.Result) bool {
-		switch {
-		case k.Str == "index" && seen&1 == 0:
-			index, seen = v.Int(), seen|1
-		case k.Str == "delta" && seen&2 == 0:
-			delta, seen = v, seen|2
-		case k.Str == "finish_reason" && seen&4 == 0:
-			finish, seen = v, seen|4
-		}
-		return seen != 7
-	})
-	return index, delta, finish
 }
 
 func (d *chatStreamDecoder) delta(delta gjson.Result) {
