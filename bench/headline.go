@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +47,11 @@ func (m *measurement) figures() roundFigures {
 type figure struct {
 	V  float64
 	OK bool
+	// Lo and Hi are the smallest and largest per-round value behind a
+	// median over rounds; N is how many rounds there were (0: the figure
+	// is not such a median).
+	Lo, Hi float64
+	N      int
 }
 
 // median returns the median of vs (the mean of the middle two for an even
@@ -76,7 +82,7 @@ func roundMedian(m *measurement, pick func(roundFigures) (float64, bool)) figure
 		}
 	}
 	v, ok := median(vs)
-	return figure{v, ok}
+	return figure{V: v, OK: ok}
 }
 
 func pickRPS(f roundFigures) (float64, bool) { return f.RPS, f.RPS > 0 }
@@ -112,7 +118,11 @@ func pairedMedian(m, base *measurement, pick func(roundFigures) (float64, bool),
 		}
 	}
 	v, ok := median(vs)
-	return figure{v, ok}
+	f := figure{V: v, OK: ok, N: len(vs)}
+	if ok {
+		f.Lo, f.Hi = slices.Min(vs), slices.Max(vs)
+	}
+	return f
 }
 
 // div is a/b for a positive b; minus is a-b.
@@ -124,7 +134,7 @@ func ratio(a, b figure) figure {
 	if !a.OK || !b.OK || b.V <= 0 {
 		return figure{}
 	}
-	return figure{a.V / b.V, true}
+	return figure{V: a.V / b.V, OK: true}
 }
 
 // headlineRow is one target's line of the headline table: each figure is
@@ -235,7 +245,7 @@ func (r *report) headline() headline {
 			bv, ok := b.RSSPerStream[n]
 			if ok && n > row.RSSStreams {
 				row.RSSStreams = n
-				row.RSSRatio = ratio(figure{v, true}, figure{bv, true})
+				row.RSSRatio = ratio(figure{V: v, OK: true}, figure{V: bv, OK: true})
 			}
 		}
 		h.Rows = append(h.Rows, row)
@@ -358,7 +368,7 @@ func (h headline) verdicts() []verdict {
 				if g.MS {
 					dec = 3
 				}
-				v.Measured = figure{round(f.V, dec), true}
+				v.Measured = figure{V: round(f.V, dec), OK: true, Lo: f.Lo, Hi: f.Hi, N: f.N}
 				margin := g.Limit - v.Measured.V // >= 0 when met, for AtMost
 				if !g.AtMost {
 					margin = -margin
@@ -386,6 +396,19 @@ func (v verdict) text() string {
 		return "met (" + by + " to spare)"
 	}
 	return "**missed** by " + by
+}
+
+// spread renders the range of the per-round values behind the median
+// ("0.91 … 1.04"), "-" for a figure without rounds (or only one).
+func (v verdict) spread() string {
+	f := v.Measured
+	if !f.OK || f.N < 2 {
+		return "-"
+	}
+	if v.Goal.MS {
+		return fmt.Sprintf("%+.3f … %+.3f ms", round(f.Lo, 3), round(f.Hi, 3))
+	}
+	return fmt.Sprintf("%.2f … %.2f", round(f.Lo, 2), round(f.Hi, 2))
 }
 
 func (g goal) limitText() string {
@@ -451,13 +474,13 @@ func (h headline) markdown(b *strings.Builder, loadStart, loadEnd string) {
 		return
 	}
 	b.WriteString("Computed from the table above (figures as printed). Passthrough: `llm_gateway` with the same dialect in and out and pool state in memory; translated: dialects differ. Allocations per streamed passthrough event are measured by the Go benchmarks (`go test -bench -benchmem`), not here.\n\n")
-	b.WriteString("| target | kind | figure | measured | target | verdict |\n|---|---|---|--:|---|---|\n")
+	b.WriteString("| target | kind | figure | measured | rounds: lowest … highest | target | verdict |\n|---|---|---|--:|--:|---|---|\n")
 	for _, v := range vs {
 		m := fmtRatio(v.Measured)
 		if v.Goal.MS {
 			m = fmtMS(v.Measured, true)
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s |\n", v.Target, v.Goal.Kind, v.Goal.What, m, v.Goal.limitText(), v.text())
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", v.Target, v.Goal.Kind, v.Goal.What, m, v.spread(), v.Goal.limitText(), v.text())
 	}
 	met, missed, none := 0, 0, 0
 	for _, v := range vs {

@@ -198,6 +198,7 @@ type measurement struct {
 	EvLat    []time.Duration // per text delta: client arrival - mock send (paced streams), sorted
 	Events   int
 	CPU      time.Duration // proxy process CPU during the run (0: no proxy)
+	Syscalls int64         // proxy process read + write system calls during the run
 	HWM      int64         // proxy process peak RSS after the run
 	HasProc  bool
 	// state redis targets, during the run: the gateway's state round
@@ -308,6 +309,7 @@ func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, p
 			return nil, fmt.Errorf("%s: proxy process gone: %v", t.Name, err)
 		}
 		m.CPU = after.CPU - before.CPU
+		m.Syscalls = after.Reads + after.Writes - before.Reads - before.Writes
 		m.HWM = after.HWM
 	}
 	m.Elapsed = last.Sub(first)
@@ -356,6 +358,7 @@ func (m *measurement) merge(o *measurement) {
 	m.EvLat = append(m.EvLat, o.EvLat...)
 	m.Events += o.Events
 	m.CPU += o.CPU
+	m.Syscalls += o.Syscalls
 	m.Rounds = append(m.Rounds, o.Rounds...)
 	if o.HasState {
 		m.State = addTo(m.State, o.State)

@@ -43,6 +43,7 @@ type options struct {
 	smoke      bool
 	out        string
 	caddy      string
+	altCaddy   string
 	build      string
 	targets    string
 	duration   time.Duration
@@ -73,6 +74,7 @@ func parseFlags() *options {
 	flag.BoolVar(&o.smoke, "smoke", false, "short check of the whole harness (10-20 s); writes to a temp file unless -out is given")
 	flag.StringVar(&o.out, "out", "", "results file (default BENCHMARKS.md; with -smoke a temp file)")
 	flag.StringVar(&o.caddy, "caddy", "./caddy", "Caddy binary with llm_gateway (built by ./xcaddy.sh)")
+	flag.StringVar(&o.altCaddy, "alt-caddy", "", "another Caddy binary with llm_gateway (e.g. a build of another commit): adds the target gw-pass-alt, gw-pass served by it, measured in the same rounds")
 	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
 	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-redis,gw-keys,gw-a2o,gw-o2a (all: gw-redis only when redis-server is in PATH)")
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "duration of each measurement (per round)")
@@ -226,6 +228,22 @@ func run(o *options) error {
 				}
 			}
 			targets = kept
+		}
+	}
+	if o.altCaddy != "" {
+		// gw-pass again on another build, for comparing two builds in the
+		// same run (the gateway's own ratios, paired by round)
+		bin, err := filepath.Abs(o.altCaddy)
+		if err != nil {
+			return err
+		}
+		for _, t := range allTargets(o.keys) {
+			if t.Name == "gw-pass" {
+				t.Name, t.Bin = "gw-pass-alt", bin
+				t.Label += " (-alt-caddy)"
+				t.Desc = "(c*) as (c), served by the -alt-caddy binary " + o.altCaddy
+				targets = append(targets, t)
+			}
 		}
 	}
 	if len(targets) == 0 {
@@ -403,7 +421,11 @@ func startTarget(ctx context.Context, o *options, t target, caddyBin, dir, mockA
 				return nil, err
 			}
 		}
-		p, b, err := startCaddy(ctx, caddyBin, dir, t, mockAddr, o.gatewayLog, rt.adminPort)
+		bin := caddyBin
+		if t.Bin != "" {
+			bin = t.Bin
+		}
+		p, b, err := startCaddy(ctx, bin, dir, t, mockAddr, o.gatewayLog, rt.adminPort)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", t.Name, err)
 		}

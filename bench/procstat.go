@@ -21,9 +21,13 @@ type procSample struct {
 	RSS int64         // resident set size now (bytes)
 	HWM int64         // peak resident set size (bytes)
 	FDs int           // open file descriptors
+	// Reads and Writes are the read and write system calls so far
+	// (syscr and syscw of /proc/<pid>/io; 0 where it cannot be read).
+	Reads, Writes int64
 }
 
-// sampleProc reads /proc/<pid>/stat, /proc/<pid>/status and /proc/<pid>/fd.
+// sampleProc reads /proc/<pid>/stat, /proc/<pid>/status, /proc/<pid>/fd
+// and /proc/<pid>/io.
 func sampleProc(pid int) (procSample, error) {
 	var s procSample
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -66,6 +70,18 @@ func sampleProc(pid int) (procSample, error) {
 	}
 	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
 		s.FDs = len(ents)
+	}
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			name, val, _ := strings.Cut(line, ":")
+			n, _ := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			switch name {
+			case "syscr":
+				s.Reads = n
+			case "syscw":
+				s.Writes = n
+			}
+		}
 	}
 	return s, nil
 }

@@ -50,6 +50,8 @@ type target struct {
 	State       string
 	StateAddr   string
 	StatePrefix string
+	// Bin is the Caddy binary serving the target ("": the -caddy one).
+	Bin string
 }
 
 // allTargets are the targets of a full run, in order; the first is the
