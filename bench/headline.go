@@ -25,6 +25,8 @@ type roundFigures struct {
 	P50       time.Duration // median latency (whole body read)
 	TTFB50    time.Duration // median time to the first body byte (streams)
 	HasTTFB   bool          // TTFB50 was measured
+	TTFT50    time.Duration // median time to the first text delta event (streams)
+	HasTTFT   bool          // TTFT50 was measured
 	CPUPerReq time.Duration // proxy process CPU per successful request
 	HasCPU    bool          // CPUPerReq was measured (a proxy process, OK > 0)
 }
@@ -35,6 +37,9 @@ func (m *measurement) figures() roundFigures {
 	f := roundFigures{RPS: m.RPS(), P50: pct(m.Lat, 50)}
 	if len(m.TTFB) > 0 {
 		f.TTFB50, f.HasTTFB = pct(m.TTFB, 50), true
+	}
+	if len(m.TTFT) > 0 {
+		f.TTFT50, f.HasTTFT = pct(m.TTFT, 50), true
 	}
 	if m.HasProc && m.OK > 0 {
 		f.CPUPerReq, f.HasCPU = m.CPU/time.Duration(m.OK), true
@@ -91,6 +96,9 @@ func pickP50ms(f roundFigures) (float64, bool) {
 }
 func pickTTFBms(f roundFigures) (float64, bool) {
 	return float64(f.TTFB50) / float64(time.Millisecond), f.HasTTFB
+}
+func pickTTFTms(f roundFigures) (float64, bool) {
+	return float64(f.TTFT50) / float64(time.Millisecond), f.HasTTFT
 }
 func pickCPUus(f roundFigures) (float64, bool) {
 	return float64(f.CPUPerReq) / float64(time.Microsecond), f.HasCPU
@@ -151,8 +159,9 @@ type headlineRow struct {
 	// stream at c=16, ÷ reverse_proxy's.
 	StreamRatio, CPUStreamRatio figure
 	// AddedTTFB is TTFB p50 of full-speed streams at c=16 minus
-	// reverse_proxy's (ms).
-	AddedTTFB figure
+	// reverse_proxy's (ms); AddedTTFT the same of the time to the first
+	// text delta event.
+	AddedTTFB, AddedTTFT figure
 	// RSSRatio is the RSS growth per idle open stream ÷ reverse_proxy's,
 	// at the memory case's largest stream count both targets ran.
 	RSSRatio figure
@@ -163,7 +172,7 @@ type headlineRow struct {
 // headlineBase holds reverse_proxy's (and direct's) medians over rounds,
 // printed for scale (the ratios are taken per round).
 type headlineBase struct {
-	DirectP50, P50, RPS, CPUReq, StreamRPS, CPUStream, TTFB figure // ms, req/s, µs
+	DirectP50, P50, RPS, CPUReq, StreamRPS, CPUStream, TTFB, TTFT figure // ms, req/s, µs
 	// RSSPerStream by stream count (KiB).
 	RSSPerStream map[int]float64
 }
@@ -219,6 +228,7 @@ func (r *report) headline() headline {
 	b.StreamRPS = roundMedian(find(headBase, wlStream.Name, headLoadLevel), pickRPS)
 	b.CPUStream = roundMedian(find(headBase, wlStream.Name, headLoadLevel), pickCPUus)
 	b.TTFB = roundMedian(find(headBase, wlStream.Name, headLoadLevel), pickTTFBms)
+	b.TTFT = roundMedian(find(headBase, wlStream.Name, headLoadLevel), pickTTFTms)
 	b.RSSPerStream = r.memPerStream(headBase)
 
 	rows := []target{*base}
@@ -238,6 +248,7 @@ func (r *report) headline() headline {
 		row.StreamRatio = pairedMedian(ts, bs, pickRPS, div)
 		row.CPUStreamRatio = pairedMedian(ts, bs, pickCPUus, div)
 		row.AddedTTFB = pairedMedian(ts, bs, pickTTFBms, minus)
+		row.AddedTTFT = pairedMedian(ts, bs, pickTTFTms, minus)
 		// the largest stream count both ran; a baseline that did not grow
 		// gives no ratio
 		mine := r.memPerStream(t.Name)
@@ -430,18 +441,18 @@ func (h headline) markdown(b *strings.Builder, loadStart, loadEnd string) {
 		b.WriteString(h.Err + "\n\n")
 		return
 	}
-	fmt.Fprintf(b, "Medians over %d round(s) of each figure's ratio to (or difference from) `reverse_proxy`'s figure of the same round (`reverse_proxy` = 1.00): every target runs in its own process for the whole run and takes each measurement right after the others, so a round's figures are seconds apart. `c=1 added p50`: median latency of a non-streamed request at c=1 minus the no-proxy (`direct`) median of the same round, in ms. `c=16 req/s` and `CPU/req`: non-streamed requests at c=16 (CPU: the proxy process's user+system time per request, /proc/<pid>/stat). `c=16 streams/s`, `CPU/stream` and `added TTFB p50`: full-speed streams at c=16, TTFB over `reverse_proxy`'s, in ms. `RSS/idle stream`: the memory case's RSS growth per open idle stream (one run, no rounds), at the largest stream count both ran cleanly (no failed stream, at least 90%% open). `-`: not measured in this run.\n\n", h.Rounds)
-	b.WriteString("| target | c=1 added p50 | c=16 req/s ÷ reverse_proxy | CPU/req ÷ reverse_proxy | c=16 streams/s ÷ reverse_proxy | CPU/stream ÷ reverse_proxy | added TTFB p50, c=16 streams | RSS/idle stream ÷ reverse_proxy |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "Medians over %d round(s) of each figure's ratio to (or difference from) `reverse_proxy`'s figure of the same round (`reverse_proxy` = 1.00): every target runs in its own process for the whole run and takes each measurement right after the others, so a round's figures are seconds apart. `c=1 added p50`: median latency of a non-streamed request at c=1 minus the no-proxy (`direct`) median of the same round, in ms. `c=16 req/s` and `CPU/req`: non-streamed requests at c=16 (CPU: the proxy process's user+system time per request, /proc/<pid>/stat). `c=16 streams/s`, `CPU/stream`, `added TTFB p50` and `added TTFT p50`: full-speed streams at c=16; TTFB (first body byte) and TTFT (first text delta event; the gateway holds a stream's preamble until its first content, so that a key failing before it is retried unseen) over `reverse_proxy`'s, in ms. `RSS/idle stream`: the memory case's RSS growth per open idle stream (one run, no rounds), at the largest stream count both ran cleanly (no failed stream, at least 90%% open). `-`: not measured in this run.\n\n", h.Rounds)
+	b.WriteString("| target | c=1 added p50 | c=16 req/s ÷ reverse_proxy | CPU/req ÷ reverse_proxy | c=16 streams/s ÷ reverse_proxy | CPU/stream ÷ reverse_proxy | added TTFB p50, c=16 streams | added TTFT p50, c=16 streams | RSS/idle stream ÷ reverse_proxy |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range h.Rows {
 		rss := fmtRatio(row.RSSRatio)
 		if row.RSSRatio.OK {
 			rss += fmt.Sprintf(" (%d)", row.RSSStreams)
 		}
-		fmt.Fprintf(b, "| %s (`%s`) | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(b, "| %s (`%s`) | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			label(row.Target), row.Target.Name, fmtMS(row.AddedP50, false),
 			fmtRatio(row.ReqRatio), fmtRatio(row.CPUReqRatio), fmtRatio(row.StreamRatio),
-			fmtRatio(row.CPUStreamRatio), fmtMS(row.AddedTTFB, true), rss)
+			fmtRatio(row.CPUStreamRatio), fmtMS(row.AddedTTFB, true), fmtMS(row.AddedTTFT, true), rss)
 	}
 	bs := h.Base
 	num := func(f figure, format string) string {
@@ -462,9 +473,9 @@ func (h headline) markdown(b *strings.Builder, loadStart, loadEnd string) {
 	if len(rss) == 0 {
 		rss = []string{"-"}
 	}
-	fmt.Fprintf(b, "\n`reverse_proxy`'s medians over rounds (for scale; each ratio above is taken per round): c=1 p50 %s (no proxy: %s); c=16 %s req/s, CPU %s µs/req; c=16 %s streams/s, CPU %s µs/stream, TTFB p50 %s; RSS per idle stream %s. Load average (1/5/15 min) %s at start, %s at end.\n\n",
+	fmt.Fprintf(b, "\n`reverse_proxy`'s medians over rounds (for scale; each ratio above is taken per round): c=1 p50 %s (no proxy: %s); c=16 %s req/s, CPU %s µs/req; c=16 %s streams/s, CPU %s µs/stream, TTFB p50 %s, TTFT p50 %s; RSS per idle stream %s. Load average (1/5/15 min) %s at start, %s at end.\n\n",
 		num(bs.P50, "%.3f ms"), num(bs.DirectP50, "%.3f ms"), num(bs.RPS, "%.0f"), num(bs.CPUReq, "%.0f"),
-		num(bs.StreamRPS, "%.0f"), num(bs.CPUStream, "%.0f"), num(bs.TTFB, "%.3f ms"), strings.Join(rss, ", "),
+		num(bs.StreamRPS, "%.0f"), num(bs.CPUStream, "%.0f"), num(bs.TTFB, "%.3f ms"), num(bs.TTFT, "%.3f ms"), strings.Join(rss, ", "),
 		orDash(loadStart), orDash(loadEnd))
 
 	vs := h.verdicts()

@@ -55,6 +55,7 @@ func (s runSpec) Level() string {
 type probe struct {
 	mu     sync.Mutex
 	ttfb   []time.Duration
+	ttft   []time.Duration
 	gaps   []time.Duration
 	events int
 	// arrivals of text delta n of request id (unix ns), for requests
@@ -90,6 +91,7 @@ type probeBody struct {
 	p         *probe
 	start     time.Time
 	ttfb      time.Duration
+	ttft      time.Duration // to the end of the first text delta event
 	lastEvent time.Time
 	gaps      []time.Duration
 	events    int
@@ -137,6 +139,8 @@ func (b *probeBody) Read(buf []byte) (int, error) {
 				if b.content {
 					if b.events > 0 {
 						b.gaps = append(b.gaps, now.Sub(b.lastEvent))
+					} else {
+						b.ttft = now.Sub(b.start)
 					}
 					if b.id != "" && b.tok < 1<<16 {
 						for len(b.arrivals) <= b.tok {
@@ -173,6 +177,9 @@ func (b *probeBody) flush() {
 	if b.ttfb > 0 {
 		b.p.ttfb = append(b.p.ttfb, b.ttfb)
 	}
+	if b.ttft > 0 {
+		b.p.ttft = append(b.p.ttft, b.ttft)
+	}
 	b.p.gaps = append(b.p.gaps, b.gaps...)
 	b.p.events += b.events
 	if b.id != "" {
@@ -194,6 +201,7 @@ type measurement struct {
 	Elapsed  time.Duration
 	Lat      []time.Duration // successful requests, sorted
 	TTFB     []time.Duration // sorted
+	TTFT     []time.Duration // streams: to the first text delta event, sorted
 	Gaps     []time.Duration // sorted
 	EvLat    []time.Duration // per text delta: client arrival - mock send (paced streams), sorted
 	Events   int
@@ -314,7 +322,7 @@ func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, p
 	}
 	m.Elapsed = last.Sub(first)
 	pr.mu.Lock()
-	m.TTFB, m.Gaps, m.Events = pr.ttfb, pr.gaps, pr.events
+	m.TTFB, m.TTFT, m.Gaps, m.Events = pr.ttfb, pr.ttft, pr.gaps, pr.events
 	arrivals := pr.arrivals
 	pr.mu.Unlock()
 	if stamped {
@@ -338,7 +346,7 @@ func attack(ctx context.Context, t target, base string, spec runSpec, reqSize, p
 
 // sortSamples sorts the sample slices for percentiles.
 func (m *measurement) sortSamples() {
-	for _, s := range [][]time.Duration{m.Lat, m.TTFB, m.Gaps, m.EvLat} {
+	for _, s := range [][]time.Duration{m.Lat, m.TTFB, m.TTFT, m.Gaps, m.EvLat} {
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	}
 }
@@ -354,6 +362,7 @@ func (m *measurement) merge(o *measurement) {
 	m.Elapsed += o.Elapsed
 	m.Lat = append(m.Lat, o.Lat...)
 	m.TTFB = append(m.TTFB, o.TTFB...)
+	m.TTFT = append(m.TTFT, o.TTFT...)
 	m.Gaps = append(m.Gaps, o.Gaps...)
 	m.EvLat = append(m.EvLat, o.EvLat...)
 	m.Events += o.Events

@@ -118,7 +118,7 @@ func (r *report) Markdown() string {
 	for _, t := range in.Targets {
 		fmt.Fprintf(&b, "- `%s`: %s\n", t.Name, t.Desc)
 	}
-	b.WriteString("\nColumns: latencies are per request (whole body read), in µs; `+p50` is the added median latency over (a) at the same load; `÷ (b)` is the throughput as a fraction of `reverse_proxy`'s; CPU is the proxy process's user+system seconds per 1 000 requests (from /proc/<pid>/stat); syscalls/req its read and write system calls per request (syscr + syscw of /proc/<pid>/io, every socket read and write of both its connections included); RSS is its peak resident set (VmHWM) so far in that process. Streams: TTFB is the time to the first body byte, `gap p99` the 99th percentile of the delay between consecutive text-delta events as the client sees them (events without text, which differ between dialects, are not counted). Paced streams also give each text event's latency from the moment the mock flushed it to its arrival at the client (`event lat`; the request carries an X-Request-Id and the mock notes its send times), which does not include the mock's pacing jitter; `+` columns are over (a).\n\n")
+	b.WriteString("\nColumns: latencies are per request (whole body read), in µs; `+p50` is the added median latency over (a) at the same load; `÷ (b)` is the throughput as a fraction of `reverse_proxy`'s; CPU is the proxy process's user+system seconds per 1 000 requests (from /proc/<pid>/stat); syscalls/req its read and write system calls per request (syscr + syscw of /proc/<pid>/io, every socket read and write of both its connections included); RSS is its peak resident set (VmHWM) so far in that process. Streams: TTFB is the time to the first body byte, TTFT to the end of the first event that carries generated text (the gateway holds a stream's preamble, such as Chat's role chunk or Anthropic's message_start, until its first content, so its first byte comes with its first text), `gap p99` the 99th percentile of the delay between consecutive text-delta events as the client sees them (events without text, which differ between dialects, are not counted). Paced streams also give each text event's latency from the moment the mock flushed it to its arrival at the client (`event lat`; the request carries an X-Request-Id and the mock notes its send times), which does not include the mock's pacing jitter; `+` columns are over (a).\n\n")
 
 	sections := []struct {
 		wl, title string
@@ -141,11 +141,11 @@ func (r *report) Markdown() string {
 		stream := rows[0].Spec.W.Stream
 		paced := sec.wl == wlPaced.Name
 		if paced {
-			b.WriteString("| load | target | streams/s | p50 | p99 | TTFB p50 | +TTFB p50 | gap p50 | gap p99 | +gap p99 | event lat p50 | event lat p99 | +event lat p50 | +event lat p99 | CPU s/1k | syscalls/req | RSS MiB | errors |\n")
-			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+			b.WriteString("| load | target | streams/s | p50 | p99 | TTFB p50 | +TTFB p50 | TTFT p50 | +TTFT p50 | gap p50 | gap p99 | +gap p99 | event lat p50 | event lat p99 | +event lat p50 | +event lat p99 | CPU s/1k | syscalls/req | RSS MiB | errors |\n")
+			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 		} else if stream {
-			b.WriteString("| load | target | streams/s | p50 | p99 | TTFB p50 | +TTFB p50 | gap p50 | gap p99 | +gap p99 | ÷ (b) | CPU s/1k | syscalls/req | RSS MiB | errors |\n")
-			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+			b.WriteString("| load | target | streams/s | p50 | p99 | TTFB p50 | +TTFB p50 | TTFT p50 | +TTFT p50 | gap p50 | gap p99 | +gap p99 | ÷ (b) | CPU s/1k | syscalls/req | RSS MiB | errors |\n")
+			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 		} else {
 			b.WriteString("| load | target | req/s | p50 | p90 | p99 | max | +p50 | ÷ (b) | CPU s/1k | syscalls/req | RSS MiB | errors |\n")
 			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
@@ -167,21 +167,22 @@ func (r *report) Markdown() string {
 				return signedUS(f(m) - f(base))
 			}
 			p50 := func(x *measurement) time.Duration { return pct(x.Lat, 50) }
+			ttft := func(x *measurement) time.Duration { return pct(x.TTFT, 50) }
 			if paced {
 				ttfb := func(x *measurement) time.Duration { return pct(x.TTFB, 50) }
 				gap99 := func(x *measurement) time.Duration { return pct(x.Gaps, 99) }
 				ev50 := func(x *measurement) time.Duration { return pct(x.EvLat, 50) }
 				ev99 := func(x *measurement) time.Duration { return pct(x.EvLat, 99) }
-				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 					m.Spec.Level(), m.Target, m.RPS(), us(p50(m)), us(pct(m.Lat, 99)),
-					us(ttfb(m)), add(ttfb), us(pct(m.Gaps, 50)), us(gap99(m)), add(gap99),
+					us(ttfb(m)), add(ttfb), us(ttft(m)), add(ttft), us(pct(m.Gaps, 50)), us(gap99(m)), add(gap99),
 					us(ev50(m)), us(ev99(m)), add(ev50), add(ev99), m.cpuPer1k(), m.sysPerReq(), m.rss(), m.errs())
 			} else if stream {
 				ttfb := func(x *measurement) time.Duration { return pct(x.TTFB, 50) }
 				gap99 := func(x *measurement) time.Duration { return pct(x.Gaps, 99) }
-				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 					m.Spec.Level(), m.Target, m.RPS(), us(p50(m)), us(pct(m.Lat, 99)),
-					us(ttfb(m)), add(ttfb), us(pct(m.Gaps, 50)), us(gap99(m)), add(gap99),
+					us(ttfb(m)), add(ttfb), us(ttft(m)), add(ttft), us(pct(m.Gaps, 50)), us(gap99(m)), add(gap99),
 					ratio, m.cpuPer1k(), m.sysPerReq(), m.rss(), m.errs())
 			} else {
 				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",

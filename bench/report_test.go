@@ -29,13 +29,14 @@ func jsonC1(p50ms ...float64) []roundFigures {
 }
 
 // load gives rounds of req/s and CPU per request (µs), with TTFB p50 (ms)
-// when ttfb is not nil.
+// when ttfb is not nil, and TTFT p50 1 ms after it.
 func load(rps []float64, cpuUS []float64, ttfb []float64) []roundFigures {
 	var out []roundFigures
 	for i := range rps {
 		f := roundFigures{RPS: rps[i], P50: time.Millisecond, CPUPerReq: usd(cpuUS[i]), HasCPU: true}
 		if ttfb != nil {
 			f.TTFB50, f.HasTTFB = ms(ttfb[i]), true
+			f.TTFT50, f.HasTTFT = ms(ttfb[i]+1), true
 		}
 		out = append(out, f)
 	}
@@ -270,12 +271,12 @@ func TestHeadlineMarkdown(t *testing.T) {
 	md := synthReport().Markdown()
 	for _, want := range []string{
 		"- load average (1/5/15 min, /proc/loadavg): 7.10 6.90 6.80 at start, 7.30 7.00 6.85 at end\n",
-		"| target | c=1 added p50 | c=16 req/s ÷ reverse_proxy | CPU/req ÷ reverse_proxy | c=16 streams/s ÷ reverse_proxy | CPU/stream ÷ reverse_proxy | added TTFB p50, c=16 streams | RSS/idle stream ÷ reverse_proxy |\n",
-		"| Caddy reverse_proxy (`reverse_proxy`) | 0.215 ms | 1.00 | 1.00 | 1.00 | 1.00 | +0.000 ms | 1.00 (10000) |\n",
-		"| llm_gateway passthrough (`gw-pass`) | 0.238 ms | 0.91 | 1.27 | 0.69 | 1.64 | +0.150 ms | 0.90 (10000) |\n",
-		"| llm_gateway passthrough, state redis (`gw-redis`) | - | - | - | - | - | - | - |\n",
-		"| llm_gateway Anthropic in, OpenAI up (`gw-a2o`) | - | 0.85 | 1.51 | 0.85 | 1.35 | +1.000 ms | - |\n",
-		"c=1 p50 0.715 ms (no proxy: 0.500 ms); c=16 2100 req/s, CPU 200 µs/req; c=16 600 streams/s, CPU 510 µs/stream, TTFB p50 11.000 ms; RSS per idle stream 40.0 KiB at 1000 streams, 30.0 KiB at 10000 streams.",
+		"| target | c=1 added p50 | c=16 req/s ÷ reverse_proxy | CPU/req ÷ reverse_proxy | c=16 streams/s ÷ reverse_proxy | CPU/stream ÷ reverse_proxy | added TTFB p50, c=16 streams | added TTFT p50, c=16 streams | RSS/idle stream ÷ reverse_proxy |\n",
+		"| Caddy reverse_proxy (`reverse_proxy`) | 0.215 ms | 1.00 | 1.00 | 1.00 | 1.00 | +0.000 ms | +0.000 ms | 1.00 (10000) |\n",
+		"| llm_gateway passthrough (`gw-pass`) | 0.238 ms | 0.91 | 1.27 | 0.69 | 1.64 | +0.150 ms | +0.150 ms | 0.90 (10000) |\n",
+		"| llm_gateway passthrough, state redis (`gw-redis`) | - | - | - | - | - | - | - | - |\n",
+		"| llm_gateway Anthropic in, OpenAI up (`gw-a2o`) | - | 0.85 | 1.51 | 0.85 | 1.35 | +1.000 ms | +1.000 ms | - |\n",
+		"c=1 p50 0.715 ms (no proxy: 0.500 ms); c=16 2100 req/s, CPU 200 µs/req; c=16 600 streams/s, CPU 510 µs/stream, TTFB p50 11.000 ms, TTFT p50 12.000 ms; RSS per idle stream 40.0 KiB at 1000 streams, 30.0 KiB at 10000 streams.",
 		"Medians over 3 round(s)",
 		"| target | kind | figure | measured | rounds: lowest … highest | target | verdict |\n",
 		"| `gw-pass` | passthrough | c=16 streams/s ÷ reverse_proxy | 0.69 | 0.69 … 42.00 | ≥ 0.95 | **missed** by 0.26 |\n",
