@@ -803,7 +803,7 @@ func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
 	if !c.IsObject() {
 		return nil, &Error{Class: ErrAPI, Message: msgMalformedChoice}
 	}
-	var fr, m gjson.Result
+	var fr, m, sr gjson.Result
 	{
 		c.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
@@ -814,6 +814,10 @@ func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
 			case "message":
 				if !m.Exists() {
 					m = v
+				}
+			case "stop_reason":
+				if !sr.Exists() {
+					sr = v
 				}
 			}
 			return true
@@ -855,6 +859,7 @@ func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
 	if refused && resp.stop == stopEndTurn {
 		resp.stop = stopRefusal
 	}
+	resp.stop, resp.stopSeq = chatStopSequence(fr.String(), sr, resp.stop)
 	if u := a.usage; u.IsObject() {
 		resp.usage = chatUsage(u)
 	}
@@ -917,6 +922,20 @@ func stopFromChat(fr string) string {
 		return stopPauseTurn
 	}
 	return stopEndTurn
+}
+
+// chatStopSequence reads the stop string vLLM's OpenAI-compatible server
+// names in a choice's "stop_reason" when finish_reason is "stop" because a
+// caller's stop string matched (an integer there is a stop token id; null,
+// a natural end): that stop is canonical stop_sequence with the matched
+// string, as Anthropic reports it (stop_reason "stop_sequence",
+// stop_sequence "<the string>"). Otherwise stop is returned unchanged with
+// no sequence.
+func chatStopSequence(fr string, stopReason gjson.Result, stop string) (string, string) {
+	if fr == "stop" && stop == stopEndTurn && stopReason.Type == gjson.String && stopReason.Str != "" {
+		return stopSequence, stopReason.Str
+	}
+	return stop, ""
 }
 
 // chatFinish maps a canonical stop reason to an OpenAI finish_reason

@@ -117,7 +117,8 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 			if d.refusal && stop == stopEndTurn {
 				stop = stopRefusal
 			}
-			cs.finish(stop, "")
+			stop, seq := chatStopSequence(fr.Str, d.chc.get("stop_reason"), stop)
+			cs.finish(stop, seq)
 		}
 		return true
 	})
