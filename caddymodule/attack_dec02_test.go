@@ -1,0 +1,426 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// dec02Upstream is a hostile upstream that answers each API key (Bearer
+// or x-api-key) with the status, content type and body the test sets for
+// it; "{KEY}" in a body is replaced by the key presented (a careless
+// relay that echoes it). A stream is written at once and flushed.
+type dec02Upstream struct {
+	mu   sync.Mutex
+	ans  map[string]dec02Answer
+	seen map[string]int // requests per key
+}
+
+// dec02Answer is what one key answers.
+type dec02Answer struct {
+	status int
+	sse    bool
+	body   string
+}
+
+func (u *dec02Upstream) set(key string, a dec02Answer) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ans == nil {
+		u.ans, u.seen = map[string]dec02Answer{}, map[string]int{}
+	}
+	u.ans[key] = a
+}
+
+func (u *dec02Upstream) count(key string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.seen[key]
+}
+
+func (u *dec02Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if key == "" {
+		key = r.Header.Get("X-Api-Key")
+	}
+	u.mu.Lock()
+	a, ok := u.ans[key]
+	if u.seen != nil {
+		u.seen[key]++
+	}
+	u.mu.Unlock()
+	if !ok {
+		w.WriteHeader(500)
+		return
+	}
+	if a.sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	if a.status == 0 {
+		a.status = 200
+	}
+	w.WriteHeader(a.status)
+	_, _ = io.WriteString(w, strings.ReplaceAll(a.body, "{KEY}", key))
+	w.(http.Flusher).Flush()
+}
+
+// dec02Gateway starts a hostile upstream and a gateway with three pools
+// of two keys each, by priority: "dc" (model x-chat, OpenAI Chat keys
+// dc-key-a-…, dc-key-b-…), "da" (x-anth, Anthropic) and "dr" (x-resp,
+// Responses). Key ids are <pool>a and <pool>b.
+func dec02Gateway(t *testing.T) (*dec02Upstream, string) {
+	t.Helper()
+	u := &dec02Upstream{}
+	up := httptest.NewServer(u)
+	t.Cleanup(up.Close)
+	pool := func(name, model, dialect string) string {
+		s := "\t\tpool " + name + " {\n\t\t\tmodels " + model + "\n\t\t\tstrategy priority\n\t\t\taffinity off\n\t\t\trequest_timeout 10s\n"
+		for i, ab := range []string{"a", "b"} {
+			s += "\t\t\tkey " + dec02Key(name, ab) + " " + up.URL + "/v1 {\n\t\t\t\tid " + name + ab + "\n\t\t\t\tdialect " + dialect +
+				"\n\t\t\t\tpriority " + fmt.Sprint(i+1) + "\n\t\t\t}\n"
+		}
+		return s + "\t\t}\n"
+	}
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
+		pool("dc", "x-chat", "openai")+pool("da", "x-anth", "anthropic")+pool("dr", "x-resp", "responses")+"\t}\n")
+	return u, gw
+}
+
+// dec02Key is the secret of key ab ("a" or "b") of pool.
+func dec02Key(pool, ab string) string {
+	return pool + "-key-" + ab + "-7f3e9a1c5b2d4e6f8a0b"
+}
+
+// dec02Pools maps an upstream dialect to its pool and model.
+var dec02Pools = []struct{ up, pool, model string }{
+	{"chat", "dc", "x-chat"},
+	{"anthropic", "da", "x-anth"},
+	{"responses", "dr", "x-resp"},
+}
+
+// Upstream streams of each dialect, for model x-<dialect> as the pools name it.
+const (
+	d2ChatRole  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x-chat","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n"
+	d2ChatText  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x-chat","choices":[{"index":0,"delta":{"content":"Paris"},"finish_reason":null}]}` + "\n\n"
+	d2ChatStop  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x-chat","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+	d2ChatUsage = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x-chat","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}` + "\n\n"
+	d2ChatDone  = "data: [DONE]\n\n"
+
+	d2AnStart = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x-anth\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+	d2AnPing  = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+	d2AnText  = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Paris\"}}\n\n"
+	d2AnStop = "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+
+	d2RsCreated    = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"in_progress\",\"model\":\"x-resp\",\"output\":[]}}\n\n"
+	d2RsInProgress = "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"in_progress\",\"model\":\"x-resp\",\"output\":[]}}\n\n"
+	d2RsItem       = "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":2,\"output_index\":0,\"item\":{\"id\":\"m1\",\"type\":\"message\",\"status\":\"in_progress\",\"content\":[],\"role\":\"assistant\"}}\n\n" +
+		"event: response.content_part.added\ndata: {\"type\":\"response.content_part.added\",\"sequence_number\":3,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],\"text\":\"\"}}\n\n"
+	d2RsDelta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":4,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Paris\"}\n\n"
+	d2RsDone  = "event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\",\"sequence_number\":5,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"text\":\"Paris\"}\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":6,\"output_index\":0,\"item\":{\"id\":\"m1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"Paris\"}]}}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":7,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"completed\",\"model\":\"x-resp\",\"output\":[{\"id\":\"m1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"Paris\"}]}],\"usage\":{\"input_tokens\":3,\"output_tokens\":1,\"total_tokens\":4}}}\n\n"
+)
+
+// d2Good is a whole, healthy stream of each upstream dialect.
+var d2Good = map[string]string{
+	"chat":      d2ChatRole + d2ChatText + d2ChatStop + d2ChatUsage + d2ChatDone,
+	"anthropic": d2AnStart + d2AnPing + d2AnText + d2AnStop,
+	"responses": d2RsCreated + d2RsInProgress + d2RsItem + d2RsDelta + d2RsDone,
+}
+
+// d2Client returns the path, body and headers of a request of client
+// dialect for model.
+func d2Client(client, model string, stream bool) (string, []byte, []string) {
+	path, body, hdr := sessionClientBody(client, model, stream)
+	return path, []byte(body), hdr
+}
+
+// d2Text is the answer's text as the client dialect carries it, streamed
+// or whole.
+func d2Text(client string, b []byte, stream bool) string {
+	if !stream {
+		switch client {
+		case "chat":
+			return gjson.GetBytes(b, "choices.0.message.content").Str
+		case "messages":
+			return gjson.GetBytes(b, "content.0.text").Str
+		}
+		return gjson.GetBytes(b, `output.#(type=="message").content.0.text`).Str
+	}
+	var s strings.Builder
+	for _, e := range sseEvents(b) {
+		switch client {
+		case "chat":
+			s.WriteString(gjson.GetBytes(e.Data, "choices.0.delta.content").Str)
+		case "messages":
+			s.WriteString(gjson.GetBytes(e.Data, "delta.text").Str)
+		default:
+			if gjson.GetBytes(e.Data, "type").Str == "response.output_text.delta" {
+				s.WriteString(gjson.GetBytes(e.Data, "delta").Str)
+			}
+		}
+	}
+	return s.String()
+}
+
+// TestAttackDec02PassthroughPreambleBytes: the commit point holds a
+// passthrough stream's preamble (Chat's role chunk and the comments
+// OpenRouter sends while it waits, Anthropic's message_start and ping,
+// Responses' response.created and response.in_progress) until the first
+// content. What the client gets is still the upstream's stream byte for
+// byte: comments, id and retry lines, CRLF line ends and odd spacing
+// after "data:" included.
+func TestAttackDec02PassthroughPreambleBytes(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	cases := []struct{ name, up, body string }{
+		{"chat comments before the role", "chat", ": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n" + d2Good["chat"]},
+		{"chat comments after the role", "chat", d2ChatRole + ": keep-alive\n\n" + d2ChatText + d2ChatStop + d2ChatDone},
+		{"chat CRLF", "chat", crlf(d2Good["chat"])},
+		{"chat id and retry lines", "chat", "retry: 3000\n\nid: 1\n" + d2ChatRole + "id: 2\n" + d2ChatText + d2ChatStop + d2ChatDone},
+		{"chat no space after data", "chat", strings.ReplaceAll(d2Good["chat"], "data: ", "data:")},
+		{"anthropic ping and comment", "anthropic", d2AnStart + ": hi\n\n" + d2AnPing + d2AnPing + d2AnText + d2AnStop},
+		{"anthropic CRLF", "anthropic", crlf(d2Good["anthropic"])},
+		{"responses preamble", "responses", d2Good["responses"]},
+		{"responses CRLF and comment", "responses", crlf(": x\n\n" + d2Good["responses"])},
+	}
+	client := map[string]string{"chat": "chat", "anthropic": "messages", "responses": "responses"}
+	for _, c := range cases {
+		var pool, model string
+		for _, p := range dec02Pools {
+			if p.up == c.up {
+				pool, model = p.pool, p.model
+			}
+		}
+		u.set(dec02Key(pool, "a"), dec02Answer{sse: true, body: c.body})
+		path, body, hdr := d2Client(client[c.up], model, true)
+		resp, b := post(t, gw+path, body, hdr...)
+		// the usage chunk the gateway asked for (stream_options) and the
+		// client did not is not the client's
+		want := c.body
+		for _, u := range []string{d2ChatUsage, crlf(d2ChatUsage), strings.ReplaceAll(d2ChatUsage, "data: ", "data:")} {
+			want = strings.Replace(want, u, "", 1)
+		}
+		if resp.StatusCode != 200 || string(b) != want {
+			t.Errorf("%s: %d, the client got\n%q\nthe upstream sent\n%q", c.name, resp.StatusCode, b, want)
+		}
+	}
+}
+
+// d2Clients are the client dialects, by the name sessionClientBody takes.
+var d2Clients = []string{"chat", "messages", "responses"}
+
+// d2Preambles counts the preambles (Chat's role chunk, message_start,
+// response.created) in a client's stream.
+func d2Preambles(client string, b []byte) int {
+	n := 0
+	for _, e := range sseEvents(b) {
+		switch client {
+		case "chat":
+			if gjson.GetBytes(e.Data, "choices.0.delta.role").Exists() {
+				n++
+			}
+		case "messages":
+			if gjson.GetBytes(e.Data, "type").Str == "message_start" {
+				n++
+			}
+		default:
+			if gjson.GetBytes(e.Data, "type").Str == "response.created" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// d2Clean reports whether a client's stream ended as a whole answer.
+func d2Clean(client string, b []byte) bool {
+	switch client {
+	case "chat":
+		return strings.HasSuffix(string(b), "data: [DONE]\n\n") && !strings.Contains(string(b), `"error"`)
+	case "messages":
+		return strings.Contains(string(b), "event: message_stop") && !strings.Contains(string(b), "event: error")
+	}
+	return strings.Contains(string(b), "event: response.completed") && !strings.Contains(string(b), "event: error")
+}
+
+// TestAttackDec02PreambleThenFailure: the first key of each upstream
+// dialect sends its stream's preamble and then fails before any content
+// (an in-band server error, the connection closed, comments or pings and
+// then the end, a response.failed); the second key answers. Held at the
+// commit point, the failed preamble never reaches the client: every
+// client dialect, streamed or not, gets the second key's whole answer
+// with one preamble, and the request log records a success. (A
+// stream commits at an empty content_block_start, or a passthrough at an
+// output_item.added, which HoldPreamble counts as content: a stream cut
+// right after it is the client's failure in its dialect.)
+func TestAttackDec02PreambleThenFailure(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	fails := map[string][]string{
+		"chat": {
+			d2ChatRole + `data: {"error":{"message":"boom","type":"server_error","code":"server_error"}}` + "\n\n",
+			d2ChatRole,
+			d2ChatRole + ": keep-alive\n\n: keep-alive\n\n",
+			d2ChatRole + `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x-chat","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}` + "\n\n",
+		},
+		"anthropic": {
+			d2AnStart + d2AnPing + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+			d2AnStart + d2AnPing,
+			d2AnStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+		},
+		"responses": {
+			d2RsCreated + d2RsInProgress + "event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\",\"message\":\"boom\",\"param\":null}\n\n",
+			d2RsCreated + d2RsInProgress + "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"failed\",\"model\":\"x-resp\",\"output\":[],\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n",
+			d2RsCreated + d2RsInProgress + d2RsItem,
+		},
+	}
+	for _, p := range dec02Pools {
+		u.set(dec02Key(p.pool, "b"), dec02Answer{sse: true, body: d2Good[p.up]})
+		for i, fail := range fails[p.up] {
+			u.set(dec02Key(p.pool, "a"), dec02Answer{sse: true, body: fail})
+			for _, client := range d2Clients {
+				for _, stream := range []bool{true} { // the upstream streams: a streamed request
+					poolFor(t, p.pool).ClearCooldown("")
+					path, body, hdr := d2Client(client, p.model, stream)
+					seq := recentSeq()
+					resp, b := post(t, gw+path, body, hdr...)
+					name := fmt.Sprintf("%s upstream, failure %d, %s client, stream %v", p.up, i, client, stream)
+					if i == 2 && (p.up == "anthropic" && client != "chat" || p.up == "responses" && client == "responses") {
+						// a passthrough commits at an empty content_block_start or
+						// output_item.added (content, per HoldPreamble): the cut
+						// stream is then the client's failure, never a success
+						if why := sessionClientFailed(client, resp.StatusCode, b, stream); why != "" {
+							t.Errorf("%s: %s: %d %.800s", name, why, resp.StatusCode, b)
+						}
+						continue
+					}
+					if resp.StatusCode != 200 || d2Text(client, b, stream) != "Paris" || resp.Header.Get("X-Routed-Via") != p.pool+"/"+p.pool+"b" {
+						t.Errorf("%s: %d via %q\n%.800s", name, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+						continue
+					}
+					if stream && (d2Preambles(client, b) != 1 || !d2Clean(client, b)) {
+						t.Errorf("%s: %d preambles, clean %v\n%.1500s", name, d2Preambles(client, b), d2Clean(client, b), b)
+					}
+					if rr := recentAfter(t, seq); rr.Status != 200 || stream && rr.StreamOutcome != streamComplete {
+						t.Errorf("%s: logged %d %q %q", name, rr.Status, rr.StreamOutcome, attemptOutcomes(rr))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttackDec02InBandClientErrorBeforeContent: an upstream that opens
+// its stream and then refuses the request in-band, before any content,
+// for what the request is (Chat's context_length_exceeded, Anthropic's
+// "prompt is too long" invalid_request_error, a Responses error event or
+// response.failed with context_length_exceeded): the refusal is the
+// client's, not the key's. The client gets it as an error status in its
+// dialect (nothing was committed), no key is cooled or counts a failure,
+// and the request is not tried on the pool's other key, which would say
+// the same.
+func TestAttackDec02InBandClientErrorBeforeContent(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	const ctxMsg = "This model's maximum context length is 128000 tokens. However, your messages resulted in 250000 tokens."
+	refusals := map[string][]string{
+		"chat": {
+			d2ChatRole + `data: {"error":{"message":"` + ctxMsg + `","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}` + "\n\n",
+		},
+		"anthropic": {
+			d2AnStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n",
+		},
+		"responses": {
+			d2RsCreated + "event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":\"context_length_exceeded\",\"message\":\"" + ctxMsg + "\",\"param\":\"input\"}\n\n",
+			d2RsCreated + "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"failed\",\"model\":\"x-resp\",\"output\":[],\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"" + ctxMsg + "\"}}}\n\n",
+		},
+	}
+	for _, p := range dec02Pools {
+		u.set(dec02Key(p.pool, "b"), dec02Answer{sse: true, body: d2Good[p.up]})
+		for i, refusal := range refusals[p.up] {
+			u.set(dec02Key(p.pool, "a"), dec02Answer{sse: true, body: refusal})
+			for _, client := range d2Clients {
+				for _, stream := range []bool{true} { // the upstream streams: a streamed request
+					askedB := u.count(dec02Key(p.pool, "b"))
+					path, body, hdr := d2Client(client, p.model, stream)
+					resp, b := post(t, gw+path, body, hdr...)
+					name := fmt.Sprintf("%s upstream, refusal %d, %s client, stream %v", p.up, i, client, stream)
+					if resp.StatusCode < 400 || resp.StatusCode >= 500 || sessionClientFailed(client, resp.StatusCode, b, stream) != "" {
+						t.Errorf("%s: %d %.600s", name, resp.StatusCode, b)
+					}
+					if n := u.count(dec02Key(p.pool, "b")) - askedB; n != 0 {
+						t.Errorf("%s: the other key was asked %d times", name, n)
+					}
+					keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
+				}
+			}
+		}
+	}
+}
+
+// TestAttackDec02KeyEchoedInBand: an upstream (a careless relay) that
+// echoes the key it was sent inside what it streams: an in-band error
+// after content, an in-band error before content, a 200 error object.
+// No client dialect's answer, and not the request log, shows the key.
+func TestAttackDec02KeyEchoedInBand(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	chatErr := `data: {"error":{"message":"Incorrect API key provided: {KEY}","type":"server_error","code":"server_error"}}` + "\n\n"
+	anErr := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"key {KEY} failed\"}}\n\n"
+	rsErr := "event: error\ndata: {\"type\":\"error\",\"sequence_number\":9,\"code\":\"server_error\",\"message\":\"key {KEY} failed\",\"param\":null}\n\n"
+	echoes := map[string][]dec02Answer{
+		"chat": {
+			{sse: true, body: d2ChatRole + d2ChatText + chatErr},
+			{sse: true, body: d2ChatRole + chatErr},
+			{body: `{"error":{"message":"Incorrect API key provided: {KEY}","type":"server_error"}}`},
+		},
+		"anthropic": {
+			{sse: true, body: d2AnStart + d2AnText + anErr},
+			{sse: true, body: d2AnStart + anErr},
+			{body: `{"type":"error","error":{"type":"api_error","message":"key {KEY} failed"}}`},
+		},
+		"responses": {
+			{sse: true, body: d2RsCreated + d2RsItem + d2RsDelta + rsErr},
+			{sse: true, body: d2RsCreated + rsErr},
+			{body: `{"id":"resp_1","object":"response","status":"failed","model":"x-resp","output":[],"error":{"code":"server_error","message":"key {KEY} failed"}}`},
+		},
+	}
+	for _, p := range dec02Pools {
+		for i, a := range echoes[p.up] {
+			u.set(dec02Key(p.pool, "a"), a)
+			u.set(dec02Key(p.pool, "b"), a)
+			for _, client := range d2Clients {
+				poolFor(t, p.pool).ClearCooldown("")
+				path, body, hdr := d2Client(client, p.model, a.sse)
+				seq := recentSeq()
+				resp, b := post(t, gw+path, body, hdr...)
+				name := fmt.Sprintf("%s upstream, echo %d, %s client", p.up, i, client)
+				if why := sessionClientFailed(client, resp.StatusCode, b, a.sse); why != "" {
+					t.Errorf("%s: %s: %d %.600s", name, why, resp.StatusCode, b)
+				}
+				rr := recentAfter(t, seq)
+				logged, _ := json.Marshal(rr)
+				for _, ab := range []string{"a", "b"} {
+					secret := dec02Key(p.pool, ab)
+					if strings.Contains(string(b), secret) || strings.Contains(fmt.Sprint(resp.Header), secret) {
+						t.Errorf("%s: the client's answer shows key %s: %.600s", name, ab, b)
+					}
+					if strings.Contains(string(logged), secret) {
+						t.Errorf("%s: the request log shows key %s: %s", name, ab, logged)
+					}
+				}
+			}
+		}
+	}
+}
