@@ -1,14 +1,18 @@
 package caddymodule
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/llmgateway/llm_gateway/mockupstream"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -419,6 +423,128 @@ func TestAttackDec02KeyEchoedInBand(t *testing.T) {
 					if strings.Contains(string(logged), secret) {
 						t.Errorf("%s: the request log shows key %s: %s", name, ab, logged)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttackDec02RepeatedMemberWhole: a key whose whole answer repeats a
+// member it is read by ({"choices":[<answer>],"choices":[]}, a content
+// then an empty one, status completed then failed) would reach a
+// passthrough client as a 200 its JSON reader takes as empty or failed.
+// It is the key's failure: the next key answers; with both keys so, the
+// client gets a failure in its dialect.
+func TestAttackDec02RepeatedMemberWhole(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	good := map[string]string{
+		"chat":      `{"id":"c","object":"chat.completion","created":1,"model":"x-chat","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}]}`,
+		"anthropic": `{"id":"m","type":"message","role":"assistant","model":"x-anth","content":[{"type":"text","text":"Paris"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`,
+		"responses": `{"id":"r","object":"response","status":"completed","model":"x-resp","output":[{"type":"message","id":"m1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Paris","annotations":[]}]}]}`,
+	}
+	twice := map[string]string{
+		"chat":      strings.TrimSuffix(good["chat"], "}") + `,"choices":[]}`,
+		"anthropic": strings.TrimSuffix(good["anthropic"], "}") + `,"content":[]}`,
+		"responses": strings.TrimSuffix(good["responses"], "}") + `,"status":"failed"}`,
+	}
+	client := map[string]string{"chat": "chat", "anthropic": "messages", "responses": "responses"}
+	for _, p := range dec02Pools {
+		poolFor(t, p.pool).ClearCooldown("")
+		u.set(dec02Key(p.pool, "a"), dec02Answer{body: twice[p.up]})
+		u.set(dec02Key(p.pool, "b"), dec02Answer{body: good[p.up]})
+		path, body, hdr := d2Client(client[p.up], p.model, false)
+		resp, b := post(t, gw+path, body, hdr...)
+		if resp.StatusCode != 200 || string(b) != good[p.up] || resp.Header.Get("X-Routed-Via") != p.pool+"/"+p.pool+"b" {
+			t.Errorf("%s: %d via %q %s", p.up, resp.StatusCode, resp.Header.Get("X-Routed-Via"), b)
+		}
+		poolFor(t, p.pool).ClearCooldown("")
+		u.set(dec02Key(p.pool, "b"), dec02Answer{body: twice[p.up]})
+		resp, b = post(t, gw+path, body, hdr...)
+		if why := sessionClientFailed(client[p.up], resp.StatusCode, b, false); why != "" || resp.StatusCode < 500 {
+			t.Errorf("%s, both keys: %s: %d %s", p.up, why, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestAttackDec02ClientLeavesWhilePreambleHeld: the upstream sends its
+// stream's preamble (message_start, Chat's role chunk) and then nothing;
+// the gateway holds the preamble (no content yet), so the client has no
+// response at all, and it leaves after 300 ms. Its leaving is not the
+// key's: no key is cooled or counts a failure, the request is not tried
+// on the other key, the upstream's stream is closed, and the request log
+// says the client went away (499).
+func TestAttackDec02ClientLeavesWhilePreambleHeld(t *testing.T) {
+	m, gw := streamPair(t)
+	hold := mockupstream.KeyBehavior{StreamHold: true}
+	m.SetKey("an-1", hold)
+	m.SetKey("oa-1", hold)
+	for _, c := range []struct{ model, first, second, pool string }{
+		{"claude-x", "an-1", "an-2", "an"},
+		{"gpt-x", "oa-1", "oa-2", "oa"},
+	} {
+		for _, client := range d2Clients {
+			path, body, _ := d2Client(client, c.model, true)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+path, bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+gatewayKey)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			before1, before2 := m.Stats(c.first), m.Stats(c.second)
+			seq := recentSeq()
+			resp, err := http.DefaultClient.Do(req)
+			cancel()
+			if err == nil {
+				// the mock's Anthropic stream opens a content block
+				// before it holds: content, the stream is committed
+				_, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if c.pool != "an" || client == "chat" {
+					t.Errorf("%s, %s client: answered while the upstream sent only its preamble: %d", c.model, client, resp.StatusCode)
+				}
+			}
+			rr := recentAfter(t, seq)
+			if rr.Status != 499 {
+				t.Errorf("%s, %s client: logged %d %q %q", c.model, client, rr.Status, rr.StreamOutcome, attemptOutcomes(rr))
+			}
+			eventually(t, 2*time.Second, "the upstream's stream closed", func() bool {
+				return m.Stats(c.first).Canceled == before1.Canceled+1
+			})
+			if n := m.Stats(c.second).Requests - before2.Requests; n != 0 {
+				t.Errorf("%s, %s client: the other key was asked %d times after the client left", c.model, client, n)
+			}
+			keysUnblamed(t, "an", "a1", "a2")
+			keysUnblamed(t, "oa", "o1", "o2")
+		}
+	}
+}
+
+// TestAttackDec02UpstreamRefusesRequestShape: upstreams (or the proxies in
+// front of them) that refuse what the client sent with a status that says
+// so, in forms the gateway did not write: nginx's HTML 413, a
+// FastAPI-style 422 {"detail":[...]} (vLLM, TGI), a 400 in plain text.
+// Each client dialect, streamed or not, gets the status with an error
+// object of its dialect; no key is cooled or counts a failure.
+func TestAttackDec02UpstreamRefusesRequestShape(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	answers := []dec02Answer{
+		{status: 413, body: "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"},
+		{status: 422, body: `{"detail":[{"type":"missing","loc":["body","messages"],"msg":"Field required","input":null}]}`},
+		{status: 400, body: "Bad Request: prompt too long"},
+		{status: 400, body: `{"error":"context length exceeded"}`},
+	}
+	for _, p := range dec02Pools {
+		for i, a := range answers {
+			u.set(dec02Key(p.pool, "a"), a)
+			u.set(dec02Key(p.pool, "b"), a)
+			for _, client := range d2Clients {
+				for _, stream := range []bool{false, true} {
+					path, body, hdr := d2Client(client, p.model, stream)
+					resp, b := post(t, gw+path, body, hdr...)
+					name := fmt.Sprintf("%s upstream, answer %d, %s client, stream %v", p.up, i, client, stream)
+					if resp.StatusCode != a.status || sessionClientFailed(client, resp.StatusCode, b, stream) != "" || !gjson.ValidBytes(b) {
+						t.Errorf("%s: %d %.400s", name, resp.StatusCode, b)
+					}
+					keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
 				}
 			}
 		}

@@ -82,9 +82,27 @@ func decodeResponse(from Dialect, body []byte) (*canonResponse, *Error) {
 	return decodeAnswerOf(from, &a)
 }
 
-// TranslateResponseWith is TranslateResponse with options.
+// repeatsAnswerMember reports whether body is a JSON object that repeats
+// one of the top-level members an answer is read by (answerRoot's: error,
+// choices, content, output, status, model, usage...). No vendor sends
+// one; relayed as it is, the gateway would judge and rename the first
+// copy (gjson) while the client's JSON reader (encoding/json, JSON.parse,
+// Python's json) takes the last: {"choices":[<the answer>],"choices":[]}
+// would pass for an answer and reach the client as an empty one. A
+// passthrough answer that repeats one is the upstream's failure.
+func repeatsAnswerMember(body []byte) bool {
+	var a answerRoot
+	return answerRootOf(body, &a) && a.dup
+}
+
+// TranslateResponseWith is TranslateResponse with options. A passthrough
+// answer (from == to) that repeats a top-level member it is read by is no
+// answer (repeatsAnswerMember): an *Error of class ErrAPI.
 func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
 	if from == to {
+		if repeatsAnswerMember(body) {
+			return nil, Usage{}, &Error{Class: ErrAPI, Message: "upstream answer repeats a top-level member (choices, content, output, status, model...)"}
+		}
 		var e *Error
 		switch from {
 		case OpenAIResponses:
