@@ -427,3 +427,150 @@ func TestPeerThinkingSignatureRoundTrip(t *testing.T) {
 	}
 	wantTurn("Responses", req)
 }
+
+// higress-group/higress#4107: reasoning_effort became a fixed thinking.budget_tokens not kept below max_tokens, and Claude answered 400 "max_tokens must be greater than thinking.budget_tokens".
+func TestPeerThinkingBudgetBelowMaxTokens(t *testing.T) {
+	for _, mt := range []string{`"max_tokens":16384,`, `"max_tokens":1000,`, `"max_completion_tokens":3000,`, ``} {
+		for _, eff := range []string{"low", "medium", "high"} {
+			for _, c := range []struct {
+				from Dialect
+				body string
+			}{
+				{OpenAIChat, `{"model":"claude-sonnet-4-5",` + mt + `"reasoning_effort":"` + eff + `","messages":[{"role":"user","content":"x"}]}`},
+				{OpenAIResponses, `{"model":"claude-sonnet-4-5",` + strings.NewReplacer("max_tokens", "max_output_tokens", "max_completion_tokens", "max_output_tokens").Replace(mt) + `"reasoning":{"effort":"` + eff + `"},"input":"x"}`},
+			} {
+				out, err := TranslateRequest(c.from, AnthropicMessages, []byte(c.body), "up")
+				if err != nil {
+					t.Fatal(err)
+				}
+				budget, max := gjson.GetBytes(out, "thinking.budget_tokens").Int(), gjson.GetBytes(out, "max_tokens").Int()
+				if budget < 1024 || max <= budget {
+					t.Errorf("%s: budget_tokens %d, max_tokens %d", c.body, budget, max)
+				}
+				// never less than the client allowed
+				if asked := gjson.Get("{"+strings.TrimSuffix(mt, ",")+"}", "@values.0").Int(); max < asked {
+					t.Errorf("%s: max_tokens %d below the %d asked", c.body, max, asked)
+				}
+			}
+		}
+	}
+}
+
+// BerriAI/litellm#4687: Anthropic refuses "Requests which include tool_use or tool_result blocks must define tools" when a follow-up request carries tool history but no tools.
+func TestPeerToolHistoryWithoutTools(t *testing.T) {
+	for _, c := range []struct {
+		from Dialect
+		body string
+	}{
+		{OpenAIChat, `{"model":"claude-3-5-sonnet","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_current_weather","arguments":"{\"location\":\"Tokyo\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"10C"}]}`},
+		{OpenAIResponses, `{"model":"claude-3-5-sonnet","input":[{"role":"user","content":"weather?"},{"type":"function_call","call_id":"call_1","name":"get_current_weather","arguments":"{\"location\":\"Tokyo\"}"},{"type":"function_call_output","call_id":"call_1","output":"10C"}]}`},
+	} {
+		out, err := TranslateRequest(c.from, AnthropicMessages, []byte(c.body), "up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the tools the history names are declared, and the model may not call them now
+		if gjson.GetBytes(out, "tools.#").Int() != 1 || gjson.GetBytes(out, "tools.0.name").Str != "get_current_weather" ||
+			gjson.GetBytes(out, "tool_choice.type").Str != "none" || gjson.GetBytes(out, "messages.1.content.0.input.location").Str != "Tokyo" {
+			t.Errorf("from %s: %s", c.from, out)
+		}
+	}
+	// a request that declares its tools keeps them and its tool_choice
+	out, _ := TranslateRequest(OpenAIChat, AnthropicMessages, []byte(`{"model":"m","tools":[{"type":"function","function":{"name":"g","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"g","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"10C"}]}`), "up")
+	if gjson.GetBytes(out, "tools.#").Int() != 1 || gjson.GetBytes(out, "tool_choice").Exists() {
+		t.Errorf("declared tools: %s", out)
+	}
+}
+
+// BerriAI/litellm#13373 ("Content block not found", Claude Code's streaming fallback), diegosouzapw/OmniRoute#682 (a content_block_start per argument delta) and farion1231/cc-switch#2556 (tool_use started without input): translated Anthropic streams must be well-formed.
+func TestPeerAnthropicStreamBlocksWellFormed(t *testing.T) {
+	chat := ccChunk(`{"role":"assistant","content":null,"reasoning_content":"think"}`, "", "") +
+		ccChunk(`{"content":"Looking."}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"Glob","arguments":""}}]}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"pattern\""}}]}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":0,"function":{"arguments":":\"*.py\"}"}}]}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"Read","arguments":"{}"}}]}`, "", "") +
+		ccChunk(`{}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n"
+	resp := rsPreamble +
+		rsEv("response.output_item.added", 2, `,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}`) +
+		rsEv("response.reasoning_summary_text.delta", 3, `,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"think"`) +
+		rsEv("response.output_item.done", 4, `,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"think"}]}`) +
+		rsEv("response.output_item.added", 5, `,"output_index":1,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`) +
+		rsEv("response.output_text.delta", 6, `,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"Looking."`) +
+		rsEv("response.output_item.done", 7, `,"output_index":1,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Looking.","annotations":[]}]}`) +
+		rsEv("response.output_item.added", 8, `,"output_index":2,"item":{"id":"fc_1","type":"function_call","status":"in_progress","call_id":"call_1","name":"Glob","arguments":""}`) +
+		rsEv("response.function_call_arguments.delta", 9, `,"item_id":"fc_1","output_index":2,"delta":"{\"pattern\""`) +
+		rsEv("response.function_call_arguments.delta", 10, `,"item_id":"fc_1","output_index":2,"delta":":\"*.py\"}"`) +
+		rsEv("response.output_item.done", 11, `,"output_index":2,"item":{"id":"fc_1","type":"function_call","status":"completed","call_id":"call_1","name":"Glob","arguments":"{\"pattern\":\"*.py\"}"}`) +
+		rsEv("response.output_item.added", 12, `,"output_index":3,"item":{"id":"fc_2","type":"function_call","status":"in_progress","call_id":"call_2","name":"Read","arguments":""}`) +
+		rsEv("response.function_call_arguments.delta", 13, `,"item_id":"fc_2","output_index":3,"delta":"{}"`) +
+		rsEv("response.output_item.done", 14, `,"output_index":3,"item":{"id":"fc_2","type":"function_call","status":"completed","call_id":"call_2","name":"Read","arguments":"{}"}`) +
+		rsEv("response.completed", 15, rsDone)
+	for from, in := range map[Dialect]string{OpenAIChat: chat, OpenAIResponses: resp} {
+		out, _, err := run(t, from, AnthropicMessages, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := map[int64]bool{}
+		var starts []string
+		var next int64
+		for _, d := range sseData(out) {
+			i := d.Get("index").Int()
+			switch d.Get("type").Str {
+			case "content_block_start":
+				if i != next || open[i] {
+					t.Errorf("from %s: block %d started out of order or twice: %s", from, i, d.Raw)
+				}
+				next++
+				open[i] = true
+				b := d.Get("content_block")
+				starts = append(starts, b.Get("type").Str)
+				if b.Get("type").Str == "tool_use" && (b.Get("input").Raw != "{}" || b.Get("id").Str == "" || b.Get("name").Str == "") {
+					t.Errorf("from %s: tool_use start %s", from, b.Raw)
+				}
+			case "content_block_delta", "content_block_stop":
+				if !open[i] {
+					t.Errorf("from %s: %s for a block not open (Content block not found): %s", from, d.Get("type").Str, d.Raw)
+				}
+				if d.Get("type").Str == "content_block_stop" {
+					open[i] = false
+				}
+			case "message_delta":
+				for j, o := range open {
+					if o {
+						t.Errorf("from %s: block %d still open at message_delta", from, j)
+					}
+				}
+			}
+		}
+		if strings.Join(starts, ",") != "thinking,text,tool_use,tool_use" {
+			t.Errorf("from %s: blocks %v", from, starts)
+		}
+		s := parseOK(t, AnthropicMessages, out)
+		if s.thinking != "think" || s.text != "Looking." || len(s.tools) != 2 || s.tools[0] != (toolSum{"Glob", `{"pattern":"*.py"}`}) || s.stop != "tool" {
+			t.Errorf("from %s: %+v", from, s)
+		}
+	}
+}
+
+// router-for-me/CLIProxyAPI#736 (Responses system items left in Anthropic's messages) and anthropics/claude-code#63423 (Claude Code sending role "system" inside messages).
+func TestPeerSystemMessagesPlacement(t *testing.T) {
+	out, err := TranslateRequest(OpenAIResponses, AnthropicMessages, []byte(`{"model":"claude-sonnet-4-5","input":[{"role":"system","content":"You are helpful."},{"role":"developer","content":"Be brief."},{"role":"user","content":"Hello"}]}`), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gjson.GetBytes(out, "system.0.text").Str != "You are helpful." || gjson.GetBytes(out, "system.1.text").Str != "Be brief." ||
+		gjson.GetBytes(out, "messages.#").Int() != 1 || gjson.GetBytes(out, "messages.0.role").Str != "user" {
+		t.Errorf("Responses to Anthropic: %s", out)
+	}
+	// an Anthropic client's stray system message keeps its place and role towards OpenAI, which takes it
+	am := `{"model":"m","max_tokens":5,"system":"S","messages":[{"role":"user","content":"x"},{"role":"system","content":"late"},{"role":"user","content":"y"}]}`
+	out, err = TranslateRequest(AnthropicMessages, OpenAIChat, []byte(am), "up")
+	if err != nil || gjson.GetBytes(out, "messages.#.role").Raw != `["system","user","system","user"]` || gjson.GetBytes(out, "messages.2.content").Str != "late" {
+		t.Errorf("to Chat: %v %s", err, out)
+	}
+	out, err = TranslateRequest(AnthropicMessages, OpenAIResponses, []byte(am), "up")
+	if err != nil || gjson.GetBytes(out, "instructions").Str != "S" || gjson.GetBytes(out, "input.#.role").Raw != `["user","system","user"]` {
+		t.Errorf("to Responses: %v %s", err, out)
+	}
+}
