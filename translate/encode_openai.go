@@ -27,13 +27,14 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 	if r.maxTokens > 0 {
 		b = appendIntField(b, "max_completion_tokens", r.maxTokens)
 	}
-	if r.temperature != "" {
-		b = appendRawField(b, "temperature", r.temperature)
+	p := openAIRequestParams(r) // what a reasoning model refuses is left out
+	if p.temperature != "" {
+		b = appendRawField(b, "temperature", p.temperature)
 	}
-	if r.topP != "" {
-		b = appendRawField(b, "top_p", r.topP)
+	if p.topP != "" {
+		b = appendRawField(b, "top_p", p.topP)
 	}
-	if len(r.stop) > 0 {
+	if len(r.stop) > 0 && p.stop {
 		b = append(b, `,"stop":[`...)
 		for i, s := range r.stop {
 			if i == 4 { // OpenAI accepts at most 4 stop sequences
@@ -50,8 +51,8 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 		// longer ids (Claude Code's metadata.user_id) exceed OpenAI's limit
 		b = appendStrField(b, "user", r.user)
 	}
-	if e := chatEffort(r); e != "" {
-		b = appendStrField(b, "reasoning_effort", e)
+	if p.effort != "" {
+		b = appendStrField(b, "reasoning_effort", p.effort)
 	}
 	switch r.formatType {
 	case "json_object":
@@ -68,12 +69,13 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 
 // chatEffort returns the reasoning_effort to send, or "" when the request
 // asked for none or the upstream model is a known non-reasoning family
-// (gpt-4*, gpt-3.5*, chatgpt-*), which rejects the parameter.
+// (gpt-4*, gpt-3.5*, chatgpt-*), which rejects the parameter
+// (openAIRequestParams also leaves it out for gpt-5-chat*).
 func chatEffort(r *canonRequest) string {
 	if r.thinkingOff || r.effort == "" {
 		return ""
 	}
-	m := strings.ToLower(r.model)
+	m := baseModelID(r.model)
 	if strings.HasPrefix(m, "gpt-4") || strings.HasPrefix(m, "gpt-3") || strings.HasPrefix(m, "chatgpt-") {
 		return ""
 	}

@@ -29,7 +29,8 @@ const rsMinOutputTokens = 16
 // requested, include asks for reasoning.encrypted_content so the next turn
 // can replay it. What Responses cannot express (stop sequences, top_k,
 // Anthropic signatures, cache_control) is dropped, as
-// docs/translation-dropped-fields.md lists.
+// docs/translation-dropped-fields.md lists, and so are the sampling
+// parameters a reasoning model refuses (openAIRequestParams).
 func encodeResponsesRequest(r *canonRequest) ([]byte, error) {
 	b := make([]byte, 0, outputSize(r))
 	b = append(b, `{"model":`...)
@@ -45,16 +46,17 @@ func encodeResponsesRequest(r *canonRequest) ([]byte, error) {
 	if r.maxTokens > 0 {
 		b = appendIntField(b, "max_output_tokens", max(r.maxTokens, rsMinOutputTokens))
 	}
-	if r.temperature != "" {
-		b = appendRawField(b, "temperature", r.temperature)
+	p := openAIRequestParams(r) // what a reasoning model refuses is left out
+	if p.temperature != "" {
+		b = appendRawField(b, "temperature", p.temperature)
 	}
-	if r.topP != "" {
-		b = appendRawField(b, "top_p", r.topP)
+	if p.topP != "" {
+		b = appendRawField(b, "top_p", p.topP)
 	}
 	if r.user != "" && len(r.user) <= 64 {
 		b = appendStrField(b, "user", r.user)
 	}
-	if e := chatEffort(r); e != "" {
+	if e := p.effort; e != "" {
 		b = append(b, `,"reasoning":{"effort":`...)
 		b = appendString(b, e)
 		if e != "none" {
