@@ -717,6 +717,9 @@ func (x *exchange) build(actx context.Context, url string) (req *http.Request, r
 	} else {
 		hdr.Set("Accept", "application/json")
 	}
+	// the transport does not decompress (DisableCompression), and a request
+	// without Accept-Encoding accepts any coding (RFC 9110 12.5.3): say so
+	hdr.Set("Accept-Encoding", "identity")
 	if ua := x.r.Header.Get("User-Agent"); ua != "" {
 		hdr.Set("User-Agent", ua)
 	}
