@@ -24,7 +24,8 @@ import (
 type dec02Upstream struct {
 	mu   sync.Mutex
 	ans  map[string]dec02Answer
-	seen map[string]int // requests per key
+	seen map[string]int    // requests per key
+	last map[string][]byte // the last request body per key
 }
 
 // dec02Answer is what one key answers.
@@ -38,9 +39,15 @@ func (u *dec02Upstream) set(key string, a dec02Answer) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.ans == nil {
-		u.ans, u.seen = map[string]dec02Answer{}, map[string]int{}
+		u.ans, u.seen, u.last = map[string]dec02Answer{}, map[string]int{}, map[string][]byte{}
 	}
 	u.ans[key] = a
+}
+
+func (u *dec02Upstream) lastBody(key string) []byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.last[key]
 }
 
 func (u *dec02Upstream) count(key string) int {
@@ -50,7 +57,7 @@ func (u *dec02Upstream) count(key string) int {
 }
 
 func (u *dec02Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
+	in, _ := io.ReadAll(r.Body)
 	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if key == "" {
 		key = r.Header.Get("X-Api-Key")
@@ -59,6 +66,7 @@ func (u *dec02Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, ok := u.ans[key]
 	if u.seen != nil {
 		u.seen[key]++
+		u.last[key] = in
 	}
 	u.mu.Unlock()
 	if !ok {
@@ -547,6 +555,85 @@ func TestAttackDec02UpstreamRefusesRequestShape(t *testing.T) {
 					keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
 				}
 			}
+		}
+	}
+}
+
+// TestAttackDec02ServerStatusForClientError: an upstream that answers a
+// request too long for the model with a 5xx whose error object says so
+// in its structured code (context_length_exceeded; some OpenAI-compatible
+// servers answer 500 for it). The code is the request's: every client
+// dialect, streamed or not, gets the failure in its dialect, the pool's
+// other key is not asked, and no key is cooled or counts a failure (a
+// client must not cool every key of a pool with one long prompt).
+func TestAttackDec02ServerStatusForClientError(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	const msg = "This model's maximum context length is 8192 tokens. However, your messages resulted in 250000 tokens."
+	bodies := map[string]string{
+		"chat":      `{"error":{"message":"` + msg + `","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+		"anthropic": `{"type":"error","error":{"type":"context_length_exceeded","message":"` + msg + `"}}`,
+		"responses": `{"error":{"message":"` + msg + `","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`,
+	}
+	for _, p := range dec02Pools {
+		for _, status := range []int{500, 503} {
+			u.set(dec02Key(p.pool, "a"), dec02Answer{status: status, body: bodies[p.up]})
+			u.set(dec02Key(p.pool, "b"), dec02Answer{body: `{}`})
+			for _, client := range d2Clients {
+				for _, stream := range []bool{false, true} {
+					askedB := u.count(dec02Key(p.pool, "b"))
+					path, body, hdr := d2Client(client, p.model, stream)
+					resp, b := post(t, gw+path, body, hdr...)
+					name := fmt.Sprintf("%s upstream, %d, %s client, stream %v", p.up, status, client, stream)
+					if resp.StatusCode != status || sessionClientFailed(client, resp.StatusCode, b, stream) != "" || !strings.Contains(string(b), "maximum context length") {
+						t.Errorf("%s: %d %.400s", name, resp.StatusCode, b)
+					}
+					if n := u.count(dec02Key(p.pool, "b")) - askedB; n != 0 {
+						t.Errorf("%s: the other key was asked %d times", name, n)
+					}
+					keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
+				}
+			}
+		}
+	}
+}
+
+// d2Whole is a whole, healthy answer of each upstream dialect.
+var d2Whole = map[string]string{
+	"chat":      `{"id":"c","object":"chat.completion","created":1,"model":"x-chat","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}]}`,
+	"anthropic": `{"id":"m","type":"message","role":"assistant","model":"x-anth","content":[{"type":"text","text":"Paris"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`,
+	"responses": `{"id":"r","object":"response","status":"completed","model":"x-resp","output":[{"type":"message","id":"m1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Paris","annotations":[]}]}]}`,
+}
+
+// TestAttackDec02PassthroughRequestBytes: passthrough requests written as
+// no SDK writes them (CRLF and tabs between members, members in any
+// order, \u and \/ escapes, U+2028, emoji, a float with more digits than
+// a float64 holds, an integer past int64, vendor fields the gateway does
+// not know, nested nulls) reach the upstream byte for byte: the
+// same-dialect check reads them and changes nothing.
+func TestAttackDec02PassthroughRequestBytes(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	bodies := []struct{ up, path, body string }{
+		{"chat", "/v1/chat/completions", "{ \"messages\" : [ {\"role\":\"user\",\"content\":\"caf\\u00e9 \\/ \\\"q\\\" \u2028 😀\"} ],\r\n\t\"model\":\"x-chat\", \"temperature\": 1.0000000000000001, \"seed\": 1234567890123, \"vendor_n\": 12345678901234567890, \"logit_bias\":{\"50256\":-100}, \"vendor_x\":{\"deep\":[1,2,{\"a\":null}]}, \"max_tokens\":100 }"},
+		{"chat", "/v1/chat/completions", `{"model":"x-chat","messages":[{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"user","content":"a"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"x\": 1e400}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"number"}}},"strict":true}}],"parallel_tool_calls":false}`},
+		{"anthropic", "/v1/messages", "{\"max_tokens\":10,\n  \"model\":\"x-anth\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"\\u2028 line sep \\ud83d\\ude00\",\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"1h\"}}]}],\"metadata\":{\"user_id\":\"u1\"},\"unknown_beta_field\":true,\"temperature\":0.70}"},
+		{"responses", "/v1/responses", "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"hi\\t\\u0000x\"}]}],\"model\":\"x-resp\",\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"extra\":{\"x\":1},\"max_output_tokens\":16}"},
+	}
+	for i, c := range bodies {
+		var pool string
+		for _, p := range dec02Pools {
+			if p.up == c.up {
+				pool = p.pool
+			}
+		}
+		poolFor(t, pool).ClearCooldown("")
+		u.set(dec02Key(pool, "a"), dec02Answer{body: d2Whole[c.up]})
+		resp, b := post(t, gw+c.path, []byte(c.body), "Anthropic-Version", "2023-06-01")
+		if resp.StatusCode != 200 {
+			t.Errorf("body %d: %d %s", i, resp.StatusCode, b)
+			continue
+		}
+		if got := u.lastBody(dec02Key(pool, "a")); string(got) != c.body {
+			t.Errorf("body %d: the upstream got\n%q\nthe client sent\n%q", i, got, c.body)
 		}
 	}
 }

@@ -92,7 +92,9 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 //     `model "<name>" not found`), or a message naming model. Any other
 //     403: Forbidden (key level); any other 404: ClientError.
 //   - 408: Timeout. 5xx (529 overloaded included): ServerError, with a
-//     Retry-After hint when sent.
+//     Retry-After hint when sent; but a 5xx whose error.code (or type) is
+//     context_length_exceeded or string_above_max_length is the
+//     request's: ClientError.
 //   - other 4xx (400, 413, 422 ...): ClientError, no retry, no cooldown.
 //
 // Message is built from the status, the upstream's error code and the
@@ -132,6 +134,14 @@ func ClassifyResponseFor(model string, status int, h http.Header, bodyPrefix []b
 		o.Message = describe("not found", status, e.code, "")
 	case status == http.StatusRequestTimeout:
 		o.Kind, o.Message = Timeout, "upstream timeout (408)"
+	case status >= 500 && e.codeIs("context_length_exceeded", "string_above_max_length"):
+		// a request too long for the model, answered with a 5xx (some
+		// OpenAI-compatible servers do): the structured code says it is
+		// the request's, as in an in-band error (translate's
+		// StreamErrorStatus: 400), and a client must not cool every key
+		// of a pool with one long prompt
+		o.Kind = ClientError
+		o.Message = describe("request rejected", status, e.code, "")
 	case status >= 500:
 		o.Kind = ServerError
 		if d, ok := RetryAfter(h, now); ok {
