@@ -637,3 +637,31 @@ func TestAttackDec02PassthroughRequestBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackDec02OverLimitEveryClient: a request larger than every key's
+// whole per-minute limit (two keys of one tier: OpenAI's "Request too
+// large" 429, Anthropic's input-tokens 429), from every client dialect,
+// streamed or not (the Responses client, streamed, too): the client gets
+// the 429 as an error status in its dialect (never a 200 stream that
+// then fails), told not to retry, and no key is cooled or counts a
+// failure.
+func TestAttackDec02OverLimitEveryClient(t *testing.T) {
+	_, gw := overLimitGateway(t, false,
+		[]ovKey{{"oa-e1", "oe1", 100, "org-a"}, {"oa-e2", "oe2", 100, "org-a"}},
+		[]ovKey{{"an-e1", "ae1", 100, "org-b"}, {"an-e2", "ae2", 100, "org-b"}})
+	for _, model := range []string{"gpt-x", "claude-x"} {
+		for _, client := range d2Clients {
+			for _, stream := range []bool{false, true} {
+				path, body, _ := d2Client(client, model, stream)
+				body = []byte(strings.Replace(string(body), `"hello"`, `"`+bigPrompt+`"`, 1))
+				resp, b := post(t, gw+path, body, "Anthropic-Version", "2023-06-01")
+				name := fmt.Sprintf("%s, %s client, stream %v", model, client, stream)
+				if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" || sessionClientFailed(client, 429, b, stream) != "" {
+					t.Errorf("%s: %d %v %.400s", name, resp.StatusCode, resp.Header.Get("X-Should-Retry"), b)
+				}
+				keysUnblamed(t, "oa", "oe1", "oe2")
+				keysUnblamed(t, "an", "ae1", "ae2")
+			}
+		}
+	}
+}
