@@ -574,3 +574,55 @@ func TestPeerSystemMessagesPlacement(t *testing.T) {
 		t.Errorf("to Responses: %v %s", err, out)
 	}
 }
+
+// musistudio/llms#68 (claude-code-router's transformer) and BerriAI/litellm#38267: an Anthropic document (PDF) block was silently dropped on the way to an OpenAI upstream, in a user turn or a tool_result.
+func TestPeerDocumentBlocksToOpenAI(t *testing.T) {
+	doc := `{"type":"document","title":"secret.pdf","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}}`
+	const uri = "data:application/pdf;base64,JVBERi0xLjQK"
+	body := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[` + doc + `,{"type":"text","text":"codeword?"}]}]}`
+	out, err := TranslateRequest(AnthropicMessages, OpenAIChat, []byte(body), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := gjson.GetBytes(out, "messages.0.content.0"); p.Get("type").Str != "file" || p.Get("file.file_data").Str != uri || p.Get("file.filename").Str != "secret.pdf" ||
+		gjson.GetBytes(out, "messages.0.content.1.text").Str != "codeword?" {
+		t.Errorf("to Chat: %s", out)
+	}
+	out, err = TranslateRequest(AnthropicMessages, OpenAIResponses, []byte(body), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := gjson.GetBytes(out, "input.0.content.0"); p.Get("type").Str != "input_file" || p.Get("file_data").Str != uri || p.Get("filename").Str != "secret.pdf" {
+		t.Errorf("to Responses: %s", out)
+	}
+	// Claude Code's Read of a PDF: the document comes back inside a tool_result
+	tr := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"read it"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"a.pdf"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[` + doc + `]}]}]}`
+	out, err = TranslateRequest(AnthropicMessages, OpenAIChat, []byte(tr), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file gjson.Result
+	gjson.GetBytes(out, "messages").ForEach(func(_, m gjson.Result) bool {
+		m.Get("content").ForEach(func(_, p gjson.Result) bool {
+			if p.Get("type").Str == "file" {
+				file = p
+			}
+			return true
+		})
+		return true
+	})
+	if file.Get("file.file_data").Str != uri || gjson.GetBytes(out, "messages.2.tool_call_id").Str != "toolu_1" {
+		t.Errorf("tool_result document to Chat: %s", out)
+	}
+	// and the other way: OpenAI file parts reach Anthropic as documents
+	for from, b := range map[Dialect]string{
+		OpenAIChat:      `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"filename":"a.pdf","file_data":"` + uri + `"}},{"type":"text","text":"?"}]}]}`,
+		OpenAIResponses: `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","filename":"a.pdf","file_data":"` + uri + `"},{"type":"input_text","text":"?"}]}]}`,
+	} {
+		out, err := TranslateRequest(from, AnthropicMessages, []byte(b), "up")
+		if d := gjson.GetBytes(out, "messages.0.content.0"); err != nil || d.Get("type").Str != "document" || d.Get("source.media_type").Str != "application/pdf" || d.Get("source.data").Str != "JVBERi0xLjQK" {
+			t.Errorf("from %s: %v %s", from, err, out)
+		}
+	}
+}
