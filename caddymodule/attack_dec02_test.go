@@ -28,11 +28,14 @@ type dec02Upstream struct {
 	last map[string][]byte // the last request body per key
 }
 
-// dec02Answer is what one key answers.
+// dec02Answer is what one key answers. With ifIn set, only requests
+// whose body or headers contain it get this answer; the others (such as
+// the gateway's own probe of the key) a healthy one (d2Whole, d2Good).
 type dec02Answer struct {
 	status int
 	sse    bool
 	body   string
+	ifIn   string
 }
 
 func (u *dec02Upstream) set(key string, a dec02Answer) {
@@ -72,6 +75,18 @@ func (u *dec02Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		w.WriteHeader(500)
 		return
+	}
+	if a.ifIn != "" && !strings.Contains(string(in), a.ifIn) && !strings.Contains(fmt.Sprint(r.Header), a.ifIn) {
+		up := "chat"
+		if strings.HasSuffix(r.URL.Path, "/messages") {
+			up = "anthropic"
+		} else if strings.HasSuffix(r.URL.Path, "/responses") {
+			up = "responses"
+		}
+		a = dec02Answer{body: d2Whole[up]}
+		if gjson.GetBytes(in, "stream").Bool() {
+			a = dec02Answer{sse: true, body: d2Good[up]}
+		}
 	}
 	if a.sse {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -662,6 +677,95 @@ func TestAttackDec02OverLimitEveryClient(t *testing.T) {
 				keysUnblamed(t, "oa", "oe1", "oe2")
 				keysUnblamed(t, "an", "ae1", "ae2")
 			}
+		}
+	}
+}
+
+// TestAttackDec02ModerationFlag403: OpenRouter answers a prompt its
+// moderation flags with a 403 (per its errors docs: "Your chosen model
+// requires moderation and your input was flagged", error.metadata with
+// reasons and flagged_input); its message names the model. The prompt is
+// the client's: a client that sends flagged prompts, one after another,
+// from any dialect, must not take the pool's keys out of rotation, for
+// the model or at all, nor count a failure against them, whether the 403
+// is the HTTP status or an in-band error before content. Each request
+// gets the 403 in its dialect.
+func TestAttackDec02ModerationFlag403(t *testing.T) {
+	moderationFlagged(t, []dec02Answer{{status: 403, body: moderationBody, ifIn: "hello"}})
+}
+
+// TestAttackDec02ModerationFlagInBand: the moderation 403 of
+// TestAttackDec02ModerationFlag403 sent in-band, after the role chunk and
+// before any content (an OpenRouter stream that answered 200 and then
+// failed). Known: the in-band error's StreamError.Body keeps only type,
+// code, message and param, so error.metadata (flagged_input, reasons)
+// never reaches the classifier: the first key counts a 403 Forbidden
+// (a provisional cooldown until its probe succeeds) and the request is
+// tried on the next key.
+func TestAttackDec02ModerationFlagInBand(t *testing.T) {
+	t.Skip("known: an in-band moderation 403's error.metadata is dropped from StreamError.Body; the first key is blamed (Forbidden, provisional) and the second asked")
+	moderationFlagged(t, []dec02Answer{{sse: true, body: d2ChatRole + "data: " + moderationBody + "\n\n", ifIn: "hello"}})
+}
+
+// moderationBody is OpenRouter's moderation 403 for model x-chat.
+const moderationBody = `{"error":{"code":403,"message":"x-chat requires moderation on OpenAI. Your input was flagged for \"harassment\". No credits were charged.","metadata":{"reasons":["harassment"],"flagged_input":"you are a ...","provider_name":"OpenAI","model_slug":"x-chat"}}}`
+
+// moderationFlagged sends flagged prompts (the upstream answers each form
+// of forms to requests with "hello", twice) from every client dialect and
+// checks each gets the 403 in its dialect and no key is blamed.
+func moderationFlagged(t *testing.T, forms []dec02Answer) {
+	t.Helper()
+	u, gw := dec02Gateway(t)
+	for round := 0; round < 2*len(forms); round++ {
+		u.set(dec02Key("dc", "a"), forms[round/2])
+		u.set(dec02Key("dc", "b"), forms[round/2])
+		for _, client := range d2Clients {
+			for _, stream := range []bool{false, true} {
+				if forms[round/2].sse && !stream {
+					continue // the upstream streams: a streamed request
+				}
+				path, rb, hdr := d2Client(client, "x-chat", stream)
+				resp, b := post(t, gw+path, rb, hdr...)
+				if resp.StatusCode != 403 || sessionClientFailed(client, 403, b, stream) != "" || !strings.Contains(string(b), "flagged") {
+					t.Errorf("round %d, %s client, stream %v: %d %.400s", round, client, stream, resp.StatusCode, b)
+				}
+				for _, id := range []string{"dca", "dcb"} {
+					if st := keyStatus(t, "dc", id); st.State != "ready" || st.Failures != 0 || len(st.BenchedModels) != 0 {
+						t.Fatalf("round %d, %s client, stream %v: key %s blamed for a flagged prompt: %+v", round, client, stream, id, st)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttackDec02Forbidden403ByRequest: a 403 the request itself causes
+// (Anthropic's permission_error for a beta the account lacks, which the
+// client asks for in anthropic-beta), answered alike by every key: two
+// such requests get the 403 in the client's dialect and leave no key out
+// of rotation for longer than provisional_cooldown (the gateway's own
+// probe of a key blamed for it then succeeds and ends it at once).
+func TestAttackDec02Forbidden403ByRequest(t *testing.T) {
+	u, gw := dec02Gateway(t)
+	body := `{"type":"error","error":{"type":"permission_error","message":"Your organization does not have access to this beta feature."}}`
+	u.set(dec02Key("da", "a"), dec02Answer{status: 403, body: body, ifIn: "some-beta-2099-01-01"})
+	u.set(dec02Key("da", "b"), dec02Answer{status: 403, body: body, ifIn: "some-beta-2099-01-01"})
+	for round := 0; round < 2; round++ {
+		path, rb, _ := d2Client("messages", "x-anth", false)
+		resp, b := post(t, gw+path, rb, "Anthropic-Version", "2023-06-01", "Anthropic-Beta", "some-beta-2099-01-01")
+		if resp.StatusCode != 403 || sessionClientFailed("messages", 403, b, false) != "" {
+			t.Errorf("round %d: %d %.400s", round, resp.StatusCode, b)
+		}
+	}
+	// a 403 starts as a provisional cooldown (provisional_cooldown, 60s,
+	// never the 24h ForbiddenCooldown) whose probe, a request of the
+	// gateway's own without the client's header, succeeds and ends it; a
+	// verdict that comes while the key's previous probe is still
+	// returning gets no probe of its own and runs its 60s
+	time.Sleep(200 * time.Millisecond)
+	for _, id := range []string{"daa", "dab"} {
+		if st := keyStatus(t, "da", id); st.State != "ready" && (!st.Provisional || st.SecondsLeft > 60) {
+			t.Errorf("key %s out of rotation for longer than one client request may: %+v", id, st)
 		}
 	}
 }

@@ -90,7 +90,9 @@ func ClassifyResponse(status int, h http.Header, bodyPrefix []byte, now time.Tim
 //     message (Anthropic not_found_error "model: <name>", OpenAI "The
 //     model `<name>` ...", Google "models/<name> ...", Ollama
 //     `model "<name>" not found`), or a message naming model. Any other
-//     403: Forbidden (key level); any other 404: ClientError.
+//     403: Forbidden (key level); any other 404: ClientError. A 403 whose
+//     error.metadata has flagged_input or reasons (OpenRouter's
+//     moderation refusal of the input) is the request's: ClientError.
 //   - 408: Timeout. 5xx (529 overloaded included): ServerError, with a
 //     Retry-After hint when sent; but a 5xx whose error.code (or type) is
 //     context_length_exceeded or string_above_max_length is the
@@ -119,6 +121,13 @@ func ClassifyResponseFor(model string, status int, h http.Header, bodyPrefix []b
 	case status == http.StatusPaymentRequired:
 		o.Kind = NoCredit
 		o.Message = describe("out of credit", status, e.code, "")
+	case status == http.StatusForbidden && e.flagged:
+		// OpenRouter's moderation refusal ("Your chosen model requires
+		// moderation and your input was flagged", error.metadata.reasons
+		// and flagged_input, per its errors docs): the client's input,
+		// never the key's tier or permission, whatever model it names
+		o.Kind = ClientError
+		o.Message = describe("input flagged by moderation", status, e.code, "")
 	case (status == http.StatusForbidden || status == http.StatusNotFound) && e.aboutModel(model):
 		o.Kind = ModelNotFound
 		if status == http.StatusForbidden {
@@ -258,6 +267,9 @@ type errorBody struct {
 	quotaIDs   []string // Google QuotaFailure violations[].quotaId
 	resetsIn   float64  // resets_in_seconds (Codex usage_limit_reached)
 	hasResets  bool
+	// flagged: error.metadata has flagged_input or reasons (OpenRouter's
+	// moderation error: the client's input was flagged)
+	flagged bool
 }
 
 // bodyFields are the scalar fields of one level of an error body.
@@ -371,6 +383,9 @@ func parseErrorBody(b []byte) errorBody {
 			top.set(key, v)
 		case n == 2 && stack[1].name == "error":
 			inner.set(key, v)
+		case n == 3 && stack[1].name == "error" && stack[2].name == "metadata" && key == "flagged_input",
+			n == 4 && stack[1].name == "error" && stack[2].name == "metadata" && stack[3].name == "reasons":
+			e.flagged = true // OpenRouter's ModerationErrorMetadata
 		case n == 4 && stack[1].name == "error" && stack[2].name == "details" && key == "retryDelay":
 			e.retryDelay = v // details[].retryDelay (RetryInfo)
 		case n == 4 && stack[1].name == "error" && stack[2].name == "details" && key == "reason":
