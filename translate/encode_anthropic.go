@@ -250,7 +250,7 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 		if r.formatType == "json_schema" && r.formatSchema != "" {
 			b = appendKey(b, "format")
 			b = append(b, `{"type":"json_schema","schema":`...)
-			b = append(b, r.formatSchema...)
+			b = append(b, closedObjects(r.formatSchema)...)
 			b = append(b, '}')
 		}
 		b = append(b, '}')

@@ -626,3 +626,59 @@ func TestPeerDocumentBlocksToOpenAI(t *testing.T) {
 		}
 	}
 }
+
+// LeenHawk/gproxy#91 and ENTERPILOT/GoModel#963: Anthropic's structured outputs refuse an object schema that leaves additionalProperties open, which OpenAI's non-strict response_format allows; an arbitrary {"type":"object"} closed would admit only {}.
+func TestPeerStructuredOutputSchemaClosed(t *testing.T) {
+	schema := `{"type":"object","properties":{"answer":{"type":"number"},"properties":{"type":"object","properties":{"type":{"type":"string"}}},` +
+		`"steps":{"type":"array","items":{"type":"object","properties":{"n":{"type":"integer"}}}},"free":{"type":"object"},` +
+		`"either":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"null"}]},"open":{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":true},` +
+		`"ref":{"$ref":"#/$defs/R"}},"required":["answer"],"$defs":{"R":{"type":"object","properties":{"r":{"type":"boolean"}}}}}`
+	for from, body := range map[Dialect]string{
+		OpenAIChat:      `{"model":"claude-sonnet-4-5","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":` + schema + `}},"messages":[{"role":"user","content":"2+2?"}]}`,
+		OpenAIResponses: `{"model":"claude-sonnet-4-5","text":{"format":{"type":"json_schema","name":"x","schema":` + schema + `}},"input":"2+2?"}`,
+	} {
+		out, err := TranslateRequest(from, AnthropicMessages, []byte(body), "up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := gjson.GetBytes(out, "output_config.format.schema")
+		for path, want := range map[string]string{
+			"additionalProperties":                                       "false",
+			"properties.properties.additionalProperties":                 "false", // a property named "properties"
+			"properties.properties.properties.type.type":                 `"string"`,
+			"properties.properties.properties.type.additionalProperties": "",
+			"properties.steps.items.additionalProperties":                "false",
+			"properties.either.anyOf.0.additionalProperties":             "false",
+			"properties.either.anyOf.1.additionalProperties":             "",
+			"properties.open.additionalProperties":                       "true", // as sent
+			"properties.free":                                            `{"type":"object"}`,
+			"properties.answer":                                          `{"type":"number"}`,
+			"$defs.R.additionalProperties":                               "false",
+			"required":                                                   `["answer"]`,
+			"properties.ref":                                             `{"$ref":"#/$defs/R"}`,
+		} {
+			if got := s.Get(path).Raw; got != want {
+				t.Errorf("from %s: %s = %s, want %s", from, path, got, want)
+			}
+		}
+	}
+	// nesting deeper than closedMaxDepth, or a schema larger than closedMaxBytes, is copied as sent below that point
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 40) + `{"type":"string"}` + strings.Repeat(`}}`, 40)
+	got := closedObjects(deep)
+	if n := strings.Count(got, `"additionalProperties":false`); n != closedMaxDepth || !strings.HasSuffix(got, strings.Repeat(`{"type":"object","properties":{"a":`, 8)[len(`{"type":"object","properties":{"a":`):]+`{"type":"string"}`+strings.Repeat(`}}`, 8)+strings.Repeat(`},"additionalProperties":false}`, 32)) {
+		t.Errorf("deep schema: %d closed: %s", n, got)
+	}
+	if big := `{"type":"object","properties":{"a":{"type":"string","description":"` + strings.Repeat("x", closedMaxBytes) + `"}}}`; closedObjects(big) != big {
+		t.Error("a schema over closedMaxBytes was changed")
+	}
+	// a schema already closed is unchanged; OpenAI upstreams get the schema as sent
+	closed := `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`
+	out, _ := TranslateRequest(OpenAIChat, AnthropicMessages, []byte(`{"model":"claude-sonnet-4-5","response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":`+closed+`}},"messages":[{"role":"user","content":"q"}]}`), "up")
+	if got := gjson.GetBytes(out, "output_config.format.schema").Raw; got != closed {
+		t.Errorf("closed schema changed: %s", got)
+	}
+	out, _ = TranslateRequest(OpenAIChat, OpenAIResponses, []byte(`{"model":"gpt-5","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":`+schema+`}},"messages":[{"role":"user","content":"q"}]}`), "up")
+	if got := gjson.GetBytes(out, "text.format.schema").Raw; got != schema {
+		t.Errorf("to Responses: %s", got)
+	}
+}
