@@ -769,3 +769,34 @@ func TestAttackDec02Forbidden403ByRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackDec02MappedModelNeverShown: a pool that maps the client's
+// model (alias-x) to another upstream model (hidden-upstream-7b) by
+// model_map: every client dialect, streamed or not, against an upstream
+// of every dialect, sees its own model name in the answer (the one
+// difference a passthrough may have from the vendor's bytes), never the
+// upstream's, in any event or field.
+func TestAttackDec02MappedModelNeverShown(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	root := strings.TrimSuffix(base, "/v1")
+	pool := func(name, url, dialect string) string {
+		return "\t\tpool " + name + " {\n\t\t\tmodels alias-" + name + "\n\t\t\tmodel_map alias-" + name + " hidden-upstream-7b\n" +
+			"\t\t\tkey mk-" + name + " " + url + " {\n\t\t\t\tdialect " + dialect + "\n\t\t\t}\n\t\t}\n"
+	}
+	gw := gateway(t, gatewayBlock(pool("oc", base, "openai"), pool("an", root, "anthropic"), pool("rs", base, "responses")))
+	for _, p := range []string{"oc", "an", "rs"} {
+		for _, client := range d2Clients {
+			for _, stream := range []bool{false, true} {
+				path, body, _ := d2Client(client, "alias-"+p, stream)
+				resp, b := post(t, gw+path, body, "Anthropic-Version", "2023-06-01")
+				name := fmt.Sprintf("%s upstream, %s client, stream %v", p, client, stream)
+				if resp.StatusCode != 200 || strings.Contains(string(b), "hidden-upstream") || !strings.Contains(string(b), `"alias-`+p+`"`) {
+					t.Errorf("%s: %d %.600s", name, resp.StatusCode, b)
+				}
+				if up := m.Stats("mk-" + p).LastModel; up != "hidden-upstream-7b" {
+					t.Errorf("%s: the upstream was asked for %q", name, up)
+				}
+			}
+		}
+	}
+}
