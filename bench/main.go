@@ -44,6 +44,7 @@ type options struct {
 	out        string
 	caddy      string
 	altCaddy   string
+	altTargets string
 	build      string
 	targets    string
 	duration   time.Duration
@@ -74,7 +75,8 @@ func parseFlags() *options {
 	flag.BoolVar(&o.smoke, "smoke", false, "short check of the whole harness (10-20 s); writes to a temp file unless -out is given")
 	flag.StringVar(&o.out, "out", "", "results file (default BENCHMARKS.md; with -smoke a temp file)")
 	flag.StringVar(&o.caddy, "caddy", "./caddy", "Caddy binary with llm_gateway (built by ./xcaddy.sh)")
-	flag.StringVar(&o.altCaddy, "alt-caddy", "", "another Caddy binary with llm_gateway (e.g. a build of another commit): adds the target gw-pass-alt, gw-pass served by it, measured in the same rounds")
+	flag.StringVar(&o.altCaddy, "alt-caddy", "", "another Caddy binary with llm_gateway (e.g. a build of another commit): adds, for each of -alt-targets, the target <name>-alt served by it, measured in the same rounds")
+	flag.StringVar(&o.altTargets, "alt-targets", "gw-pass", "with -alt-caddy: the gateway targets to run on it too (comma-separated)")
 	flag.StringVar(&o.build, "build", "auto", "build the Caddy binary: auto (when missing or older than the sources), always, never")
 	flag.StringVar(&o.targets, "targets", "all", "comma-separated targets: direct,reverse_proxy,gw-pass,gw-redis,gw-keys,gw-a2o,gw-o2a (all: gw-redis only when redis-server is in PATH)")
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "duration of each measurement (per round)")
@@ -231,17 +233,17 @@ func run(o *options) error {
 		}
 	}
 	if o.altCaddy != "" {
-		// gw-pass again on another build, for comparing two builds in the
-		// same run (the gateway's own ratios, paired by round)
+		// gateway targets again on another build, for comparing two
+		// builds in the same run (each one's ratios, paired by round)
 		bin, err := filepath.Abs(o.altCaddy)
 		if err != nil {
 			return err
 		}
 		for _, t := range allTargets(o.keys) {
-			if t.Name == "gw-pass" {
-				t.Name, t.Bin = "gw-pass-alt", bin
+			if t.Proxy == proxyGateway && contains(o.altTargets, t.Name) {
+				t.Desc = "as " + t.Name + ", served by the -alt-caddy binary " + o.altCaddy
+				t.Name, t.Bin = t.Name+"-alt", bin
 				t.Label += " (-alt-caddy)"
-				t.Desc = "(c*) as (c), served by the -alt-caddy binary " + o.altCaddy
 				targets = append(targets, t)
 			}
 		}
