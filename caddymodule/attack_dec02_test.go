@@ -697,13 +697,11 @@ func TestAttackDec02ModerationFlag403(t *testing.T) {
 // TestAttackDec02ModerationFlagInBand: the moderation 403 of
 // TestAttackDec02ModerationFlag403 sent in-band, after the role chunk and
 // before any content (an OpenRouter stream that answered 200 and then
-// failed). Known: the in-band error's StreamError.Body keeps only type,
-// code, message and param, so error.metadata (flagged_input, reasons)
-// never reaches the classifier: the first key counts a 403 Forbidden
-// (a provisional cooldown until its probe succeeds) and the request is
-// tried on the next key.
+// failed): the in-band error's body keeps error.metadata (flagged_input,
+// reasons), so it is the client's input that was refused, as with the
+// HTTP 403: relayed in the client's dialect, no key blamed, the second
+// key not asked for it.
 func TestAttackDec02ModerationFlagInBand(t *testing.T) {
-	t.Skip("known: an in-band moderation 403's error.metadata is dropped from StreamError.Body; the first key is blamed (Forbidden, provisional) and the second asked")
 	moderationFlagged(t, []dec02Answer{{sse: true, body: d2ChatRole + "data: " + moderationBody + "\n\n", ifIn: "hello"}})
 }
 

@@ -71,7 +71,7 @@ func answerErrorOf(up Dialect, e, object, choices, content, output gjson.Result)
 	if e.IsObject() && typ == "" && msg == "" && (code == "" || code == "0") {
 		return nil // "error":{} (or only a param, or a zero code): states nothing
 	}
-	return newStreamError(up, typ, code, msg, param)
+	return keepErrorMetadata(newStreamError(up, typ, code, msg, param), e)
 }
 
 // nonEmptyArray reports whether v is an array with at least one element.

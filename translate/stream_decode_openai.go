@@ -69,8 +69,8 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		res[0] = gjson.Parse(view(data)) // vLLM's error chunk (objectError)
 	}
 	if e := res[0]; e.IsObject() || (e.Type == gjson.String && e.Str != "") {
-		typ, code, msg, param := openAIErrorFields(e)
-		se := cs.t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))
+		typ, code, _, _ := openAIErrorFields(e)
+		se := cs.t.setUpstreamError(openAIStreamError(OpenAIChat, e))
 		cs.fail(classForErrorType(typ, code), firstNonEmpty(se.Message, "upstream error"), se)
 		return
 	}

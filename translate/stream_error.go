@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"strings"
@@ -212,6 +213,48 @@ func openAIErrorFields(e gjson.Result) (typ, code, msg, param string) {
 		return "", "", e.Str, ""
 	}
 	return errStr(e.Get("type")), errStr(e.Get("code")), e.Get("message").String(), errStr(e.Get("param"))
+}
+
+// openAIStreamError is the StreamError of an OpenAI-shaped error object e
+// (a Chat chunk's "error", vLLM's top-level error chunk, a 200 answer
+// that is an error object) from an upstream of dialect up, with e's
+// "metadata" object kept in the body (keepErrorMetadata).
+func openAIStreamError(up Dialect, e gjson.Result) *StreamError {
+	typ, code, msg, param := openAIErrorFields(e)
+	return keepErrorMetadata(newStreamError(up, typ, code, msg, param), e)
+}
+
+// maxErrorMetadata bounds the "metadata" object an error body carries on.
+const maxErrorMetadata = 4 << 10
+
+// keepErrorMetadata adds the "metadata" object of the upstream's error
+// object e to se's OpenAI-shaped body, as error.metadata: OpenRouter puts
+// the provider's name and raw error there, and for a moderation refusal
+// the reasons and flagged_input (per OpenRouter's errors docs), which
+// tell that the client's input, not the key, was refused. The body then
+// says what the same error with its HTTP status says: to the key's
+// verdict (keypool reads error.metadata) and to the client. A metadata
+// that is not an object, is over maxErrorMetadata bytes or is not valid
+// JSON is left out; credentials in it are redacted (ScrubSecrets). An
+// Anthropic-shaped body is returned unchanged.
+func keepErrorMetadata(se *StreamError, e gjson.Result) *StreamError {
+	if !e.IsObject() || !bytes.HasPrefix(se.Body, []byte(`{"error":{`)) || !bytes.HasSuffix(se.Body, []byte("}}")) {
+		return se
+	}
+	m := e.Get("metadata")
+	if !m.IsObject() || len(m.Raw) > maxErrorMetadata {
+		return se
+	}
+	raw := ScrubSecrets(m.Raw)
+	if !gjson.Valid(raw) {
+		return se
+	}
+	b := make([]byte, 0, len(se.Body)+len(raw)+12)
+	b = append(b, se.Body[:len(se.Body)-2]...)
+	b = append(b, `,"metadata":`...)
+	b = append(b, raw...)
+	se.Body = append(b, "}}"...)
+	return se
 }
 
 // errStr returns a string or number field as a string, "" otherwise.

@@ -70,8 +70,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			// vLLM's error chunk: the error's fields at the top level
 			st.errored = true
 			t.stopped = true
-			typ, code, msg, param := openAIErrorFields(gjson.Parse(sd))
-			if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))) {
+			if t.failBeforeCommit(t.setUpstreamError(openAIStreamError(OpenAIChat, gjson.Parse(sd)))) {
 				return
 			}
 			raw = t.scrub(ev, "message")
@@ -84,8 +83,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			if e := f.get("error"); hasErr && (e.IsObject() || (e.Type == gjson.String && e.Str != "")) {
 				st.errored = true
 				t.stopped = true
-				typ, code, msg, param := openAIErrorFields(e)
-				if t.failBeforeCommit(t.setUpstreamError(newStreamError(OpenAIChat, typ, code, msg, param))) {
+				if t.failBeforeCommit(t.setUpstreamError(openAIStreamError(OpenAIChat, e))) {
 					return
 				}
 				raw = t.scrub(ev, "error.message")
