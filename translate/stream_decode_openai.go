@@ -305,17 +305,24 @@ func (d *chatStreamDecoder) blocked() {
 }
 
 // hasElements reports whether r is a JSON array with at least one
-// element; false for an empty array and for anything that is not an array
-// (an object, a scalar, null, nothing), which gjson's ForEach would visit
-// too.
+// element (its first byte after '[' and any white space is not ']');
+// false for an empty array and for anything that is not an array (an
+// object, a scalar, null, nothing). Unlike a walk of the array (gjson's
+// ForEach, which scans the first element to its end), it reads no
+// element: a Chat chunk's choices is checked once per chunk on the
+// translated path.
 func hasElements(r gjson.Result) bool {
 	if !r.IsArray() {
 		return false
 	}
-	n := false
-	r.ForEach(func(_, _ gjson.Result) bool {
-		n = true
-		return false
-	})
-	return n
+	for i := 1; i < len(r.Raw); i++ {
+		switch r.Raw[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case ']':
+			return false
+		}
+		return true
+	}
+	return false
 }
