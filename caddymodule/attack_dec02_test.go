@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/llmgateway/llm_gateway/mockupstream"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
 // dec02Upstream is a hostile upstream that answers each API key (Bearer
@@ -710,7 +711,8 @@ const moderationBody = `{"error":{"code":403,"message":"x-chat requires moderati
 
 // moderationFlagged sends flagged prompts (the upstream answers each form
 // of forms to requests with "hello", twice) from every client dialect and
-// checks each gets the 403 in its dialect and no key is blamed.
+// checks each gets the 403 in its dialect, the pool's other key is not
+// asked and no key is blamed.
 func moderationFlagged(t *testing.T, forms []dec02Answer) {
 	t.Helper()
 	u, gw := dec02Gateway(t)
@@ -722,10 +724,14 @@ func moderationFlagged(t *testing.T, forms []dec02Answer) {
 				if forms[round/2].sse && !stream {
 					continue // the upstream streams: a streamed request
 				}
+				askedB := u.count(dec02Key("dc", "b"))
 				path, rb, hdr := d2Client(client, "x-chat", stream)
 				resp, b := post(t, gw+path, rb, hdr...)
 				if resp.StatusCode != 403 || sessionClientFailed(client, 403, b, stream) != "" || !strings.Contains(string(b), "flagged") {
 					t.Errorf("round %d, %s client, stream %v: %d %.400s", round, client, stream, resp.StatusCode, b)
+				}
+				if n := u.count(dec02Key("dc", "b")) - askedB; n != 0 {
+					t.Errorf("round %d, %s client, stream %v: the other key was asked %d times for a flagged prompt", round, client, stream, n)
 				}
 				for _, id := range []string{"dca", "dcb"} {
 					if st := keyStatus(t, "dc", id); st.State != "ready" || st.Failures != 0 || len(st.BenchedModels) != 0 {
