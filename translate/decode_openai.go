@@ -859,7 +859,7 @@ func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
 	if refused && resp.stop == stopEndTurn {
 		resp.stop = stopRefusal
 	}
-	resp.stop, resp.stopSeq = chatStopSequence(fr.String(), sr, resp.stop)
+	resp.stop, resp.stopSeq = chatStopSequence(fr.String(), sr, resp.stop, hasToolCall(resp.parts))
 	if u := a.usage; u.IsObject() {
 		resp.usage = chatUsage(u)
 	}
@@ -929,10 +929,12 @@ func stopFromChat(fr string) string {
 // caller's stop string matched (an integer there is a stop token id; null,
 // a natural end): that stop is canonical stop_sequence with the matched
 // string, as Anthropic reports it (stop_reason "stop_sequence",
-// stop_sequence "<the string>"). Otherwise stop is returned unchanged with
-// no sequence.
-func chatStopSequence(fr string, stopReason gjson.Result, stop string) (string, string) {
-	if fr == "stop" && stop == stopEndTurn && stopReason.Type == gjson.String && stopReason.Str != "" {
+// stop_sequence "<the string>"). A turn that made tool calls (called)
+// keeps its stop, which toolStop makes tool_use: a client runs the calls
+// only on that stop reason. Otherwise stop is returned unchanged with no
+// sequence.
+func chatStopSequence(fr string, stopReason gjson.Result, stop string, called bool) (string, string) {
+	if fr == "stop" && stop == stopEndTurn && !called && stopReason.Type == gjson.String && stopReason.Str != "" {
 		return stopSequence, stopReason.Str
 	}
 	return stop, ""

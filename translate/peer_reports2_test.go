@@ -209,6 +209,23 @@ func TestPeerChatStopStringIsStopSequence(t *testing.T) {
 			t.Errorf("stop_reason %s to Responses: %+v", c.sr, s)
 		}
 	}
+	// a turn with tool calls (finish_reason "stop", as with a named tool_choice) stays
+	// tool_use whatever stop string is named: Anthropic clients run calls only on it
+	call := ccChunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"q\":1}"}}]}`, "", "")
+	out, _, err := run(t, OpenAIChat, AnthropicMessages, call+fin(`"STOPPROBE"`)+ccUsage+"data: [DONE]\n\n")
+	var md gjson.Result
+	for _, d := range sseData(out) {
+		if d.Get("type").Str == "message_delta" {
+			md = d
+		}
+	}
+	if err != nil || md.Get("delta.stop_reason").Str != "tool_use" || md.Get("delta.stop_sequence").Str != "" {
+		t.Errorf("tool call with a stop string: %v message_delta %s", err, md.Raw)
+	}
+	body := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"q\":1}"}}]},"finish_reason":"stop","stop_reason":"STOPPROBE"}]}`
+	if ans, _, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(body), "cm"); err != nil || gjson.GetBytes(ans, "stop_reason").Str != "tool_use" || gjson.GetBytes(ans, "stop_sequence").Str != "" {
+		t.Errorf("tool call with a stop string, answer: %v %s", err, ans)
+	}
 	// an Anthropic upstream's stop_sequence reaches a Chat client as finish_reason "stop"
 	am := amEv("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`) +
 		amEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
@@ -216,7 +233,7 @@ func TestPeerChatStopStringIsStopSequence(t *testing.T) {
 		amEv("content_block_stop", `{"type":"content_block_stop","index":0}`) +
 		amEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"STOP"},"usage":{"output_tokens":4}}`) +
 		amEv("message_stop", `{"type":"message_stop"}`)
-	out, _, err := run(t, AnthropicMessages, OpenAIChat, am)
+	out, _, err = run(t, AnthropicMessages, OpenAIChat, am)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 			if d.refusal && stop == stopEndTurn {
 				stop = stopRefusal
 			}
-			stop, seq := chatStopSequence(fr.Str, d.chc.get("stop_reason"), stop)
+			stop, seq := chatStopSequence(fr.Str, d.chc.get("stop_reason"), stop, cs.sawTool)
 			cs.finish(stop, seq)
 		}
 		return true
