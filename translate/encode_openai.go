@@ -2,7 +2,6 @@ package translate
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -67,16 +66,12 @@ func encodeChatRequest(r *canonRequest) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// chatEffort returns the reasoning_effort to send, or "" when the request
-// asked for none or the upstream model is a known non-reasoning family
-// (gpt-4*, gpt-3.5*, chatgpt-*), which rejects the parameter
-// (openAIRequestParams also leaves it out for gpt-5-chat*).
+// chatEffort returns the reasoning_effort the request asks for ("max"
+// becomes "xhigh"), or "" when it asked for none. openAIRequestParams
+// leaves it out for the chat model families that reject the parameter
+// (gpt-4*, gpt-3*, chatgpt-*, gpt-5-chat*: reasoningFamilies).
 func chatEffort(r *canonRequest) string {
 	if r.thinkingOff || r.effort == "" {
-		return ""
-	}
-	m := baseModelID(r.model)
-	if strings.HasPrefix(m, "gpt-4") || strings.HasPrefix(m, "gpt-3") || strings.HasPrefix(m, "chatgpt-") {
 		return ""
 	}
 	if r.effort == "max" {

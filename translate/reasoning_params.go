@@ -60,6 +60,7 @@ const (
 // modelFamily is one row of reasoningFamilies.
 type modelFamily struct {
 	name     string // lower-case id or prefix; a trailing '#' stands for one or more digits
+	prefix   bool   // matches any id that starts with the name
 	dated    bool   // matches the name alone or with a -YYYY-MM-DD snapshot suffix only
 	sampling samplingRule
 	noStop   bool // stop sequences refused
@@ -68,9 +69,14 @@ type modelFamily struct {
 
 // reasoningFamilies classifies OpenAI model ids, first match wins: a name
 // matches an id that is the name or the name followed by '-' or '.' and
-// anything (o3 matches o3-2025-04-16 and o3-pro, not o30), or with dated,
-// the name alone or with a snapshot date.
+// anything (o3 matches o3-2025-04-16 and o3-pro, not o30), with dated,
+// the name alone or with a snapshot date, with prefix, any id that starts
+// with it. The chat model families (noEffort) are the ones that refuse
+// reasoning_effort.
 var reasoningFamilies = [...]modelFamily{
+	{name: "gpt-4", prefix: true, noEffort: true}, // gpt-4, gpt-4o, gpt-4.1, …
+	{name: "gpt-3", prefix: true, noEffort: true}, // gpt-3.5-turbo, …
+	{name: "chatgpt-", prefix: true, noEffort: true},
 	{name: "gpt-5-chat", noEffort: true}, // gpt-5-chat, gpt-5-chat-latest: a chat model
 	{name: "gpt-5.1", dated: true, sampling: samplingNoEffort, noStop: true},
 	{name: "gpt-5.2", dated: true, sampling: samplingNoEffort, noStop: true},
@@ -112,8 +118,8 @@ func baseModelID(model string) string {
 func (f *modelFamily) matches(id string) bool {
 	name, digits := strings.CutSuffix(f.name, "#")
 	rest, ok := strings.CutPrefix(id, name)
-	if !ok {
-		return false
+	if !ok || f.prefix {
+		return ok
 	}
 	if digits {
 		n := 0
@@ -156,7 +162,7 @@ type openAIParams struct {
 // openAIRequestParams decides, for both OpenAI encoders (Chat Completions
 // and Responses), which of r's reasoning and sampling parameters the
 // upstream model r.model takes (see reasoningFamilies): the reasoning
-// effort as chatEffort gives it, none for a chat model; for a reasoning
+// effort as chatEffort gives it, none for a chat model family; for a reasoning
 // model, temperature only when it is 1, no top_p and, where refused, no
 // stop sequences. Unknown models keep everything.
 func openAIRequestParams(r *canonRequest) openAIParams {

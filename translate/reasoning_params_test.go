@@ -171,7 +171,8 @@ func TestOpenAIModelFamily(t *testing.T) {
 		{"gpt-5", "gpt-5"}, {"gpt-5.1-codex", "gpt-5"}, {"gpt-5.3", "gpt-5"}, {"gpt-5.2-pro", "gpt-5"},
 		{"gpt-5.1", "gpt-5.1"}, {"gpt-5.1-2025-11-13", "gpt-5.1"}, {"gpt-5.4", "gpt-5.4"},
 		{"gpt-5-chat-latest", "gpt-5-chat"},
-		{"gpt-4o", ""}, {"gpt-4.1", ""}, {"chatgpt-4o-latest", ""}, {"o", ""}, {"o3x", ""}, {"oz", ""},
+		{"gpt-4o", "gpt-4"}, {"gpt-4.1", "gpt-4"}, {"openai/GPT-4o-mini", "gpt-4"}, {"gpt-3.5-turbo", "gpt-3"}, {"chatgpt-4o-latest", "chatgpt-"},
+		{"gpt-40x", "gpt-4"}, {"gpt4o", ""}, {"o", ""}, {"o3x", ""}, {"oz", ""},
 		{"gpt-5x", ""}, {"gpt-5.1-2025-11", "gpt-5"}, {"gpt-5.1x", "gpt-5"}, {"claude-opus-4-1", ""}, {"", ""}, {"ft:", ""}, {"/", ""},
 	} {
 		got := ""
