@@ -146,7 +146,7 @@ func probeBalance(ctx context.Context, uk *upstreamKey) *balanceView {
 	v := &balanceView{Vendor: api.vendor, Endpoint: "GET " + api.path}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	req, err := newUpstreamRequest(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		v.Error = "network"
 		return v

@@ -250,7 +250,7 @@ func probeOnce(ctx context.Context, uk *upstreamKey, anthropic bool, method, tar
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	req, err := newUpstreamRequest(ctx, method, target, rd)
 	if err != nil {
 		return 0, nil, nil, err
 	}

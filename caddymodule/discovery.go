@@ -404,7 +404,7 @@ func fetchKeyModels(ctx context.Context, pool string, uk *upstreamKey, log *zap.
 // getModels sends one models list request and returns the status and, for
 // a 2xx answer, the body (at most maxModelsBody bytes).
 func getModels(ctx context.Context, uk *upstreamKey, anthropic bool, target string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	req, err := newUpstreamRequest(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -123,5 +125,41 @@ func TestPeerGzipUpstreamKeepsUsage(t *testing.T) {
 	resp, body = post(t, gw+"/v1/chat/completions", []byte(strings.Replace(chat, "claude-x", "gone-x", 1)))
 	if resp.StatusCode < 500 || gjson.GetBytes(body, "error.message").Str == "" {
 		t.Fatalf("unreachable upstream, Chat client: %d %s", resp.StatusCode, body)
+	}
+}
+
+// The gateway's own upstream requests (the models list of discovery, as
+// the diagnose probe and the balance check) ask for an uncompressed body
+// too: a compressing upstream's models list, gzipped as it would be for a
+// request naming no Accept-Encoding, was unreadable and its models never
+// learned.
+func TestGzipUpstreamModelsList(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		body := `{"object":"list","data":[{"id":"gz-model","object":"model","owned_by":"x"}]}`
+		w.Header().Set("Content-Type", "application/json")
+		if ae := r.Header.Get("Accept-Encoding"); ae != "" && !strings.Contains(ae, "gzip") {
+			_, _ = w.Write([]byte(body))
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		_, _ = zw.Write([]byte(body))
+		_ = zw.Close()
+	}))
+	t.Cleanup(srv.Close)
+	gw := gateway(t, gatewayBlock("\t\tpool learned {\n\t\t\tmodels auto\n"+discKey("gz-secret", srv.URL+"/v1", "g1")+"\t\t}\n"))
+	eventually(t, 5*time.Second, "gz-model learned", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return slices.Contains(ids, "gz-model")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 || seen[0] != "GET /v1/models identity" {
+		t.Fatalf("upstream saw %q", seen)
 	}
 }

@@ -704,7 +704,7 @@ func (x *exchange) build(actx context.Context, url string) (req *http.Request, r
 		}
 		return nil, attemptResult{done: true}, false
 	}
-	req, err = http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(reqBody))
+	req, err = newUpstreamRequest(actx, http.MethodPost, url, bytes.NewReader(reqBody))
 	if err != nil {
 		x.finish(keypool.Outcome{Kind: keypool.NetworkError, Message: "building upstream request"})
 		return nil, attemptResult{outcome: keypool.Outcome{Kind: keypool.NetworkError}}, false
@@ -717,9 +717,6 @@ func (x *exchange) build(actx context.Context, url string) (req *http.Request, r
 	} else {
 		hdr.Set("Accept", "application/json")
 	}
-	// the transport does not decompress (DisableCompression), and a request
-	// without Accept-Encoding accepts any coding (RFC 9110 12.5.3): say so
-	hdr.Set("Accept-Encoding", "identity")
 	if ua := x.r.Header.Get("User-Agent"); ua != "" {
 		hdr.Set("User-Agent", ua)
 	}

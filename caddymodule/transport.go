@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -48,4 +49,19 @@ var upstreamClient = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	},
+}
+
+// newUpstreamRequest is http.NewRequestWithContext for a request the
+// gateway sends to an upstream (a client's call, a models list, a
+// diagnose probe, a balance check), with Accept-Encoding: identity:
+// upstreamTransport does not decompress (DisableCompression), and a
+// request that names no Accept-Encoding accepts any coding (RFC 9110,
+// section 12.5.3), so an upstream that compresses would answer with a
+// body no reader of the gateway can read.
+func newUpstreamRequest(ctx context.Context, method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err == nil {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	return req, err
 }
