@@ -20,6 +20,20 @@ import (
 // test naming the report it reproduces (translation-only cases are in
 // translate/peer_reports*_test.go).
 
+// writeGzipUnlessRefused writes body gzip-compressed, as a compressing
+// upstream does, unless the request's Accept-Encoding names codings
+// without gzip: a request naming none accepts any (RFC 9110 12.5.3).
+func writeGzipUnlessRefused(w http.ResponseWriter, r *http.Request, body string) {
+	if ae := r.Header.Get("Accept-Encoding"); ae != "" && !strings.Contains(ae, "gzip") {
+		_, _ = w.Write([]byte(body))
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw := gzip.NewWriter(w)
+	_, _ = zw.Write([]byte(body))
+	_ = zw.Close()
+}
+
 // gzipAnthropicUpstream is an Anthropic-dialect upstream that compresses
 // its answers with gzip whenever the request accepts it (as it does when
 // it names no Accept-Encoding at all); it records each request's
@@ -47,15 +61,7 @@ func gzipAnthropicUpstream(t *testing.T) (string, func() []string) {
 		} else {
 			w.Header().Set("Content-Type", "application/json")
 		}
-		// no Accept-Encoding accepts any coding (RFC 9110 12.5.3)
-		if ae := r.Header.Get("Accept-Encoding"); ae != "" && !strings.Contains(ae, "gzip") {
-			_, _ = w.Write([]byte(body))
-			return
-		}
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		_, _ = zw.Write([]byte(body))
-		_ = zw.Close()
+		writeGzipUnlessRefused(w, r, body)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1", func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
@@ -142,14 +148,7 @@ func TestGzipUpstreamModelsList(t *testing.T) {
 		mu.Unlock()
 		body := `{"object":"list","data":[{"id":"gz-model","object":"model","owned_by":"x"}]}`
 		w.Header().Set("Content-Type", "application/json")
-		if ae := r.Header.Get("Accept-Encoding"); ae != "" && !strings.Contains(ae, "gzip") {
-			_, _ = w.Write([]byte(body))
-			return
-		}
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		_, _ = zw.Write([]byte(body))
-		_ = zw.Close()
+		writeGzipUnlessRefused(w, r, body)
 	}))
 	t.Cleanup(srv.Close)
 	gw := gateway(t, gatewayBlock("\t\tpool learned {\n\t\t\tmodels auto\n"+discKey("gz-secret", srv.URL+"/v1", "g1")+"\t\t}\n"))
