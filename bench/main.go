@@ -96,7 +96,7 @@ func parseFlags() *options {
 	flag.IntVar(&o.mock.Spread, "mock-spread", 64, "the mock spreads each client key over this many of its per-key states (0: off)")
 	flag.IntVar(&o.keys, "keys", 1000, "keys per pool of the many-keys target")
 	flag.StringVar(&o.memStreams, "mem-streams", "1000,10000", "memory case: numbers of slow streams held open (empty: skip)")
-	flag.StringVar(&o.memTargets, "mem-targets", "reverse_proxy,gw-pass,gw-o2a", "memory case: targets")
+	flag.StringVar(&o.memTargets, "mem-targets", "reverse_proxy,gw-pass,gw-keys,gw-o2a", "memory case: targets")
 	flag.DurationVar(&o.memWait, "mem-wait", 60*time.Second, "memory case: how long to wait for all streams to start")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "abort the whole run after this long")
 	flag.BoolVar(&o.gatewayLog, "gateway-log", false, "keep Caddy's INFO logs (the gateway's per-request log line) instead of WARN")
