@@ -433,6 +433,7 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 	if r.effort, e = c.strEnum(root.get("reasoning_effort"), top("reasoning_effort"), openAIEfforts...); e != nil {
 		return e
 	}
+	chatThinking(root.get("thinking"), root.get("reasoning"), r)
 	rf := root.get("response_format")
 	if e := c.object(rf, top("response_format")); e != nil {
 		return e
@@ -584,6 +585,46 @@ func decodeCommonTop(root objFields, r *canonRequest, c *checker) *Error {
 		r.topK = "" // vLLM and others: -1 or 0 turns top-k off
 	}
 	return nil
+}
+
+// chatThinking reads the explicit thinking settings a Chat Completions
+// request may carry for a reasoning upstream, beside reasoning_effort:
+// LiteLLM's form, also taken by Anthropic's OpenAI SDK compatibility
+// layer, "thinking": {"type":"enabled","budget_tokens":N} (or
+// {"type":"disabled"}), and OpenRouter's "reasoning": {"max_tokens":N}.
+// An explicit budget (N >= 1024, Anthropic's minimum) wins over the
+// effort's mapping: an Anthropic upstream gets budget_tokens N (a Claude
+// 4.6 or later model, which takes an effort instead, the effort N falls
+// in: effortForBudget); reasoning_effort, when sent and not "none" or
+// "minimal", is kept for OpenAI upstreams, else the budget's effort is
+// used. "disabled" turns thinking off whatever the effort says. These are
+// extensions: a malformed one is ignored, never an error.
+func chatThinking(th, rs gjson.Result, r *canonRequest) {
+	var budget int64
+	if th.IsObject() {
+		res := getMany(&[4]gjson.Result{}, th.Raw, "type", "budget_tokens")
+		switch res[0].Str {
+		case "enabled":
+			if res[1].Type == gjson.Number {
+				budget = res[1].Int()
+			}
+		case "disabled":
+			r.thinkingOff = true
+			return
+		}
+	}
+	if budget == 0 && rs.IsObject() {
+		if mt := rs.Get("max_tokens"); mt.Type == gjson.Number {
+			budget = mt.Int()
+		}
+	}
+	if budget < 1024 || budget > MaxTokenCount {
+		return
+	}
+	r.thinkingBudget = budget
+	if r.effort == "" || r.effort == "none" || r.effort == "minimal" {
+		r.effort = effortForBudget(budget)
+	}
 }
 
 // chatReasoning picks the reasoning text of an assistant message from

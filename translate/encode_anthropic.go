@@ -233,6 +233,11 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 		if adaptive {
 			b = append(b, `,"thinking":{"type":"adaptive"}`...)
 			effortOut = r.effort
+			if r.thinkingBudget >= 1024 {
+				// an explicit budget (a Chat client's, see chatThinking)
+				// wins over the effort it came with
+				effortOut = effortForBudget(r.thinkingBudget)
+			}
 			if effortOut == "xhigh" {
 				effortOut = "max"
 			}
