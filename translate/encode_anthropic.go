@@ -225,7 +225,7 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 	}
 	if r.user != "" {
 		b = append(b, `,"metadata":{"user_id":`...)
-		b = appendString(b, r.user)
+		b = appendString(b, anthropicUserID(r.user))
 		b = append(b, '}')
 	}
 	effortOut := ""

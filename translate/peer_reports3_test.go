@@ -364,3 +364,35 @@ func TestPeerUsageChunkHasNoChoices(t *testing.T) {
 		t.Errorf("no [DONE] after the usage chunk")
 	}
 }
+
+// BerriAI/litellm#10106: an OpenAI user that is an email address became Anthropic's metadata.user_id, and Anthropic refused the request (400 "user_id appears to contain an email address"); Anthropic asks for an opaque id (a uuid or hash), at most 256 characters.
+func TestPeerUserIDToAnthropicIsOpaque(t *testing.T) {
+	for _, c := range []struct{ from, body string }{
+		{"chat", `{"model":"m","user":"%s","messages":[{"role":"user","content":"x"}]}`},
+		{"chat safety_identifier", `{"model":"m","safety_identifier":"%s","messages":[{"role":"user","content":"x"}]}`},
+		{"responses", `{"model":"m","user":"%s","input":"x"}`},
+	} {
+		from := OpenAIChat
+		if c.from == "responses" {
+			from = OpenAIResponses
+		}
+		for _, u := range []string{"myname@example.com", "+1 555 0100 200", "John Smith", strings.Repeat("x", 300)} {
+			r := mustTranslate(t, from, AnthropicMessages, strings.Replace(c.body, "%s", u, 1), "up")
+			id := r.Get("metadata.user_id").Str
+			if id == "" || id == u || len(id) > 256 || strings.ContainsAny(id, "@ +.") {
+				t.Errorf("%s %q: metadata.user_id %q", c.from, u, id)
+			}
+			// the same end user always maps to the same id, another to another
+			again := mustTranslate(t, from, AnthropicMessages, strings.Replace(c.body, "%s", u, 1), "up").Get("metadata.user_id").Str
+			other := mustTranslate(t, from, AnthropicMessages, strings.Replace(c.body, "%s", u+"2", 1), "up").Get("metadata.user_id").Str
+			if again != id || other == id {
+				t.Errorf("%s %q: ids %q, %q, other %q", c.from, u, id, again, other)
+			}
+		}
+		// an opaque id (uuid, hash, internal number) goes as it is
+		for _, u := range []string{"3f2b8c1e-9d4a-4b7e-8f00-1c2d3e4f5a6b", "user_42", "a1b2c3"} {
+			r := mustTranslate(t, from, AnthropicMessages, strings.Replace(c.body, "%s", u, 1), "up")
+			wantGet(t, r, "metadata.user_id", `"`+u+`"`)
+		}
+	}
+}
