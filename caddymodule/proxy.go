@@ -208,23 +208,38 @@ func (h *Handler) candidates(model string, gk *gwKey) ([]*pool, string, *loopFai
 // loopFailure is the gateway's answer when a pool could not serve the
 // request; the last pool's failure is written to the client.
 type loopFailure struct {
-	status     int
-	class      translate.ErrorClass
-	msg        string
+	status int
+	class  translate.ErrorClass
+	msg    string
+	// retryAfter is the Retry-After sent (0: none). A wait longer than
+	// sdkMaxRetryAfter also sends x-should-retry: false, see failWith.
 	retryAfter time.Duration
-	noRetry    bool // x-should-retry: false (a wait longer than SDKs honour, e.g. a budget's reset)
+	// noRetry sends x-should-retry: false whatever the wait: no key will
+	// serve again by itself (every key rejected by its upstream or
+	// disabled).
+	noRetry bool
 	// param and code are the OpenAI error's param and code ("" for null
 	// and the class's default), as OpenAI names them for the same error
 	// ("model" and "model_not_found" for a model no pool serves)
 	param, code string
 }
 
-// failWith writes a loopFailure in the client's dialect.
+// sdkMaxRetryAfter is the longest Retry-After the official OpenAI and
+// Anthropic SDKs wait for: a longer one is ignored and the SDK retries
+// after its own short backoff (0.5-8 s), which would only be refused
+// again.
+const sdkMaxRetryAfter = time.Minute
+
+// failWith writes a loopFailure in the client's dialect. A failure whose
+// Retry-After is longer than the SDKs honour (every key cooling for
+// minutes, a budget until its reset), or that no wait mends (noRetry),
+// says x-should-retry: false, so the client sees the wait at once instead
+// of its SDK's retries being refused again within seconds.
 func (rl *requestLog) failWith(w http.ResponseWriter, d translate.Dialect, f *loopFailure) {
 	if f.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(f.retryAfter.Seconds())))))
 	}
-	if f.noRetry {
+	if f.noRetry || f.retryAfter > sdkMaxRetryAfter {
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	if f.param != "" || f.code != "" {
@@ -944,7 +959,10 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 		// over a few seconds instead of sending them all back at once
 		ra = time.Second + rand.N(2*time.Second)
 	}
-	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra}
+	// every key rejected by its upstream (401, 402, 403, quota) or
+	// disabled: an SDK would wait out Retry-After (up to a minute, twice)
+	// only to be refused again
+	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead()}
 }
 
 // exhausted is the failure when attempts ran out: a gateway error naming

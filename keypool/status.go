@@ -338,6 +338,23 @@ type UnavailableError struct {
 	NoKeys bool
 }
 
+// KeysDead reports whether no key will serve again without an operator or
+// a long wait: every key is disabled, or cooling on a dead-key verdict
+// (invalid_key, no_credit, forbidden, quota_exhausted; OutcomeKind.Dead),
+// provisional or confirmed. False when Keys is empty.
+func (e *UnavailableError) KeysDead() bool {
+	for _, k := range e.Keys {
+		switch {
+		case k.State == StateDisabled:
+		case k.State == StateCooling && (k.Reason == InvalidKey.Reason() || k.Reason == NoCredit.Reason() ||
+			k.Reason == Forbidden.Reason() || k.Reason == QuotaExhausted.Reason()):
+		default:
+			return false
+		}
+	}
+	return len(e.Keys) > 0
+}
+
 // Error lists each key's state, e.g.
 // `pool "main": no key available: key-1 cooling (rate_limited, 3s left); key-2 busy`.
 func (e *UnavailableError) Error() string {

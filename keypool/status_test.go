@@ -98,3 +98,30 @@ func TestQuotaText(t *testing.T) {
 		t.Errorf("bad quota: %v", err)
 	}
 }
+
+// TestUnavailableKeysDead: only keys disabled or cooling on a dead-key
+// verdict make KeysDead true; one key cooling for a 429, busy or limited
+// makes it false, and so does an empty list.
+func TestUnavailableKeysDead(t *testing.T) {
+	dead := KeyStatus{State: StateCooling, Reason: InvalidKey.Reason()}
+	cases := []struct {
+		name string
+		keys []KeyStatus
+		want bool
+	}{
+		{"none", nil, false},
+		{"invalid", []KeyStatus{dead}, true},
+		{"dead kinds and disabled", []KeyStatus{dead, {State: StateCooling, Reason: NoCredit.Reason()},
+			{State: StateCooling, Reason: Forbidden.Reason(), Provisional: true},
+			{State: StateCooling, Reason: QuotaExhausted.Reason()}, {State: StateDisabled, Reason: ReasonDisabled}}, true},
+		{"one rate limited", []KeyStatus{dead, {State: StateCooling, Reason: RateLimited.Reason()}}, false},
+		{"one busy", []KeyStatus{dead, {State: StateBusy, Reason: ReasonBusy}}, false},
+		{"one limited", []KeyStatus{dead, {State: StateLimited, Reason: ReasonRPM}}, false},
+		{"one breaker open", []KeyStatus{dead, {State: StateBreakerOpen, Reason: ReasonBreakerOpen}}, false},
+	}
+	for _, c := range cases {
+		if got := (&UnavailableError{Keys: c.keys}).KeysDead(); got != c.want {
+			t.Errorf("%s: KeysDead() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
