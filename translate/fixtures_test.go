@@ -56,6 +56,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestAddStreamUsageAndHide", TestAddStreamUsageAndHide},
 		{"TestChatChunkMembersAsHasMember", TestChatChunkMembersAsHasMember},
 		{"TestChunkLeadFixtures", TestChunkLeadFixtures},
+		{"TestMemberSetSameAsFields", TestMemberSetSameAsFields},
 		{"TestHoldPreambleHealthyStreamsUnchanged", TestHoldPreambleHealthyStreamsUnchanged},
 		{"TestHoldPreambleFirstContentNotDelayed", TestHoldPreambleFirstContentNotDelayed},
 		{"TestMultiTurnChatClientAnthropicUpstream", TestMultiTurnChatClientAnthropicUpstream},

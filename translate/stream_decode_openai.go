@@ -31,10 +31,51 @@ type chatStreamDecoder struct {
 	pending []*chatTool
 	refusal bool
 	choices chatChoices // the chunks' choices (blocked)
-	top     objFields   // scratch for the chunk's members
-	dsc     objFields   // scratch for the delta's members
-	chc     objFields   // scratch for a choice's members
+	// scratch for the members read of the chunk, a choice and the delta
+	// (chatChunkSet, chatChoiceSet, chatDeltaSet)
+	top [numChunkMembers]gjson.Result
+	chc [numChoiceMembers]gjson.Result
+	dsc [numDeltaMembers]gjson.Result
 }
+
+// The members the decoder reads of a chunk, of a choice and of a delta,
+// each set read in one walk (memberSet); the constants are their slots.
+var (
+	chatChunkSet  = newMemberSet("error", "id", "model", "created", "usage", "choices", "prompt_filter_results", "promptFeedback", "prompt_feedback")
+	chatChoiceSet = newMemberSet("index", "delta", "finish_reason", "stop_reason")
+	chatDeltaSet  = newMemberSet("reasoning_content", "reasoning", "reasoning_details", "content", "refusal", "tool_calls")
+)
+
+const (
+	chunkError = iota
+	chunkID
+	chunkModel
+	chunkCreated
+	chunkUsage
+	chunkChoices
+	chunkPromptFilterResults
+	chunkPromptFeedback      // Gemini's, camelCase
+	chunkPromptFeedbackSnake // prompt_feedback
+	numChunkMembers
+)
+
+const (
+	choiceIndex = iota
+	choiceDelta
+	choiceFinishReason
+	choiceStopReason
+	numChoiceMembers
+)
+
+const (
+	deltaReasoningContent = iota
+	deltaReasoning
+	deltaReasoningDetails
+	deltaContent
+	deltaRefusal
+	deltaToolCalls
+	numDeltaMembers
+)
 
 type chatTool struct {
 	index    int64
@@ -62,19 +103,19 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.end()
 		return
 	}
-	d.top = fieldsInto(d.top, gjson.Parse(view(data)))
-	f := d.top
-	res := [6]gjson.Result{f.get("error"), f.get("id"), f.get("model"), f.get("created"), f.get("usage"), f.get("choices")}
+	res := &d.top
+	chatChunkSet.read(gjson.Parse(view(data)), res[:])
+	e := res[chunkError]
 	if objectError(data) {
-		res[0] = gjson.Parse(view(data)) // vLLM's error chunk (objectError)
+		e = gjson.Parse(view(data)) // vLLM's error chunk (objectError)
 	}
-	if e := res[0]; e.IsObject() || (e.Type == gjson.String && e.Str != "") {
+	if e.IsObject() || (e.Type == gjson.String && e.Str != "") {
 		typ, code, _, _ := openAIErrorFields(e)
 		se := cs.t.setUpstreamError(openAIStreamError(OpenAIChat, e))
 		cs.fail(classForErrorType(typ, code), firstNonEmpty(se.Message, "upstream error"), se)
 		return
 	}
-	choices := res[5]
+	choices := res[chunkChoices]
 	if malformedChoices(choices) {
 		// not a chat.completion.chunk: the upstream's failure, never
 		// counted as a chunk with choices (or without)
@@ -82,22 +123,23 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		cs.fail(ErrUpstreamUnavailable, se.Message, se)
 		return
 	}
-	if u := res[4]; u.IsObject() {
+	if u := res[chunkUsage]; u.IsObject() {
 		cs.t.usage.merge(chatUsage(u))
 	}
-	d.choices.note(choices, f)
+	d.choices.noteMembers(choices, res[chunkPromptFilterResults], res[chunkUsage], res[chunkPromptFeedback], res[chunkPromptFeedbackSnake])
 	if !cs.started {
-		if res[1].Str == "" && !hasElements(choices) {
+		if res[chunkID].Str == "" && !hasElements(choices) {
 			return // Azure's prompt_filter_results chunk, or a usage-only chunk
 		}
-		cs.begin(res[1].Str, res[2].Str, res[3].Int())
+		cs.begin(res[chunkID].Str, res[chunkModel].Str, res[chunkCreated].Int())
 	}
 	if !choices.IsArray() {
 		return
 	}
 	choices.ForEach(func(_, c gjson.Result) bool {
-		d.chc = fieldsInto(d.chc, c) // one walk of the choice, as for the chunk and its delta
-		index, delta, fr := d.chc.get("index").Int(), d.chc.get("delta"), d.chc.get("finish_reason")
+		chc := &d.chc
+		chatChoiceSet.read(c, chc[:]) // one walk of the choice, as for the chunk and its delta
+		index, delta, fr := chc[choiceIndex].Int(), chc[choiceDelta], chc[choiceFinishReason]
 		if index != 0 {
 			return true // n > 1: only the first choice is translated
 		}
@@ -117,7 +159,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 			if d.refusal && stop == stopEndTurn {
 				stop = stopRefusal
 			}
-			stop, seq := chatStopSequence(fr.Str, d.chc.get("stop_reason"), stop, cs.sawTool)
+			stop, seq := chatStopSequence(fr.Str, chc[choiceStopReason], stop, cs.sawTool)
 			cs.finish(stop, seq)
 		}
 		return true
@@ -126,18 +168,17 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 
 func (d *chatStreamDecoder) delta(delta gjson.Result) {
 	cs := d.cs
-	d.dsc = fieldsInto(d.dsc, delta)
-	f := d.dsc
-	res := [6]gjson.Result{f.get("reasoning_content"), f.get("reasoning"), f.get("reasoning_details"), f.get("content"), f.get("refusal"), f.get("tool_calls")}
+	res := &d.dsc
+	chatDeltaSet.read(delta, res[:])
 	thinking := ""
 	var thinkingJSON gjson.Result // the string value thinking came from, when one
 	switch {
-	case res[0].Type == gjson.String && res[0].Str != "":
-		thinking, thinkingJSON = res[0].Str, res[0]
-	case res[1].Type == gjson.String && res[1].Str != "":
-		thinking, thinkingJSON = res[1].Str, res[1]
-	case res[2].IsArray():
-		res[2].ForEach(func(_, x gjson.Result) bool {
+	case res[deltaReasoningContent].Type == gjson.String && res[deltaReasoningContent].Str != "":
+		thinking, thinkingJSON = res[deltaReasoningContent].Str, res[deltaReasoningContent]
+	case res[deltaReasoning].Type == gjson.String && res[deltaReasoning].Str != "":
+		thinking, thinkingJSON = res[deltaReasoning].Str, res[deltaReasoning]
+	case res[deltaReasoningDetails].IsArray():
+		res[deltaReasoningDetails].ForEach(func(_, x gjson.Result) bool {
 			thinking += x.Get("text").String()
 			return true
 		})
@@ -154,12 +195,12 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 		}
 	}
 	text := ""
-	if res[3].Type == gjson.String {
-		text = res[3].Str
+	if res[deltaContent].Type == gjson.String {
+		text = res[deltaContent].Str
 	}
-	refusal := res[4].Type == gjson.String && res[4].Str != ""
+	refusal := res[deltaRefusal].Type == gjson.String && res[deltaRefusal].Str != ""
 	if refusal {
-		text += res[4].Str
+		text += res[deltaRefusal].Str
 		d.refusal = true
 	}
 	if text != "" {
@@ -170,10 +211,10 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 		if refusal {
 			cs.delta(deltaText, text)
 		} else {
-			cs.deltaJSON(deltaText, res[3])
+			cs.deltaJSON(deltaText, res[deltaContent])
 		}
 	}
-	res[5].ForEach(func(_, tc gjson.Result) bool {
+	res[deltaToolCalls].ForEach(func(_, tc gjson.Result) bool {
 		d.toolDelta(tc)
 		return true
 	})

@@ -867,11 +867,17 @@ type chatChoices struct{ empties, others, said bool }
 
 // note records one chunk: its "choices" member and its top-level members f.
 func (c *chatChoices) note(choices gjson.Result, f objFields) {
+	c.noteMembers(choices, f.get("prompt_filter_results"), f.get("usage"), f.get("promptFeedback"), f.get("prompt_feedback"))
+}
+
+// noteMembers is note given the chunk's members choices,
+// prompt_filter_results, usage, promptFeedback and prompt_feedback.
+func (c *chatChoices) noteMembers(choices, filter, usage, camel, snake gjson.Result) {
 	if !choices.IsArray() || hasElements(choices) {
 		c.others = true
-	} else if !f.get("prompt_filter_results").Exists() {
+	} else if !filter.Exists() {
 		c.empties = true
-		c.said = c.said || f.get("usage").IsObject() || blockReason(f)
+		c.said = c.said || usage.IsObject() || blockReasonOf(camel, snake)
 	}
 }
 
