@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -53,13 +54,35 @@ func (u *Usage) merge(v Usage) {
 
 func i64(n int64) *int64 { return &n }
 
-// intAt returns the integer at r, or nil when r is missing, null or not a
-// number.
+// intAt returns the count at r, or nil when r is missing, null, not a
+// number or negative (a token count never is: a hostile or broken
+// upstream's -5 is no report, not a refund). A number beyond int64 (1e30)
+// is math.MaxInt64 (gjson clamps), a fraction is truncated.
 func intAt(r gjson.Result) *int64 {
-	if r.Type != gjson.Number {
+	n, ok := countAt(r)
+	if !ok {
 		return nil
 	}
-	return i64(r.Int())
+	return i64(n)
+}
+
+// countAt is intAt without the pointer: ok false for a missing, non-number
+// or negative r.
+func countAt(r gjson.Result) (int64, bool) {
+	if r.Type != gjson.Number {
+		return 0, false
+	}
+	n := r.Int()
+	return n, n >= 0
+}
+
+// addCounts adds two non-negative counts, saturating at math.MaxInt64
+// instead of wrapping negative.
+func addCounts(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // ResponseUsage extracts usage from a whole non-streamed response body of
@@ -202,8 +225,8 @@ func (a *anthropicUsage) add(u gjson.Result) {
 	var r [len(anthropicUsagePaths)]gjson.Result
 	usageLookup(u, anthropicUsagePaths[:], r[:])
 	for i := range r {
-		if r[i].Type == gjson.Number {
-			a.v[i], a.set[i] = r[i].Int(), true
+		if n, ok := countAt(r[i]); ok {
+			a.v[i], a.set[i] = n, true
 		}
 	}
 }
@@ -221,10 +244,10 @@ func (a *anthropicUsage) usage() Usage {
 	if a.set[0] {
 		n := a.v[0]
 		if a.set[2] {
-			n += a.v[2]
+			n = addCounts(n, a.v[2])
 		}
 		if a.set[3] {
-			n += a.v[3]
+			n = addCounts(n, a.v[3])
 		}
 		out.InputTokens = i64(n)
 	}
