@@ -256,7 +256,7 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 		s.tpmLevel = max(0, s.tpmLevel+float64(rel.TokenDelta))
 	}
 	if rel.QuotaTokens > 0 && s.qPeriod == rel.QuotaPeriod {
-		s.qTok += rel.QuotaTokens
+		s.qTok = addTokens(s.qTok, rel.QuotaTokens)
 	}
 	ev := SharedEvent{Instance: rel.Instance, Fingerprint: rel.Fingerprint, Clear: rel.Clear}
 	if rel.Clear {
@@ -351,7 +351,7 @@ func (m *MemoryBackend) Sync(_ context.Context, pool string, keys []SharedSync) 
 			}
 			if s.qPeriod == k.QuotaPeriod {
 				s.qReq += k.QuotaRequests
-				s.qTok += k.QuotaTokens
+				s.qTok = addTokens(s.qTok, max(k.QuotaTokens, 0))
 			}
 		}
 	}

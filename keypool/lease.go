@@ -2,6 +2,7 @@ package keypool
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -158,6 +159,9 @@ func (l *Lease) Release(o Outcome) {
 	if b != nil {
 		before = l.key.view()
 	}
+	// a negative usage (a broken upstream figure) is no usage: it must not
+	// refund what other requests took from the tpm bucket or the quota
+	o.Tokens = max(o.Tokens, 0)
 	var verify func(*Key, Outcome)
 	if l.releaseLocked(o) {
 		verify = p.verifier
@@ -304,10 +308,10 @@ func (p *Pool) accountLocked(l *Lease, o *Outcome, now time.Time) {
 	if o.Tokens > 0 {
 		if k.quota.set() {
 			k.lim.roll(&k.quota, now)
-			k.lim.qTok += o.Tokens
+			k.lim.qTok = addTokens(k.lim.qTok, o.Tokens)
 		}
 		k.lim.window(p.settings.UsageWindow, now)
-		k.lim.winTok += o.Tokens
+		k.lim.winTok = addTokens(k.lim.winTok, o.Tokens)
 	}
 	d := o.TTFB
 	if d <= 0 {
@@ -331,4 +335,15 @@ func hintSource(o Outcome) string {
 		return o.Source
 	}
 	return "retry-after"
+}
+
+// addTokens adds a non-negative token count n to the counter c,
+// saturating at math.MaxInt64: two answers reporting the largest count
+// (a hostile usage figure) must not wrap a quota's counter negative and
+// open the quota again.
+func addTokens(c, n int64) int64 {
+	if n > 0 && c > math.MaxInt64-n {
+		return math.MaxInt64
+	}
+	return c + n
 }

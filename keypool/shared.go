@@ -212,7 +212,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 	}
 	if o.Tokens > 0 && k.quota.set() {
 		if _, degraded := p.local[l]; degraded {
-			k.degTok += o.Tokens // pushed by Resync with the degraded requests
+			k.degTok = addTokens(k.degTok, o.Tokens) // pushed by Resync with the degraded requests
 		} else {
 			rel.QuotaTokens, rel.QuotaPeriod = o.Tokens, k.lim.qPeriod
 		}

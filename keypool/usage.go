@@ -55,7 +55,7 @@ func (p *Pool) RestoreUsage(saved []KeyUsage) {
 		k.lim.roll(&k.quota, now)
 		if k.lim.qPeriod == u.QuotaPeriod {
 			k.lim.qReq += max(u.QuotaRequests, 0)
-			k.lim.qTok += max(u.QuotaTokens, 0)
+			k.lim.qTok = addTokens(k.lim.qTok, max(u.QuotaTokens, 0))
 		}
 	}
 	for _, k := range p.keys {
