@@ -45,12 +45,11 @@ func (pt *passthrough) readJSON(c *call, data []byte) ([]byte, translate.Usage, 
 	if pt.answer != "" && !res[3].IsArray() {
 		return nil, u, errNoAnswer
 	}
-	if res[0].Type == gjson.Number {
-		n := res[0].Int()
+	// a negative figure is no count (as translate's usage readers say)
+	if n := res[0].Int(); res[0].Type == gjson.Number && n >= 0 {
 		u.InputTokens = &n
 	}
-	if res[1].Type == gjson.Number {
-		n := res[1].Int()
+	if n := res[1].Int(); res[1].Type == gjson.Number && n >= 0 {
 		u.OutputTokens = &n
 	}
 	if c.upstreamModel != c.clientModel && res[2].Exists() {

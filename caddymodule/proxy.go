@@ -920,14 +920,15 @@ func scrubbedError(up, client translate.Dialect, status int, errBody []byte, f *
 	return out
 }
 
-// usageTokens is the input plus output tokens of a usage, 0 when unknown.
+// usageTokens is the input plus output tokens of a usage, 0 when unknown;
+// a negative figure counts 0 and the sum saturates at math.MaxInt64 (a
+// wrapped sum would read as no usage to the key's tpm and quota).
 func usageTokens(u translate.Usage) int64 {
 	var n int64
-	if u.InputTokens != nil {
-		n += *u.InputTokens
-	}
-	if u.OutputTokens != nil {
-		n += *u.OutputTokens
+	for _, v := range [...]*int64{u.InputTokens, u.OutputTokens} {
+		if v != nil && *v > 0 {
+			n = min(n, math.MaxInt64-*v) + *v
+		}
 	}
 	return n
 }
