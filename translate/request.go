@@ -345,12 +345,18 @@ func decodeWith(c *checker, body []byte) (*canonRequest, *Error) {
 // had not, call HideUsageChunk on the passthrough StreamTranslator so the
 // client's stream stays exactly what it asked for. Non-streaming requests
 // and requests that already ask are returned unchanged.
+//
+// body is a JSON object, as ParseRequest accepts it: its top level is
+// read in one walk (see streamMembers).
 func AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
-	res := gjson.GetMany(view(body), "stream", "stream_options", "stream_options.include_usage")
-	if res[0].Type != gjson.True {
+	stream, so, iu, ok := streamMembers(body)
+	if !ok {
+		res := gjson.GetMany(view(body), "stream", "stream_options", "stream_options.include_usage")
+		stream, so, iu = res[0], res[1], res[2]
+	}
+	if stream.Type != gjson.True {
 		return body, false
 	}
-	so, iu := res[1], res[2]
 	if iu.Type == gjson.True {
 		return body, true
 	}
@@ -377,4 +383,38 @@ func AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
 		return body, false
 	}
 	return out, false
+}
+
+// streamMembers reads a request's "stream", "stream_options" and
+// "stream_options.include_usage" in one walk of its top level, as gjson's
+// lookups of the three paths find them (a lookup scans the body from its
+// start, and one that finds nothing scans all of it: the usual request,
+// without stream_options, cost three scans), each Index its offset in
+// body. ok is false when "stream_options" is there more than
+// once (a lookup of the nested path would go on to the next one): the
+// caller asks gjson.
+func streamMembers(body []byte) (stream, so, iu gjson.Result, ok bool) {
+	nStream, nSO := 0, 0
+	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "stream":
+			if nStream == 0 {
+				stream = v
+			}
+			nStream++
+		case "stream_options":
+			if nSO == 0 {
+				so = v
+			}
+			nSO++
+		}
+		return true
+	})
+	if nSO > 1 {
+		return gjson.Result{}, gjson.Result{}, gjson.Result{}, false
+	}
+	if iu = so.Get("include_usage"); !iu.Exists() { // its Index in body (Result.Get)
+		iu = gjson.Result{}
+	}
+	return stream, so, iu, true
 }
