@@ -9,7 +9,9 @@ import "github.com/llmgateway/llm_gateway/translate"
 // their calls reach the client as custom_tool_call items or "custom"
 // tool_calls entries (translate.ResponseOptions.CustomTools), and a
 // Responses request's tools, tool_choice and settings (temperature,
-// instructions, metadata…), which its response objects echo.
+// instructions, metadata…), which its response objects echo; and for any
+// translated answer the request's stop strings (see
+// translate.ResponseOptions.StopSequences and EmulateStops).
 func (x *exchange) responseOptions() translate.ResponseOptions {
 	o := x.p.respOpts
 	if c := x.c; c.req != nil && x.d != c.dialect {
@@ -18,6 +20,11 @@ func (x *exchange) responseOptions() translate.ResponseOptions {
 		o.CustomTools = c.req.CustomTools()
 		o.Tools, o.ToolChoice = c.req.ResponsesEcho()
 		o.Echo = c.req.ResponsesEchoMembers()
+		// the request's stop strings: which stop_reason a Chat upstream
+		// may name, and those this upstream was not sent, which the
+		// gateway applies itself (translate.ResponseOptions.EmulateStops)
+		o.StopSequences = c.req.StopSequences()
+		o.EmulateStops = c.req.UnsentStopSequences(x.d, c.upstreamModel)
 	}
 	return o
 }

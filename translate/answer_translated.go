@@ -118,7 +118,7 @@ func ReadAnswer(from, to Dialect, body []byte, clientModel string, o ResponseOpt
 	if se = answerErrorOf(from, a.err, a.object, a.choices, a.content, a.output); se != nil {
 		return nil, Usage{}, se, nil
 	}
-	resp, e := decodeAnswerOf(from, &a)
+	resp, e := decodeAnswerOf(from, &a, o.StopSequences)
 	if e != nil {
 		return nil, Usage{}, nil, e
 	}
@@ -127,11 +127,12 @@ func ReadAnswer(from, to Dialect, body []byte, clientModel string, o ResponseOpt
 }
 
 // decodeAnswerOf decodes a whole answer of dialect from, an object whose
-// top-level members a holds, into the canonical form (see decodeResponse).
-func decodeAnswerOf(from Dialect, a *answerRoot) (*canonResponse, *Error) {
+// top-level members a holds, into the canonical form (see decodeResponse);
+// stops are the request's stop strings (ResponseOptions.StopSequences).
+func decodeAnswerOf(from Dialect, a *answerRoot, stops []string) (*canonResponse, *Error) {
 	switch from {
 	case OpenAIChat:
-		return decodeChatAnswer(a)
+		return decodeChatAnswer(a, stops)
 	case AnthropicMessages:
 		return decodeAnthropicAnswer(a)
 	case OpenAIResponses:
@@ -143,6 +144,7 @@ func decodeAnswerOf(from Dialect, a *answerRoot) (*canonResponse, *Error) {
 // encodeAnswer renders the canonical answer resp for a client of dialect
 // to (TranslateResponseWith's translated branch).
 func encodeAnswer(resp *canonResponse, to Dialect, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
+	cutAnswer(resp, o.EmulateStops)
 	resp.stop = toolStop(resp.stop, hasToolCall(resp.parts))
 	if clientModel != "" {
 		resp.model = clientModel

@@ -819,7 +819,7 @@ func (r *canonRequest) addMessage(role string, parts ...canonPart) {
 // top-level members a holds; only choices[0] is used. The choice and its
 // message are each read in one walk of their members (the first of each
 // name, as gjson's Get finds it).
-func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
+func decodeChatAnswer(a *answerRoot, stops []string) (*canonResponse, *Error) {
 	choices := a.choices
 	if !choices.IsArray() {
 		return nil, &Error{Class: ErrAPI, Message: "upstream response has no choices"}
@@ -900,7 +900,7 @@ func decodeChatAnswer(a *answerRoot) (*canonResponse, *Error) {
 	if refused && resp.stop == stopEndTurn {
 		resp.stop = stopRefusal
 	}
-	resp.stop, resp.stopSeq = chatStopSequence(fr.String(), sr, resp.stop, hasToolCall(resp.parts))
+	resp.stop, resp.stopSeq = chatStopSequence(fr.String(), sr, resp.stop, hasToolCall(resp.parts), stops)
 	if u := a.usage; u.IsObject() {
 		resp.usage = chatUsage(u)
 	}
@@ -972,13 +972,37 @@ func stopFromChat(fr string) string {
 // string, as Anthropic reports it (stop_reason "stop_sequence",
 // stop_sequence "<the string>"). A turn that made tool calls (called)
 // keeps its stop, which toolStop makes tool_use: a client runs the calls
-// only on that stop reason. Otherwise stop is returned unchanged with no
-// sequence.
-func chatStopSequence(fr string, stopReason gjson.Result, stop string, called bool) (string, string) {
-	if fr == "stop" && stop == stopEndTurn && !called && stopReason.Type == gjson.String && stopReason.Str != "" {
+// only on that stop reason. The string counts only when it is one of the
+// request's stop strings (stops; see ResponseOptions.StopSequences: nil,
+// not known, takes any string but a stop reason's name): another
+// server's "end_turn" there is no stop sequence. Otherwise stop is
+// returned unchanged with no sequence.
+func chatStopSequence(fr string, stopReason gjson.Result, stop string, called bool, stops []string) (string, string) {
+	if fr == "stop" && stop == stopEndTurn && !called && stopReason.Type == gjson.String && stopReason.Str != "" && isRequestStop(stopReason.Str, stops) {
 		return stopSequence, stopReason.Str
 	}
 	return stop, ""
+}
+
+// isRequestStop reports whether s, a stop string an upstream says matched,
+// is one of the request's stop strings; with stops nil (the request not
+// known), whether s is not the name of a stop reason, which servers write
+// in the same member.
+func isRequestStop(s string, stops []string) bool {
+	if stops == nil {
+		switch s {
+		case stopEndTurn, stopMaxTokens, stopToolUse, stopSequence, stopRefusal, stopPauseTurn,
+			"stop", "length", "tool_calls", "content_filter", "eos", "eos_token", "abort":
+			return false
+		}
+		return true
+	}
+	for _, x := range stops {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // chatFinish maps a canonical stop reason to an OpenAI finish_reason

@@ -34,6 +34,7 @@ type streamBench struct {
 	name     string
 	from, to Dialect
 	hide     bool
+	stops    []string // emulated stop strings (ResponseOptions.EmulateStops)
 }
 
 // newBenchTranslator returns the translator the gateway would use.
@@ -42,6 +43,9 @@ func (c streamBench) translator(w EventWriter) *StreamTranslator {
 	tr.HoldPreamble()
 	if c.hide {
 		tr.HideUsageChunk()
+	}
+	if c.stops != nil {
+		tr.SetOptions(ResponseOptions{EmulateStops: c.stops})
 	}
 	return tr
 }
@@ -245,20 +249,20 @@ func benchDirection(b *testing.B, c streamBench) {
 func BenchmarkPassthroughStreamChat(b *testing.B) {
 	for _, hide := range []bool{true, false} {
 		name := map[bool]string{true: "hide_usage", false: "keep_usage"}[hide]
-		b.Run(name, func(b *testing.B) { benchDirection(b, streamBench{name, OpenAIChat, OpenAIChat, hide}) })
+		b.Run(name, func(b *testing.B) { benchDirection(b, streamBench{name, OpenAIChat, OpenAIChat, hide, nil}) })
 	}
 }
 
 // BenchmarkPassthroughStreamAnthropic: Anthropic Messages to Anthropic
 // Messages.
 func BenchmarkPassthroughStreamAnthropic(b *testing.B) {
-	benchDirection(b, streamBench{"anthropic", AnthropicMessages, AnthropicMessages, false})
+	benchDirection(b, streamBench{"anthropic", AnthropicMessages, AnthropicMessages, false, nil})
 }
 
 // BenchmarkPassthroughStreamResponses: OpenAI Responses to OpenAI
 // Responses.
 func BenchmarkPassthroughStreamResponses(b *testing.B) {
-	benchDirection(b, streamBench{"responses", OpenAIResponses, OpenAIResponses, false})
+	benchDirection(b, streamBench{"responses", OpenAIResponses, OpenAIResponses, false, nil})
 }
 
 // BenchmarkTranslatedStream: the canonical path, Chat to Anthropic and

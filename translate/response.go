@@ -67,6 +67,40 @@ type ResponseOptions struct {
 	// does; nil: the defaults. No effect on other client dialects or on
 	// passthrough.
 	Echo []byte
+
+	// StopSequences are the stop strings of the client's request
+	// (Request.StopSequences: never nil for a parsed request, empty when
+	// it named none). A Chat upstream's choice "stop_reason" string
+	// (vLLM's matched stop string beside finish_reason "stop") is read as
+	// the stop sequence that ended the turn (Anthropic stop_reason
+	// "stop_sequence" with the string) only when it is one of them; any
+	// other string there (another server's "end_turn", say) is a plain
+	// end of turn. nil means the request is not known: such a string is
+	// then taken as a stop sequence unless it is a stop reason's name
+	// (end_turn, stop, eos, ...). No effect on passthrough.
+	StopSequences []string
+
+	// EmulateStops are the stop strings of the client's request that the
+	// upstream was not sent (Request.UnsentStopSequences for the
+	// upstream's dialect and model: OpenAI Responses has no stop
+	// parameter, OpenAI reasoning models refuse stop, Anthropic refuses
+	// whitespace-only stop sequences, OpenAI Chat takes at most 4). The
+	// gateway applies them itself: the answer's text is cut before the
+	// first occurrence of any of them (the stop string itself left out,
+	// as the vendors do), nothing after it (tool calls, reasoning, more
+	// text) is relayed, and the turn ends as a stop sequence ends it in
+	// the client's dialect: Anthropic stop_reason "stop_sequence" with
+	// stop_sequence set to the string, Chat finish_reason "stop",
+	// Responses status "completed". Only text is searched (not tool-call
+	// arguments, not reasoning), each text block on its own. A stream
+	// holds back only the tail of a text delta that may still begin a
+	// stop string (fewer bytes than the longest one, cut on a UTF-8
+	// boundary) and relays the rest at once; after a match it relays no
+	// more content but reads the upstream to its end, so the usage the
+	// client gets (and the gateway books) is what the upstream reports
+	// for the whole generation. nil: nothing emulated. No effect on
+	// passthrough.
+	EmulateStops []string
 }
 
 // decodeResponse decodes a whole answer of upstream dialect from (a JSON
@@ -74,12 +108,12 @@ type ResponseOptions struct {
 // not valid JSON, not an object, or not an answer of that dialect. It
 // validates body; decodeAnswerOf is the decoder for a body already
 // validated whose top-level members were collected (ReadAnswer).
-func decodeResponse(from Dialect, body []byte) (*canonResponse, *Error) {
+func decodeResponse(from Dialect, body []byte, stops []string) (*canonResponse, *Error) {
 	var a answerRoot
 	if !gjson.ValidBytes(body) || !answerRootOf(body, &a) {
 		return nil, &Error{Class: ErrAPI, Message: "upstream returned a response that is not valid JSON"}
 	}
-	return decodeAnswerOf(from, &a)
+	return decodeAnswerOf(from, &a, stops)
 }
 
 // repeatsAnswerMember reports whether body is a JSON object that repeats
@@ -129,7 +163,7 @@ func TranslateResponseWith(from, to Dialect, body []byte, clientModel string, o 
 		}
 		return out, u, nil
 	}
-	resp, err := decodeResponse(from, body)
+	resp, err := decodeResponse(from, body, o.StopSequences)
 	if err != nil {
 		return nil, Usage{}, err
 	}

@@ -164,6 +164,8 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 	t.omitReasoning = o.OmitReasoning
 	if t.cs != nil {
 		t.cs.keepThinking = t.to == OpenAIChat && !o.OmitReasoning
+		t.cs.stops = o.StopSequences
+		t.cs.cut.set(o.EmulateStops)
 		if t.to == OpenAIResponses || t.to == OpenAIChat {
 			t.cs.customTools = o.CustomTools
 		}

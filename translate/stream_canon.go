@@ -87,6 +87,11 @@ type canonStream struct {
 	echo []byte
 	// customTools are the client's custom tools (ResponseOptions.CustomTools)
 	customTools []string
+	// stops are the request's stop strings (ResponseOptions.StopSequences)
+	stops []string
+	// cut emulates the stop strings the upstream was not sent
+	// (ResponseOptions.EmulateStops; see stop_emulation.go)
+	cut stopCutter
 }
 
 func newCanonStream(t *StreamTranslator, to Dialect, model string) *canonStream {
@@ -165,6 +170,15 @@ func (cs *canonStream) delta(k deltaKind, s string) {
 	if b == nil || cs.closed {
 		return
 	}
+	if k == deltaText && cs.cut.stops != nil {
+		cs.cutText(b, s) // stop strings emulated (stop_emulation.go)
+		return
+	}
+	cs.send(b, k, s)
+}
+
+// send is delta past the stop-sequence emulation.
+func (cs *canonStream) send(b *streamBlock, k deltaKind, s string) {
 	if k == deltaArgs && s != "" {
 		b.argsSent = true
 	}
@@ -186,6 +200,10 @@ func (cs *canonStream) closeBlock() {
 	}
 	cs.flushSurrogate()
 	b := cs.open
+	if b == nil {
+		return // the flushed delta completed a stop string: closed by finish
+	}
+	cs.flushCut(b)
 	cs.open = nil
 	cs.enc.blockStop(cs, b)
 }
@@ -244,7 +262,9 @@ func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 func (cs *canonStream) endOrFail(readErr error) {
 	switch {
 	case cs.closed:
-	case readErr != nil:
+	case readErr != nil && !cs.cut.hit:
+		// (after an emulated stop string the client's answer is whole:
+		// it ends normally, with the usage read so far)
 		cs.fail(ErrUpstreamUnavailable, msgInterrupted, readErr)
 	case !cs.started:
 		cs.t.truncated = true

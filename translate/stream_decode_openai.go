@@ -159,7 +159,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 			if d.refusal && stop == stopEndTurn {
 				stop = stopRefusal
 			}
-			stop, seq := chatStopSequence(fr.Str, chc[choiceStopReason], stop, cs.sawTool)
+			stop, seq := chatStopSequence(fr.Str, chc[choiceStopReason], stop, cs.sawTool, cs.stops)
 			cs.finish(stop, seq)
 		}
 		return true

@@ -15,7 +15,7 @@ package translate
 // usage is what the answer reported. The error, when body cannot be read
 // as an answer of dialect from, is an *Error of class ErrAPI.
 func ResponseAsStream(from, to Dialect, body []byte, clientModel string, o ResponseOptions) ([]byte, Usage, error) {
-	cr, e := decodeResponse(from, body)
+	cr, e := decodeResponse(from, body, o.StopSequences)
 	if e != nil {
 		return nil, Usage{}, e
 	}
