@@ -1,8 +1,11 @@
 package translate
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -179,6 +182,25 @@ func TestStopEmulationHold(t *testing.T) {
 	s := parseOK(t, AnthropicMessages, runOpts(t, OpenAIChat, AnthropicMessages, in, ResponseOptions{EmulateStops: []string{"«ST»"}}))
 	if s.text != "ends with «S" || s.stop != "stop" {
 		t.Errorf("held tail: %+v", s)
+	}
+}
+
+// TestStopEmulationInterruptedAfterStop: an upstream connection that
+// breaks after the stop string matched ends the client's stream normally
+// (its answer is whole), with the usage read so far; Run still reports
+// the read error.
+func TestStopEmulationInterruptedAfterStop(t *testing.T) {
+	in := ccChunk(`{"role":"assistant","content":"alpha END beta"}`, "", "") + ccChunk(`{"content":" more"}`, "", "")
+	var out []byte
+	tr := NewStreamTranslator(OpenAIChat, AnthropicMessages, "cm", EventWriterFunc(func(p []byte) error {
+		out = append(out, p...)
+		return nil
+	}))
+	tr.SetOptions(ResponseOptions{EmulateStops: []string{"END"}})
+	err := tr.Run(io.MultiReader(strings.NewReader(in), iotest.ErrReader(io.ErrUnexpectedEOF)))
+	s := parseOK(t, AnthropicMessages, string(out))
+	if !errors.Is(err, io.ErrUnexpectedEOF) || s.text != "alpha " || s.stop != "stop" || !strings.Contains(string(out), `"stop_sequence":"END"`) || strings.Contains(string(out), "event: error") {
+		t.Errorf("%v %+v\n%s", err, s, out)
 	}
 }
 
