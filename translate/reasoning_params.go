@@ -65,6 +65,9 @@ type modelFamily struct {
 	sampling samplingRule
 	noStop   bool // stop sequences refused
 	noEffort bool // reasoning_effort refused (a chat model)
+	// effortOnly is the one reasoning effort the model takes ("" any):
+	// another one is left out, and the model reasons at its default
+	effortOnly string
 }
 
 // reasoningFamilies classifies OpenAI model ids, first match wins: a name
@@ -81,6 +84,9 @@ var reasoningFamilies = [...]modelFamily{
 	{name: "gpt-5.1", dated: true, sampling: samplingNoEffort, noStop: true},
 	{name: "gpt-5.2", dated: true, sampling: samplingNoEffort, noStop: true},
 	{name: "gpt-5.4", dated: true, sampling: samplingNoEffort, noStop: true},
+	// gpt-5-pro "defaults to (and only supports) high reasoning effort"
+	// (OpenAI API reference, Create chat completion, reasoning_effort)
+	{name: "gpt-5-pro", sampling: samplingRefused, noStop: true, effortOnly: "high"},
 	{name: "gpt-5", sampling: samplingRefused, noStop: true}, // gpt-5, -mini, -nano, -pro, -codex, gpt-5.x-codex, gpt-5.x-chat-latest, …
 	{name: "o1", sampling: samplingRefused},                  // o1, o1-mini, o1-preview, o1-pro
 	{name: "o3-mini", sampling: samplingRefused},
@@ -171,7 +177,7 @@ func openAIRequestParams(r *canonRequest) openAIParams {
 	if f == nil {
 		return p
 	}
-	if f.noEffort {
+	if f.noEffort || f.effortOnly != "" && p.effort != f.effortOnly {
 		p.effort = ""
 	}
 	p.stop = !f.noStop

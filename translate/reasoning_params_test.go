@@ -55,6 +55,9 @@ func TestReasoningModelSampling(t *testing.T) {
 		{"gpt-5-nano-2025-08-07", plain, none, rsNone},
 		{"gpt-5-codex", plain, none, rsNone},
 		{"azure/gpt-5-pro", plain, none, rsNone},
+		// gpt-5-pro takes reasoning effort high only: another is left out
+		{"gpt-5-pro-2025-10-06", thinking, none, rsNone},
+		{"gpt-5-pro", strings.Replace(thinking, "4096", "30000", 1), "model messages max_completion_tokens reasoning_effort", rsReasoning},
 		{"gpt-5.1-codex-max", plain, none, rsNone},
 		{"gpt-5.1-chat-latest", plain, none, rsNone},
 		{"gpt-5-chat-latest", plain, all, rsAll},
