@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"errors"
+	"io"
 	"math"
 	"testing"
 )
@@ -55,6 +57,85 @@ func TestAttackDec02bUsageHostileNumbers(t *testing.T) {
 		u := ResponseUsage(c.d, []byte(c.body))
 		if got := [4]int64{get(u.InputTokens), get(u.OutputTokens), get(u.CacheReadTokens), get(u.CacheWriteTokens)}; got != [4]int64{c.in, c.out, c.cacheRead, c.cacheWrite} {
 			t.Errorf("%s: input, output, cache read, cache write = %v, want %v", c.name, got, [4]int64{c.in, c.out, c.cacheRead, c.cacheWrite})
+		}
+	}
+}
+
+// repeatReader yields head, then body repeated until limit bytes in all,
+// then EOF; n counts the bytes read.
+type repeatReader struct {
+	head, body []byte
+	limit, n   int
+	tr         *StreamTranslator // when set, peak is the most it held
+	peak       int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.tr != nil {
+		r.peak = max(r.peak, len(r.tr.held))
+	}
+	if r.n >= r.limit {
+		return 0, io.EOF
+	}
+	w := 0
+	for w < len(p) && r.n < r.limit {
+		var src []byte
+		if r.n < len(r.head) {
+			src = r.head[r.n:]
+		} else {
+			off := (r.n - len(r.head)) % len(r.body)
+			src = r.body[off:]
+		}
+		c := copy(p[w:], src[:min(len(src), r.limit-r.n)])
+		w += c
+		r.n += c
+	}
+	return w, nil
+}
+
+// TestAttackDec02bEndlessPreamble: an upstream that, before any content,
+// sends comments or pings without end: with HoldPreamble the translator
+// holds at most MaxHeldPreamble of them and then fails the stream before
+// its commit point (nothing written, Run's error wraps ErrNotCommitted),
+// instead of holding every byte until the attempt timeout (at loopback
+// speed, gigabytes). A translated stream that drops them holds nothing
+// and reads on (the attempt timeout ends it); a Responses passthrough
+// relays an unknown event type, which commits it.
+func TestAttackDec02bEndlessPreamble(t *testing.T) {
+	const sent = 4 << 20
+	heads := map[Dialect]string{
+		OpenAIChat:        "",
+		AnthropicMessages: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+		OpenAIResponses:   "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"m\",\"output\":[]}}\n\n",
+	}
+	bodies := map[string]string{
+		"comments": ": keep-alive\n\n",
+		"pings":    "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+	}
+	for _, from := range allDialects {
+		for bname, body := range bodies {
+			for _, to := range allDialects {
+				written := 0
+				tr := NewStreamTranslator(from, to, "m", EventWriterFunc(func(p []byte) error { written += len(p); return nil }))
+				tr.HoldPreamble()
+				r := &repeatReader{head: []byte(heads[from]), body: []byte(body), limit: sent, tr: tr}
+				err := tr.Run(r)
+				if r.peak > MaxHeldPreamble+len(heads[from])+len(body) {
+					t.Errorf("%s %s -> %s: held %d KiB of preamble, want at most %d KiB", from, bname, to, r.peak>>10, MaxHeldPreamble>>10)
+				}
+				if tr.Committed() {
+					if from != OpenAIResponses || from != to || bname != "pings" {
+						t.Errorf("%s %s -> %s: committed by a preamble", from, bname, to)
+					}
+					continue
+				}
+				if written != 0 {
+					t.Errorf("%s %s -> %s: %d bytes written before content", from, bname, to, written)
+				}
+				if !errors.Is(err, ErrNotCommitted) || from == to && !errors.Is(err, ErrPreambleTooLarge) {
+					t.Errorf("%s %s -> %s: Run = %v, want ErrNotCommitted (and ErrPreambleTooLarge for a passthrough, which holds them)", from, bname, to, err)
+				}
+			}
 		}
 	}
 }

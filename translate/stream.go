@@ -328,6 +328,10 @@ func (t *StreamTranslator) write(p []byte) {
 	}
 	if !t.committed {
 		if t.hold && t.pre {
+			if len(t.held)+len(p) > MaxHeldPreamble {
+				t.failBeforeCommit(ErrPreambleTooLarge)
+				return
+			}
 			if t.held == nil {
 				t.held = make([]byte, 0, max(len(p), 1<<10))
 				t.heldEnds = t.heldEndsBuf[:0]
@@ -343,6 +347,18 @@ func (t *StreamTranslator) write(p []byte) {
 	}
 	t.emit(p)
 }
+
+// MaxHeldPreamble is the most preamble (see HoldPreamble) a
+// StreamTranslator holds back, in bytes: a stream whose preamble grows
+// past it before any content (an upstream sending comments or pings
+// without end) fails before its commit point, as a stream that ends
+// before content does, instead of holding every byte until the attempt
+// times out. A vendor's preamble is a few KiB.
+const MaxHeldPreamble = 1 << 20
+
+// ErrPreambleTooLarge is the cause Run's ErrNotCommitted error wraps
+// when the held preamble grew past MaxHeldPreamble before any content.
+var ErrPreambleTooLarge = errors.New("translate: stream sent more than 1 MiB of preamble (comments, pings, start events) before its first content")
 
 // commit writes the held preamble.
 func (t *StreamTranslator) commit() {
