@@ -2,7 +2,9 @@ package caddymodule
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgateway/llm_gateway/translate"
 )
@@ -23,4 +25,58 @@ func TestAttackDec02bUsageTokensSaturate(t *testing.T) {
 	if got := usageTokens(translate.Usage{InputTokens: &neg, OutputTokens: &ten}); got != 10 {
 		t.Fatalf("usageTokens(-50 + 10) = %d, want 10 (a negative figure is no usage)", got)
 	}
+}
+
+// TestAttackDec02bEndlessPreambleThroughGateway: an upstream of each
+// dialect that sends 4 MiB of comments (Chat, Responses) or pings
+// (Anthropic) before any content and then holds the stream open, to a
+// client of its own dialect (passthrough, which holds the preamble): the
+// client gets a failure in its dialect at once (the preamble past
+// translate.MaxHeldPreamble), not after the attempt timeout, and the
+// request log names the cause.
+func TestAttackDec02bEndlessPreambleThroughGateway(t *testing.T) {
+	h, gw := sessionHostileGateway(t)
+	anStart := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+	rsCreated := "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"x\",\"output\":[]}}\n\n"
+	comments := strings.Repeat(": keep-alive\n\n", (4<<20)/14)
+	pings := strings.Repeat("event: ping\ndata: {\"type\": \"ping\"}\n\n", (4<<20)/36)
+	for _, c := range []struct{ client, model, body string }{
+		{"chat", "x-chat", comments},
+		{"messages", "x-anth", anStart + pings},
+		{"responses", "x-resp", rsCreated + comments},
+	} {
+		h.set(c.body, true, 8*time.Second)
+		poolFor(t, map[string]string{"x-chat": "hc", "x-anth": "ha", "x-resp": "hr"}[c.model]).ClearCooldown("")
+		path, body, hdr := sessionClientBody(c.client, c.model, true)
+		seq := recentSeq()
+		t0 := time.Now()
+		resp, b := post(t, gw+path, []byte(body), hdr...)
+		if took := time.Since(t0); took > 4*time.Second {
+			t.Errorf("%s: held %v by an endless preamble", c.client, took)
+		}
+		if why := sessionClientFailed(c.client, resp.StatusCode, b, true); why != "" {
+			t.Errorf("%s: %s: %d\n%.300s", c.client, why, resp.StatusCode, b)
+		}
+		if len(b) > 64<<10 {
+			t.Errorf("%s: %d bytes relayed; the held preamble reached the client", c.client, len(b))
+		}
+		rr := recentAfter(t, seq)
+		if rr.Status < 400 || !strings.Contains(rr.Error, "preamble") {
+			t.Errorf("%s: logged %d %q, want a failure naming the preamble", c.client, rr.Status, rr.Error)
+		}
+	}
+}
+
+// TestAttackDec02bHugeEventMidStream: after content, an upstream sends one
+// data line larger than translate.MaxSSEEventSize (64 MiB): every client
+// dialect gets the content and then a failure in its dialect (never a
+// clean end), and the request log records one.
+func TestAttackDec02bHugeEventMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 3 x 65 MiB")
+	}
+	h, gw := sessionHostileGateway(t)
+	chatText := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"Par"},"finish_reason":null}]}` + "\n\n"
+	huge := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("p", translate.MaxSSEEventSize+(1<<20)) + `"},"finish_reason":null}]}` + "\n\ndata: [DONE]\n\n"
+	sessionRunHostile(t, h, gw, []hostileCase{{"chat content then a 65 MiB event", "x-chat", chatText + huge, true, 0}})
 }

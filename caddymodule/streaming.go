@@ -193,6 +193,9 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 		o := x.classifyErr(unwrapNotCommitted(err), resp.StatusCode)
 		if o.Kind == keypool.NetworkError {
 			o.Message = "stream ended before its first content"
+			if errors.Is(err, translate.ErrPreambleTooLarge) {
+				o.Message = "stream sent more than 1 MiB of preamble (comments, pings) before its first content"
+			}
 		}
 		return x.fail(o)
 	case se == nil && (x.r.Context().Err() != nil || fw.err != nil):

@@ -1,10 +1,15 @@
 package translate
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
+	"strings"
 	"testing"
+	"testing/iotest"
+	"unicode/utf8"
 )
 
 // TestAttackDec02bUsageHostileNumbers: usage figures from a hostile or
@@ -135,6 +140,84 @@ func TestAttackDec02bEndlessPreamble(t *testing.T) {
 				if !errors.Is(err, ErrNotCommitted) || from == to && !errors.Is(err, ErrPreambleTooLarge) {
 					t.Errorf("%s %s -> %s: Run = %v, want ErrNotCommitted (and ErrPreambleTooLarge for a passthrough, which holds them)", from, bname, to, err)
 				}
+			}
+		}
+	}
+}
+
+// TestAttackDec02bHostileStreamBytes: streams of every upstream dialect
+// with CR-only line ends, NUL (raw and escaped) and invalid UTF-8 in text
+// deltas, an "event:" line without data and comments, translated to every
+// client dialect: read one byte at a time they give the same bytes as
+// read whole, every event written is valid UTF-8 and its data valid JSON,
+// and the text reaches the client (invalid bytes as U+FFFD).
+func TestAttackDec02bHostileStreamBytes(t *testing.T) {
+	// raw NUL (invalid JSON, relayed escaped) and invalid UTF-8 (as
+	// U+FFFD); with an escape sequence in the same string gjson's
+	// unescape would cut the text at the raw control byte (see the report)
+	bad := "A\x00B\xff\xfeC"
+	streams := map[Dialect]string{
+		OpenAIChat: "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\r\r" +
+			"event: \r\r: c\r\r" +
+			"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + bad + "\"},\"finish_reason\":null}]}\r\r" +
+			"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\r" +
+			"data: [DONE]\r\r",
+		AnthropicMessages: "event: message_start\rdata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\r\r" +
+			"event: content_block_delta\r\r: c\r\r" +
+			"event: content_block_start\rdata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\r" +
+			"event: content_block_delta\rdata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + bad + "\"}}\r\r" +
+			"event: content_block_stop\rdata: {\"type\":\"content_block_stop\",\"index\":0}\r\r" +
+			"event: message_delta\rdata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\r\r" +
+			"event: message_stop\rdata: {\"type\":\"message_stop\"}\r\r",
+		OpenAIResponses: "event: response.created\rdata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"m\",\"output\":[]}}\r\r" +
+			"event: response.output_text.delta\r\r: c\r\r" +
+			"event: response.output_item.added\rdata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"m1\",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}\r\r" +
+			"event: response.output_text.delta\rdata: {\"type\":\"response.output_text.delta\",\"sequence_number\":2,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"" + bad + "\"}\r\r" +
+			"event: response.output_item.done\rdata: {\"type\":\"response.output_item.done\",\"sequence_number\":3,\"output_index\":0,\"item\":{\"id\":\"m1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"" + bad + "\",\"annotations\":[]}]}}\r\r" +
+			"event: response.completed\rdata: {\"type\":\"response.completed\",\"sequence_number\":4,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"model\":\"m\",\"output\":[{\"id\":\"m1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"" + bad + "\",\"annotations\":[]}]}],\"usage\":{\"input_tokens\":1,\"output_tokens\":3,\"total_tokens\":4}}}\r\r",
+	}
+	run := func(from, to Dialect, r io.Reader) ([]byte, [][]byte, error) {
+		var all []byte
+		var evs [][]byte
+		tr := NewStreamTranslator(from, to, "m", EventWriterFunc(func(p []byte) error {
+			all = append(all, p...)
+			evs = append(evs, bytes.Clone(p))
+			return nil
+		}))
+		tr.HoldPreamble()
+		err := tr.Run(r)
+		return all, evs, err
+	}
+	for from, s := range streams {
+		for _, to := range allDialects {
+			whole, evs, err := run(from, to, strings.NewReader(s))
+			if err != nil {
+				t.Errorf("%s -> %s: %v", from, to, err)
+				continue
+			}
+			bytewise, _, err := run(from, to, iotest.OneByteReader(strings.NewReader(s)))
+			if err != nil || !bytes.Equal(whole, bytewise) {
+				t.Errorf("%s -> %s: one byte at a time: %v\n%q\nwhole:\n%q", from, to, err, bytewise, whole)
+			}
+			if from == to {
+				continue // passthrough: byte for byte, the upstream's bytes are the client's
+			}
+			text := false
+			for _, ev := range evs {
+				if !utf8.Valid(ev) {
+					t.Errorf("%s -> %s: event not valid UTF-8: %q", from, to, ev)
+				}
+				for _, line := range strings.Split(string(ev), "\n") {
+					if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" && !json.Valid([]byte(d)) {
+						t.Errorf("%s -> %s: data not valid JSON: %q", from, to, d)
+					}
+				}
+				if bytes.Contains(ev, []byte(`A\u0000B\ufffd\ufffdC`)) || bytes.Contains(ev, []byte("A\\u0000B\uFFFD\uFFFDC")) {
+					text = true
+				}
+			}
+			if !text {
+				t.Errorf("%s -> %s: the text delta did not reach the client as A NUL B U+FFFD U+FFFD C:\n%q", from, to, whole)
 			}
 		}
 	}
