@@ -1,8 +1,15 @@
 package caddymodule
 
 import (
+	"bufio"
+	"context"
+	"errors"
 	"math"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +86,65 @@ func TestAttackDec02bHugeEventMidStream(t *testing.T) {
 	chatText := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"Par"},"finish_reason":null}]}` + "\n\n"
 	huge := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("p", translate.MaxSSEEventSize+(1<<20)) + `"},"finish_reason":null}]}` + "\n\ndata: [DONE]\n\n"
 	sessionRunHostile(t, h, gw, []hostileCase{{"chat content then a 65 MiB event", "x-chat", chatText + huge, true, 0}})
+}
+
+// TestAttackDec02bProxyHugeConnectAnswer: an HTTP proxy whose answer to
+// CONNECT (or to the liveness OPTIONS) is a header without end: the dialer
+// reads at most maxProxyAnswer of it and fails as the exit's, instead of
+// reading the whole header into memory until the connect timeout; the
+// error never shows the proxy URL's credentials.
+func TestAttackDec02bProxyHugeConnectAnswer(t *testing.T) {
+	const sent = 32 << 20
+	var mu sync.Mutex
+	wrote := 0
+	addr := holdingListener(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		if _, err := c.Write([]byte("HTTP/1.1 200 Connection established\r\nX-Pad: ")); err != nil {
+			return
+		}
+		for n := 0; n < sent; n += len(chunk) {
+			k, err := c.Write(chunk)
+			mu.Lock()
+			wrote += k
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+		c.Close()
+	})
+	u, err := url.Parse("http://puser:proxy-secret-0123456789@" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	conn, err := connectDialer(u)(context.Background(), "tcp", "127.0.0.1:9")
+	if err == nil {
+		conn.Close()
+		t.Fatal("a CONNECT answer with a 32 MiB header opened a tunnel")
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("error %v (%T), want the exit's, naming the answer too large", err, err)
+	}
+	if strings.Contains(err.Error(), "proxy-secret") || strings.Contains(err.Error(), "puser") {
+		t.Errorf("error shows the proxy's credentials: %v", err)
+	}
+	if took := time.Since(t0); took > 3*time.Second {
+		t.Errorf("took %v", took)
+	}
+	time.Sleep(50 * time.Millisecond) // the proxy's last write returns
+	mu.Lock()
+	defer mu.Unlock()
+	if wrote > 16<<20 {
+		t.Errorf("the dialer read %d MiB of the proxy's answer header, want it to stop after %d KiB", wrote>>20, maxProxyAnswer>>10)
+	}
+	e := exitFor(t, "http://"+addr)
+	if got := e.answers(time.Second); got != proxyAnswered && got != proxySilent {
+		t.Errorf("probe %d", got)
+	}
 }

@@ -385,7 +385,7 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 			resp *http.Response
 			err  error
 		}
-		br := bufio.NewReader(c)
+		br := bufio.NewReader(&proxyAnswerReader{r: c, left: maxProxyAnswer})
 		done := make(chan answer, 1)
 		go func() {
 			var a answer
@@ -460,6 +460,32 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 	}
 }
 
+// maxProxyAnswer bounds the bytes read of a proxy's answer to CONNECT (or
+// to proxyAnswers' OPTIONS), status line and header: a proxy that sends
+// a header without end fails as the exit's instead of being read into
+// memory until the connect timeout. Go's own server allows 1 MiB of
+// request header; a proxy's answer is a few lines.
+const maxProxyAnswer = 64 << 10
+
+// errProxyAnswerTooLarge is the read error past maxProxyAnswer.
+var errProxyAnswerTooLarge = errors.New("proxy answer too large (over 64 KiB before the end of its header)")
+
+// proxyAnswerReader reads r until left bytes are read, then fails with
+// errProxyAnswerTooLarge.
+type proxyAnswerReader struct {
+	r    io.Reader
+	left int
+}
+
+func (p *proxyAnswerReader) Read(b []byte) (int, error) {
+	if p.left <= 0 {
+		return 0, errProxyAnswerTooLarge
+	}
+	n, err := p.r.Read(b[:min(len(b), p.left)])
+	p.left -= n
+	return n, err
+}
+
 // proxyAnswers reports whether the HTTP(S) proxy u answers a request of
 // its own (OPTIONS *, which needs no upstream; any status, 400 or 407
 // included, is an answer) on a new connection within timeout: a proxy
@@ -486,9 +512,9 @@ func proxyAnswers(ctx context.Context, u *url.URL, timeout time.Duration) bool {
 	if err := req.Write(c); err != nil {
 		return false
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	resp, err := http.ReadResponse(bufio.NewReader(&proxyAnswerReader{r: c, left: maxProxyAnswer}), req)
 	if err != nil {
-		return false
+		return errors.Is(err, errProxyAnswerTooLarge) // it answered, however badly
 	}
 	_ = resp.Body.Close()
 	return true
