@@ -396,3 +396,55 @@ func TestPeerUserIDToAnthropicIsOpaque(t *testing.T) {
 		}
 	}
 }
+
+// jasonxu114514/opencode2api#27: an upstream turn that ended with finish_reason "tool_calls" but delivered no tool call reached Claude Code as stop_reason "tool_use" with no tool_use block, and the agent stalled with no error; a tool stop without a tool call is a plain end of turn.
+func TestPeerToolStopWithoutToolCall(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty tool_calls": ccChunk(`{"role":"assistant","content":"done"}`, "", "") + ccChunk(`{"tool_calls":[]}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n",
+		"no tool_calls":    ccChunk(`{"role":"assistant","content":"done"}`, "", "") + ccChunk(`{}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n",
+	} {
+		out, _, err := run(t, OpenAIChat, AnthropicMessages, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stop string
+		for _, d := range sseData(out) {
+			if d.Get("type").Str == "message_delta" {
+				stop = d.Get("delta.stop_reason").Str
+			}
+		}
+		if s := parseOK(t, AnthropicMessages, out); stop != "end_turn" || s.text != "done" || len(s.tools) != 0 {
+			t.Errorf("%s: stop_reason %q, %+v", name, stop, s)
+		}
+		out, _, err = run(t, OpenAIChat, OpenAIResponses, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := parseOK(t, OpenAIResponses, out); s.stop != "stop" || s.text != "done" {
+			t.Errorf("%s → Responses: %+v", name, s)
+		}
+	}
+	whole := `{"id":"c1","object":"chat.completion","created":1,"model":"u","choices":[{"index":0,"message":{"role":"assistant","content":"done","tool_calls":[]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
+	b, _, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(whole), "cm")
+	if err != nil || gjson.GetBytes(b, "stop_reason").Str != "end_turn" || gjson.GetBytes(b, "content.#").Int() != 1 {
+		t.Errorf("whole: %v %s", err, b)
+	}
+	// an Anthropic upstream saying tool_use with no tool_use block, to a Chat client
+	am := peerAmStream("tool_use", peerUsage, peerAmBlock("0", `{"type":"text","text":""}`, `{"type":"text_delta","text":"done"}`))
+	out, _, err := run(t, AnthropicMessages, OpenAIChat, am)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, f := chatStreamParts(out); f != "stop" || c != "done" {
+		t.Errorf("Anthropic → Chat: finish_reason %q content %q", f, c)
+	}
+	// a real tool call keeps its tool stop
+	call := ccChunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`, "", "") + ccChunk(`{}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n"
+	out, _, err = run(t, OpenAIChat, AnthropicMessages, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := parseOK(t, AnthropicMessages, out); s.stop != "tool" || len(s.tools) != 1 {
+		t.Errorf("real call: %+v", s)
+	}
+}

@@ -187,11 +187,18 @@ func withoutReasoning(ps []canonPart) []canonPart {
 // "end_turn" (Gemini's and Ollama's OpenAI-compatible endpoints send
 // finish_reason "stop" with tool_calls) is reported as tool_use, since
 // Anthropic clients run tool_use blocks only on stop_reason "tool_use"
-// and OpenAI clients look for finish_reason "tool_calls". Every other
-// stop reason (max_tokens, refusal, …) is kept.
+// and OpenAI clients look for finish_reason "tool_calls". The other way
+// round, a turn that says tool_use (finish_reason "tool_calls") but made
+// no tool call (an empty tool_calls array, deltas without a name) is an
+// end_turn: a client told to run tools and given none ends the turn
+// silently (Claude Code stalls). Every other stop reason (max_tokens,
+// refusal, …) is kept.
 func toolStop(stop string, called bool) string {
-	if called && stop == stopEndTurn {
+	switch {
+	case called && stop == stopEndTurn:
 		return stopToolUse
+	case !called && stop == stopToolUse:
+		return stopEndTurn
 	}
 	return stop
 }

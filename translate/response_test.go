@@ -38,7 +38,13 @@ func TestResponseStopMapping(t *testing.T) {
 		}
 	}
 	cc := func(fr string) string {
-		return `{"id":"chatcmpl-1","object":"chat.completion","created":3,"model":"g","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"` + fr + `"}]}`
+		msg := `{"role":"assistant","content":"x"}`
+		if fr == "tool_calls" || fr == "function_call" {
+			// a tool stop comes with its call (one without is an end_turn:
+			// TestPeerToolStopWithoutToolCall)
+			msg = `{"role":"assistant","content":"x","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+		}
+		return `{"id":"chatcmpl-1","object":"chat.completion","created":3,"model":"g","choices":[{"index":0,"message":` + msg + `,"finish_reason":"` + fr + `"}]}`
 	}
 	for fr, want := range map[string]string{"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal", "function_call": "tool_use"} {
 		out, u, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(cc(fr)), "m")
