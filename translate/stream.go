@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // EventWriter receives the client's stream, one complete SSE event (or
@@ -110,9 +112,9 @@ type StreamTranslator struct {
 
 	// passthrough state
 	pt            passState
-	scratch       objFields
-	modelAt       modelPlace // where the last OpenAI Chat chunk held its model
-	chunkLead     chunkLead  // the last OpenAI Chat chunk's bytes before its first member of note
+	chunk         [numChunkMembers]gjson.Result // the members read of an OpenAI Chat chunk (chatChunkSet)
+	modelAt       modelPlace                    // where the last OpenAI Chat chunk held its model
+	chunkLead     chunkLead                     // the last OpenAI Chat chunk's bytes before its first member of note
 	hideUsage     bool
 	omitReasoning bool
 

@@ -126,7 +126,7 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 	if u := res[chunkUsage]; u.IsObject() {
 		cs.t.usage.merge(chatUsage(u))
 	}
-	d.choices.noteMembers(choices, res[chunkPromptFilterResults], res[chunkUsage], res[chunkPromptFeedback], res[chunkPromptFeedbackSnake])
+	d.choices.note(choices, res[chunkPromptFilterResults], res[chunkUsage], res[chunkPromptFeedback], res[chunkPromptFeedbackSnake])
 	if !cs.started {
 		if res[chunkID].Str == "" && !hasElements(choices) {
 			return // Azure's prompt_filter_results chunk, or a usage-only chunk

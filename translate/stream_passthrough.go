@@ -78,9 +78,9 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 			break
 		}
 		if classify || hasErr || hasUsage || hasFinish {
-			t.scratch = fieldsInto(t.scratch, gjson.Parse(sd))
-			f := t.scratch
-			if e := f.get("error"); hasErr && (e.IsObject() || (e.Type == gjson.String && e.Str != "")) {
+			f := &t.chunk
+			chatChunkSet.read(gjson.Parse(sd), f[:])
+			if e := f[chunkError]; hasErr && (e.IsObject() || (e.Type == gjson.String && e.Str != "")) {
 				st.errored = true
 				t.stopped = true
 				if t.failBeforeCommit(t.setUpstreamError(openAIStreamError(OpenAIChat, e))) {
@@ -90,7 +90,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				isErr = true
 				break
 			}
-			u, choices := f.get("usage"), f.get("choices")
+			u, choices := f[chunkUsage], f[chunkChoices]
 			if malformedChoices(choices) {
 				// not a chat.completion.chunk: the upstream's failure,
 				// relayed as the dialect's error form, never as it came
@@ -110,7 +110,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 					return
 				}
 			}
-			st.choices.note(choices, f)
+			st.choices.note(choices, f[chunkPromptFilterResults], f[chunkUsage], f[chunkPromptFeedback], f[chunkPromptFeedbackSnake])
 			pre = classify && !u.IsObject()
 			finErr := false
 			choices.ForEach(func(_, c gjson.Result) bool {
@@ -865,14 +865,9 @@ func (st *passState) blocked() bool { return st.choices.blocked() }
 // nothing: a truncation, like a stream that ends without a finish reason.
 type chatChoices struct{ empties, others, said bool }
 
-// note records one chunk: its "choices" member and its top-level members f.
-func (c *chatChoices) note(choices gjson.Result, f objFields) {
-	c.noteMembers(choices, f.get("prompt_filter_results"), f.get("usage"), f.get("promptFeedback"), f.get("prompt_feedback"))
-}
-
-// noteMembers is note given the chunk's members choices,
+// note records one chunk, given its top-level members choices,
 // prompt_filter_results, usage, promptFeedback and prompt_feedback.
-func (c *chatChoices) noteMembers(choices, filter, usage, camel, snake gjson.Result) {
+func (c *chatChoices) note(choices, filter, usage, camel, snake gjson.Result) {
 	if !choices.IsArray() || hasElements(choices) {
 		c.others = true
 	} else if !filter.Exists() {
@@ -889,17 +884,11 @@ func (c *chatChoices) blocked() bool { return c.empties && !c.others && c.said }
 // block reason or the usage: the upstream answered nothing.
 func (c *chatChoices) nothing() bool { return c.empties && !c.others && !c.said }
 
-// blockReason reports whether a chunk's top-level members f say why the
-// prompt was blocked: Gemini's promptFeedback.blockReason (its
-// OpenAI-compatible endpoint, camelCase) or prompt_feedback.block_reason,
-// a non-empty value. A promptFeedback with safety ratings alone blocked
-// nothing.
-func blockReason(f objFields) bool {
-	return blockReasonOf(f.get("promptFeedback"), f.get("prompt_feedback"))
-}
-
-// blockReasonOf is blockReason given the promptFeedback and
-// prompt_feedback members.
+// blockReasonOf reports whether a chunk's members promptFeedback (camel)
+// and prompt_feedback (snake) say why the prompt was blocked: Gemini's
+// promptFeedback.blockReason (its OpenAI-compatible endpoint, camelCase)
+// or prompt_feedback.block_reason, a non-empty value. A promptFeedback
+// with safety ratings alone blocked nothing.
 func blockReasonOf(camel, snake gjson.Result) bool {
 	return camel.IsObject() && camel.Get("blockReason").String() != "" ||
 		snake.IsObject() && snake.Get("block_reason").String() != ""
