@@ -23,7 +23,8 @@ import (
 //     guide, "Limitations"; Azure OpenAI reasoning models, "Not supported");
 //   - stop: "Unsupported parameter: 'stop' is not supported with this
 //     model." on o3 and o4-mini (not o3-mini) and on the gpt-5 reasoning
-//     models;
+//     models (the gateway then applies the stop strings itself:
+//     Request.UnsentStopSequences, stop_emulation.go);
 //   - max_tokens: "Use 'max_completion_tokens' instead" (the Chat encoder
 //     always writes max_completion_tokens, the Responses encoder
 //     max_output_tokens).
