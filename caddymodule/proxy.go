@@ -874,6 +874,12 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 			x.w.Header().Set("X-Should-Retry", "false")
 			hdr = nil
 		}
+		if requestOwnFailure(o) {
+			// the request's own failure, whatever its status (a 5xx
+			// keypool counts as the client's): not to be retried
+			noRetryHint(x.w.Header())
+			hdr = nil
+		}
 		relayUpstreamError(x.w, x.rl, c.dialect, x.routedVia(), status, hdr,
 			scrubbedError(up, c.dialect, status, errBody, x.uk.forms))
 		return attemptResult{done: true}

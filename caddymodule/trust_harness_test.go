@@ -1,0 +1,105 @@
+package caddymodule
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// trustAnswer is what trustUpstream answers for one key: an HTTP status
+// (0: 200), extra headers (name, value pairs), and a body sent as
+// text/event-stream when sse is set, application/json otherwise.
+type trustAnswer struct {
+	status int
+	hdr    []string
+	sse    bool
+	body   string
+}
+
+// trustUpstream answers each key (its bearer token or x-api-key) as told
+// and counts the requests per key.
+type trustUpstream struct {
+	mu   sync.Mutex
+	ans  map[string]trustAnswer
+	seen map[string]int
+}
+
+func (u *trustUpstream) set(key string, a trustAnswer) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ans[key] = a
+}
+
+func (u *trustUpstream) count(key string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.seen[key]
+}
+
+func (u *trustUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if key == "" {
+		key = r.Header.Get("X-Api-Key")
+	}
+	u.mu.Lock()
+	a, ok := u.ans[key]
+	u.seen[key]++
+	u.mu.Unlock()
+	if !ok {
+		w.WriteHeader(500)
+		return
+	}
+	for i := 0; i+1 < len(a.hdr); i += 2 {
+		w.Header().Set(a.hdr[i], a.hdr[i+1])
+	}
+	if a.sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	if a.status == 0 {
+		a.status = 200
+	}
+	w.WriteHeader(a.status)
+	_, _ = io.WriteString(w, a.body)
+	w.(http.Flusher).Flush()
+}
+
+// trustGateway starts a trustUpstream and a gateway with three pools of
+// two keys each, by priority, like dec02Gateway: "tc" (model x-chat,
+// OpenAI Chat keys), "ta" (x-anth, Anthropic) and "tr" (x-resp,
+// Responses); key ids <pool>a and <pool>b, secrets trustKey(pool, ab).
+func trustGateway(t *testing.T) (*trustUpstream, string) {
+	t.Helper()
+	u := &trustUpstream{ans: map[string]trustAnswer{}, seen: map[string]int{}}
+	up := httptest.NewServer(u)
+	t.Cleanup(up.Close)
+	pool := func(name, model, dialect string) string {
+		s := "\t\tpool " + name + " {\n\t\t\tmodels " + model + "\n\t\t\tstrategy priority\n\t\t\taffinity off\n\t\t\trequest_timeout 10s\n"
+		for i, ab := range []string{"a", "b"} {
+			s += "\t\t\tkey " + trustKey(name, ab) + " " + up.URL + "/v1 {\n\t\t\t\tid " + name + ab + "\n\t\t\t\tdialect " + dialect +
+				"\n\t\t\t\tpriority " + fmt.Sprint(i+1) + "\n\t\t\t}\n"
+		}
+		return s + "\t\t}\n"
+	}
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
+		pool("tc", "x-chat", "openai")+pool("ta", "x-anth", "anthropic")+pool("tr", "x-resp", "responses")+"\t}\n")
+	return u, gw
+}
+
+// trustKey is the secret of key ab ("a" or "b") of pool.
+func trustKey(pool, ab string) string {
+	return pool + "-key-" + ab + "-5c8e1a9f3b7d2c4e6a0f"
+}
+
+// trustPools maps an upstream dialect to its pool and model.
+var trustPools = []struct{ up, pool, model string }{
+	{"chat", "tc", "x-chat"},
+	{"anthropic", "ta", "x-anth"},
+	{"responses", "tr", "x-resp"},
+}

@@ -1,0 +1,99 @@
+package caddymodule
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestTrustRequestErrorSaysNoRetry: an upstream error keypool counts as
+// the request's own although its status is a 5xx (context_length_exceeded
+// or string_above_max_length on a 500 or 503, with a Retry-After; the
+// same as an error object with status 200; an in-band error event before
+// the first content whose numeric code is 503) is relayed in the client's
+// dialect with the upstream's status, X-Should-Retry: false and no
+// Retry-After (the official SDKs read x-should-retry before the status),
+// the pool's other key is not asked and no key is blamed; from every
+// client dialect, streamed or not.
+func TestTrustRequestErrorSaysNoRetry(t *testing.T) {
+	u, gw := trustGateway(t)
+	const msg = "This model's maximum context length is 8192 tokens. However, your messages resulted in 250000 tokens."
+	errBody := map[string]string{
+		"chat":      `{"error":{"message":"` + msg + `","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+		"anthropic": `{"type":"error","error":{"type":"context_length_exceeded","message":"` + msg + `"}}`,
+		"responses": `{"error":{"message":"` + msg + `","type":"invalid_request_error","param":"input","code":"string_above_max_length"}}`,
+	}
+	type upCase struct {
+		name   string
+		status int // what the client gets
+		a      func(up string) trustAnswer
+	}
+	cases := []upCase{
+		{"500 with Retry-After", 500, func(up string) trustAnswer {
+			return trustAnswer{status: 500, hdr: []string{"Retry-After", "7"}, body: errBody[up]}
+		}},
+		{"503 with Retry-After", 503, func(up string) trustAnswer {
+			return trustAnswer{status: 503, hdr: []string{"Retry-After", "7"}, body: errBody[up]}
+		}},
+		{"200 error object, code 503", 503, func(up string) trustAnswer {
+			return trustAnswer{hdr: []string{"Retry-After", "7"},
+				body: `{"error":{"message":"` + msg + `","type":"context_length_exceeded","code":503}}`}
+		}},
+	}
+	for _, c := range cases {
+		for _, p := range trustPools {
+			u.set(trustKey(p.pool, "a"), c.a(p.up))
+			u.set(trustKey(p.pool, "b"), trustAnswer{body: `{}`})
+			for _, client := range d2Clients {
+				for _, stream := range []bool{false, true} {
+					askedB := u.count(trustKey(p.pool, "b"))
+					path, body, hdr := d2Client(client, p.model, stream)
+					resp, b := post(t, gw+path, body, hdr...)
+					name := fmt.Sprintf("%s, %s upstream, %s client, stream %v", c.name, p.up, client, stream)
+					if resp.StatusCode != c.status || sessionClientFailed(client, resp.StatusCode, b, stream) != "" || !strings.Contains(string(b), "maximum context length") {
+						t.Errorf("%s: %d %.400s", name, resp.StatusCode, b)
+					}
+					if got := resp.Header.Get("X-Should-Retry"); got != "false" {
+						t.Errorf("%s: X-Should-Retry %q, want false", name, got)
+					}
+					if got := resp.Header.Get("Retry-After"); got != "" {
+						t.Errorf("%s: Retry-After %q for the request's own failure", name, got)
+					}
+					if n := u.count(trustKey(p.pool, "b")) - askedB; n != 0 {
+						t.Errorf("%s: the other key was asked %d times", name, n)
+					}
+					keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
+				}
+			}
+		}
+	}
+	// an in-band error event before the first content, its code the
+	// status 503 and its type the request's
+	inBand := map[string]string{
+		"chat": d2ChatRole + `data: {"error":{"message":"` + msg + `","type":"context_length_exceeded","code":503}}` + "\n\n",
+		"responses": d2RsCreated + "event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":\"503\",\"message\":\"" + msg +
+			"\",\"param\":null,\"error\":{\"type\":\"context_length_exceeded\",\"code\":503,\"message\":\"" + msg + "\"}}\n\n",
+	}
+	for _, p := range trustPools {
+		if inBand[p.up] == "" {
+			continue // an Anthropic error event has no code
+		}
+		u.set(trustKey(p.pool, "a"), trustAnswer{sse: true, body: inBand[p.up]})
+		for _, client := range d2Clients {
+			askedB := u.count(trustKey(p.pool, "b"))
+			path, body, hdr := d2Client(client, p.model, true)
+			resp, b := post(t, gw+path, body, hdr...)
+			name := fmt.Sprintf("in-band, %s upstream, %s client", p.up, client)
+			if resp.StatusCode != 503 || sessionClientFailed(client, resp.StatusCode, b, true) != "" || !strings.Contains(string(b), "maximum context length") {
+				t.Errorf("%s: %d %.400s", name, resp.StatusCode, b)
+			}
+			if got := resp.Header.Get("X-Should-Retry"); got != "false" {
+				t.Errorf("%s: X-Should-Retry %q, want false", name, got)
+			}
+			if n := u.count(trustKey(p.pool, "b")) - askedB; n != 0 {
+				t.Errorf("%s: the other key was asked %d times", name, n)
+			}
+			keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
+		}
+	}
+}
