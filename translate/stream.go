@@ -286,7 +286,13 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 			}
 			break
 		}
-		if t.from == t.to {
+		var bare *StreamError
+		if len(t.ev.Data) == 0 {
+			bare = bareError(t.from, &t.ev) // a JSON error without data: (stream_bare_error.go)
+		}
+		if bare != nil {
+			t.bareErrorEvent(bare)
+		} else if t.from == t.to {
 			t.passEvent(&t.ev)
 		} else {
 			t.dec.event(&t.ev)

@@ -1,0 +1,103 @@
+package translate
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// A bare error: relays (one-api, new-api, OpenRouter-style proxies) that
+// fail after they sent the 200 text/event-stream headers write the error
+// as a JSON body, without the SSE "data:" field:
+//
+//	{"error":{"message":"…","type":"server_error","code":500}}
+//
+// or without the "error" wrapper ({"message":"…","type":…,"code":…}, or
+// vLLM's {"object":"error",…}). An SSE reader sees a block with no data
+// (its line's field name is not one SSE knows), which a client's reader
+// ignores: the stream would end as a truncation, the upstream's own words
+// lost. StreamTranslator.Run reads such a block as the upstream's in-band
+// error (StreamError, UpstreamError), as if it had come as the dialect's
+// error event: before the commit point it fails the attempt with that
+// cause (HoldPreamble), after it the client gets it in its dialect
+// (bareErrorEvent).
+
+// bareError returns the StreamError of an SSE block ev without data whose
+// text is a JSON error object (see above), nil for any other block. It
+// costs a byte test for a comment or keep-alive.
+func bareError(up Dialect, ev *SSEEvent) *StreamError {
+	if len(ev.Data) != 0 {
+		return nil
+	}
+	js := bytes.TrimSpace(ev.Raw)
+	if len(js) < 2 || js[0] != '{' || !gjson.ValidBytes(js) {
+		return nil
+	}
+	r := gjson.GetManyBytes(js, "error", "object", "choices", "content", "output", "delta", "message", "type", "code")
+	if se := answerErrorOf(up, r[0], r[1], r[2], r[3], r[4]); se != nil {
+		return se
+	}
+	if r[0].Exists() || r[2].Exists() || r[3].Exists() || r[4].Exists() || r[5].Exists() {
+		return nil // an "error" that states nothing, or a chunk or answer
+	}
+	// the error object's fields at the top level: a non-empty message with
+	// a type or a code, or vLLM's "object":"error"
+	msg := r[6]
+	if msg.Type != gjson.String || msg.Str == "" || !(r[7].Exists() || r[8].Exists() || r[1].Str == "error") {
+		return nil
+	}
+	if r[1].Exists() && r[1].Str != "error" {
+		return nil
+	}
+	whole := gjson.ParseBytes(js)
+	return keepErrorMetadata(newStreamError(up, errStr(r[7]), errStr(r[8]), msg.Str, errStr(whole.Get("param"))), whole)
+}
+
+// bareErrorEvent handles a bare error se read from the upstream (see
+// bareError) in place of an SSE event: it is the upstream's error
+// (UpstreamError) and ends the stream. A translated stream fails as for
+// the dialect's error event. A passthrough fails before the commit point
+// (HoldPreamble: nothing written, the cause se); after it the client gets
+// the error in its dialect, scrubbed as in-band errors are (se's Message
+// and Body): an OpenAI Chat chunk data: {"error":{…}}, an Anthropic
+// event: error, a Responses error event with the nested error object
+// followed by response.failed (as the gateway's own error form, since no
+// upstream response.failed follows a bare error).
+func (t *StreamTranslator) bareErrorEvent(se *StreamError) {
+	se = t.setUpstreamError(se)
+	typ := gjson.GetBytes(se.Body, "error.type").Str
+	code := errStr(gjson.GetBytes(se.Body, "error.code"))
+	if t.from != t.to {
+		if t.cs.closed {
+			return
+		}
+		t.cs.fail(classForErrorType(typ, code), firstNonEmpty(se.Message, "upstream error"), se)
+		return
+	}
+	st := &t.pt
+	st.errored = true
+	t.stopped = true
+	if t.failBeforeCommit(se) {
+		return
+	}
+	t.errEvent = true
+	defer func() { t.errEvent = false }()
+	switch t.from {
+	case OpenAIChat:
+		t.write(appendEvent(nil, "", se.Body))
+	case AnthropicMessages:
+		t.write(appendEvent(nil, "error", se.Body))
+	case OpenAIResponses:
+		seq := st.lastSeq + 1
+		e := []byte(`{"type":"error","sequence_number":`)
+		e = strconv.AppendInt(e, seq, 10)
+		e = appendRSErrorFields(e, firstNonEmpty(typ, "server_error"), code, se.Message)
+		t.write(appendEvent(nil, "error", append(e, '}')))
+		f := []byte(`{"type":"response.failed","sequence_number":`)
+		f = strconv.AppendInt(f, seq+1, 10)
+		f = append(f, `,"response":`...)
+		f = appendRSResponse(f, firstNonEmpty(st.respID, "resp_gateway"), nowUnix(), "failed", "", firstNonEmpty(t.model, st.upModel), nil, t.usage, firstNonEmpty(code, se.Type), se.Message, nil, nil)
+		t.write(appendEvent(nil, "response.failed", append(f, '}')))
+	}
+}
