@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmgateway/llm_gateway/translate"
 )
 
 // More gateway defects from public bug reports of other LLM gateways, each
@@ -214,6 +216,24 @@ func TestPeerUsageChunkOnlyWhenAsked(t *testing.T) {
 			if model == "gpt-x" && !gjson.Get(u.last(), "stream_options.include_usage").Bool() {
 				t.Errorf("%s asked %v: upstream not asked for usage: %s", model, asked, u.last())
 			}
+		}
+	}
+}
+
+// BerriAI/litellm#9812: with prompt caching, the tokens of cache_creation_input_tokens were charged twice (as prompt tokens and as cache writes): the reported usage {"input_tokens":3,"cache_creation_input_tokens":12304,"cache_read_input_tokens":0,"output_tokens":550} cost $0.091311 where Anthropic billed $0.05439. Each token is priced once, at its own rate, whatever the client's dialect.
+func TestPeerCacheWritesPricedOnce(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	sonnet := Price{Input: 3, Output: 15, CacheRead: f(0.30), CacheWrite: f(3.75)} // USD per million tokens
+	answer := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-3-7-sonnet","content":[{"type":"text","text":"x"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"cache_creation_input_tokens":12304,"cache_read_input_tokens":0,"output_tokens":550}}`
+	for _, to := range []translate.Dialect{translate.AnthropicMessages, translate.OpenAIChat, translate.OpenAIResponses} {
+		_, u, err := translate.TranslateResponse(translate.AnthropicMessages, to, []byte(answer), "claude-3-7-sonnet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		usd, est := costOf(sonnet, u, 0)
+		// 3 x $3 + 12304 x $3.75 + 550 x $15, per million
+		if usd != 0.054399 || est {
+			t.Errorf("client %s: usage %v costs $%v (estimated %v), want $0.054399", to, u, usd, est)
 		}
 	}
 }

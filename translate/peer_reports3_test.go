@@ -2,6 +2,7 @@ package translate
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -446,5 +447,69 @@ func TestPeerToolStopWithoutToolCall(t *testing.T) {
 	}
 	if s := parseOK(t, AnthropicMessages, out); s.stop != "tool" || len(s.tools) != 1 {
 		t.Errorf("real call: %+v", s)
+	}
+}
+
+// Upstream tool-call stream shapes that duplicated or lost calls elsewhere: the full id repeated in every chunk (DeepSeek, Qwen; langchain4j/langchain4j#4544), an empty-arguments delta in the finish chunk (vLLM; vercel/ai#3953), two finish_reason chunks (OpenRouter; skye-harris/hass_local_openai_llm#92), empty or missing ids on parallel calls (Gemini; Arize-ai/phoenix#11376) and a finish_reason "stop" after the calls (badrisnarayanan/antigravity-claude-proxy#96, which turned tool_use into end_turn).
+func TestPeerToolCallStreamShapes(t *testing.T) {
+	call := func(idx, id, name, args string) string {
+		tc := `{"index":` + idx
+		if id != "-" {
+			tc += `,"id":"` + id + `","type":"function"`
+		}
+		tc += `,"function":{`
+		if name != "" {
+			tc += `"name":"` + name + `",`
+		}
+		return ccChunk(`{"tool_calls":[`+tc+`"arguments":`+strconv.Quote(args)+`}}]}`, "", "")
+	}
+	end := ccUsage + "data: [DONE]\n\n"
+	role := ccChunk(`{"role":"assistant","content":null}`, "", "")
+	for name, c := range map[string]struct {
+		in    string
+		tools []toolSum
+	}{
+		"id repeated": {role + call("0", "call_a", "f", `{"q":`) + call("0", "call_a", "f", `1}`) + ccChunk(`{}`, "tool_calls", "") + end,
+			[]toolSum{{"f", `{"q":1}`}}},
+		"empty args in the finish chunk": {role + call("0", "call_a", "f", `{"q":1}`) + strings.Replace(call("0", "-", "", ""), `"finish_reason":null`, `"finish_reason":"tool_calls"`, 1) + end,
+			[]toolSum{{"f", `{"q":1}`}}},
+		"two finish chunks": {role + call("0", "call_a", "f", `{}`) + ccChunk(`{}`, "tool_calls", "") + ccChunk(`{}`, "tool_calls", "") + end,
+			[]toolSum{{"f", `{}`}}},
+		"empty ids": {role + call("0", "", "f", `{"a":1}`) + call("1", "", "f", `{"a":2}`) + ccChunk(`{}`, "tool_calls", "") + end,
+			[]toolSum{{"f", `{"a":1}`}, {"f", `{"a":2}`}}},
+		"stop after the calls": {role + call("0", "call_a", "f", `{}`) + ccChunk(`{}`, "stop", "") + end,
+			[]toolSum{{"f", `{}`}}},
+	} {
+		out, _, err := run(t, OpenAIChat, AnthropicMessages, c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := parseOK(t, AnthropicMessages, out)
+		if s.stop != "tool" || len(s.tools) != len(c.tools) {
+			t.Errorf("%s: %+v\n%s", name, s, out)
+			continue
+		}
+		for i := range c.tools {
+			if s.tools[i] != c.tools[i] {
+				t.Errorf("%s: tool %d %+v, want %+v", name, i, s.tools[i], c.tools[i])
+			}
+		}
+		ids := map[string]bool{}
+		for _, in := range anthropicToolInputs(out) {
+			if in[0] == "" || ids[in[0]] {
+				t.Errorf("%s: tool_use ids %v", name, anthropicToolInputs(out))
+			}
+			ids[in[0]] = true
+		}
+		if n := strings.Count(out, `"type":"message_delta"`); n != 1 {
+			t.Errorf("%s: %d message_delta events", name, n)
+		}
+		rs, _, err := run(t, OpenAIChat, OpenAIResponses, c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := parseOK(t, OpenAIResponses, rs); len(s.tools) != len(c.tools) || s.tools[0] != c.tools[0] {
+			t.Errorf("%s → Responses: %+v", name, s)
+		}
 	}
 }
