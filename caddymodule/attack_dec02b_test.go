@@ -39,7 +39,7 @@ func TestAttackDec02bUsageTokensSaturate(t *testing.T) {
 // (Anthropic) before any content and then holds the stream open, to a
 // client of its own dialect (passthrough, which holds the preamble): the
 // client gets a failure in its dialect at once (the preamble past
-// translate.MaxHeldPreamble), not after the attempt timeout, and the
+// translate.MaxHeldPreambleEvents), not after the attempt timeout, and the
 // request log names the cause.
 func TestAttackDec02bEndlessPreambleThroughGateway(t *testing.T) {
 	h, gw := sessionHostileGateway(t)

@@ -194,7 +194,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 		if o.Kind == keypool.NetworkError {
 			o.Message = "stream ended before its first content"
 			if errors.Is(err, translate.ErrPreambleTooLarge) {
-				o.Message = "stream sent more than 1 MiB of preamble (comments, pings) before its first content"
+				o.Message = "stream sent more than 4096 preamble events (comments, pings) before its first content"
 			}
 		}
 		return x.fail(o)

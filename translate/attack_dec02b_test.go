@@ -100,7 +100,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 
 // TestAttackDec02bEndlessPreamble: an upstream that, before any content,
 // sends comments or pings without end: with HoldPreamble the translator
-// holds at most MaxHeldPreamble of them and then fails the stream before
+// holds at most MaxHeldPreambleEvents of them and then fails the stream before
 // its commit point (nothing written, Run's error wraps ErrNotCommitted),
 // instead of holding every byte until the attempt timeout (at loopback
 // speed, gigabytes). A translated stream that drops them holds nothing
@@ -125,8 +125,8 @@ func TestAttackDec02bEndlessPreamble(t *testing.T) {
 				tr.HoldPreamble()
 				r := &repeatReader{head: []byte(heads[from]), body: []byte(body), limit: sent, tr: tr}
 				err := tr.Run(r)
-				if r.peak > MaxHeldPreamble+len(heads[from])+len(body) {
-					t.Errorf("%s %s -> %s: held %d KiB of preamble, want at most %d KiB", from, bname, to, r.peak>>10, MaxHeldPreamble>>10)
+				if r.peak > (MaxHeldPreambleEvents+1)*len(body)+len(heads[from]) {
+					t.Errorf("%s %s -> %s: held %d KiB of preamble, want at most %d events", from, bname, to, r.peak>>10, MaxHeldPreambleEvents)
 				}
 				if tr.Committed() {
 					if from != OpenAIResponses || from != to || bname != "pings" {
@@ -220,5 +220,24 @@ func TestAttackDec02bHostileStreamBytes(t *testing.T) {
 				t.Errorf("%s -> %s: the text delta did not reach the client as A NUL B U+FFFD U+FFFD C:\n%q", from, to, whole)
 			}
 		}
+	}
+}
+
+// TestAttackDec02bLargeLegitPreamble: a Responses stream whose
+// response.created and response.in_progress echo 3 MiB of instructions
+// each (a request within the default 8 MiB body limit) is held and
+// relayed whole at its first content, not failed as an endless preamble.
+func TestAttackDec02bLargeLegitPreamble(t *testing.T) {
+	instr := strings.Repeat("i", 3<<20)
+	resp := `{"id":"resp_1","object":"response","status":"in_progress","model":"m","instructions":"` + instr + `","output":[]}`
+	s := "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":" + resp + "}\n\n" +
+		"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1,\"response\":" + resp + "}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":2,\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\"}\n\n"
+	written := 0
+	tr := NewStreamTranslator(OpenAIResponses, OpenAIResponses, "m", EventWriterFunc(func(p []byte) error { written += len(p); return nil }))
+	tr.HoldPreamble()
+	err := tr.Run(strings.NewReader(s))
+	if !tr.Committed() || written < 6<<20 || errors.Is(err, ErrPreambleTooLarge) {
+		t.Fatalf("committed %v, %d bytes written, err %v; want the 6 MiB preamble relayed", tr.Committed(), written, err)
 	}
 }

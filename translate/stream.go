@@ -336,7 +336,7 @@ func (t *StreamTranslator) write(p []byte) {
 	}
 	if !t.committed {
 		if t.hold && t.pre {
-			if len(t.held)+len(p) > MaxHeldPreamble {
+			if len(t.heldEnds) >= MaxHeldPreambleEvents || len(t.held)+len(p) > MaxHeldPreamble {
 				t.failBeforeCommit(ErrPreambleTooLarge)
 				return
 			}
@@ -356,17 +356,26 @@ func (t *StreamTranslator) write(p []byte) {
 	t.emit(p)
 }
 
-// MaxHeldPreamble is the most preamble (see HoldPreamble) a
-// StreamTranslator holds back, in bytes: a stream whose preamble grows
-// past it before any content (an upstream sending comments or pings
-// without end) fails before its commit point, as a stream that ends
-// before content does, instead of holding every byte until the attempt
-// times out. A vendor's preamble is a few KiB.
-const MaxHeldPreamble = 1 << 20
+// MaxHeldPreambleEvents and MaxHeldPreamble bound the preamble (see
+// HoldPreamble) a StreamTranslator holds back, in events and in bytes: a
+// stream whose preamble grows past either before any content (an
+// upstream sending comments or pings without end) fails before its
+// commit point, as a stream that ends before content does, instead of
+// holding every byte until the attempt times out. A vendor's preamble is
+// a few events (a relay's keep-alive comments, one every few seconds,
+// hundreds over a long wait); its bytes can be large, as a Responses
+// response.created echoes the request's instructions and tools (the
+// request body is at most 8 MiB by default), hence the byte bound of one
+// SSE event (MaxSSEEventSize).
+const (
+	MaxHeldPreambleEvents = 4096
+	MaxHeldPreamble       = MaxSSEEventSize
+)
 
 // ErrPreambleTooLarge is the cause Run's ErrNotCommitted error wraps
-// when the held preamble grew past MaxHeldPreamble before any content.
-var ErrPreambleTooLarge = errors.New("translate: stream sent more than 1 MiB of preamble (comments, pings, start events) before its first content")
+// when the held preamble grew past MaxHeldPreambleEvents or
+// MaxHeldPreamble before any content.
+var ErrPreambleTooLarge = errors.New("translate: stream sent more than 4096 preamble events (comments, pings, start events) or 64 MiB of them before its first content")
 
 // commit writes the held preamble.
 func (t *StreamTranslator) commit() {
