@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -148,22 +147,21 @@ func (h *Handler) provisionInstrumentation(ctx caddy.Context) *metrics {
 // observe records one finished request.
 func (m *metrics) observe(rl *requestLog) {
 	initGatewayMetrics()
-	gm := &gatewayMetrics
-	code := strconv.Itoa(rl.status)
-	gm.requests.WithLabelValues(rl.pool, upstreamDialectName(rl.dialect), upstreamDialectName(rl.upstreamDialect), code, rl.streamOutcome).Inc()
+	requestCounter(requestLabels{rl.pool, upstreamDialectName(rl.dialect), upstreamDialectName(rl.upstreamDialect), rl.streamOutcome, rl.status}).Inc()
 	if rl.pool != "" {
+		po := observersFor(rl.pool)
 		if !rl.start.IsZero() {
-			gm.duration.WithLabelValues(rl.pool).Observe(time.Since(rl.start).Seconds())
+			po.duration.Observe(time.Since(rl.start).Seconds())
 		}
 		if rl.ttfb > 0 {
-			gm.ttfb.WithLabelValues(rl.pool).Observe(rl.ttfb.Seconds())
+			po.ttfb.Observe(rl.ttfb.Seconds())
 		}
 		if len(rl.attempts) > 0 || rl.acquireWait > 0 {
-			gm.acquireWait.WithLabelValues(rl.pool).Observe(rl.acquireWait.Seconds())
+			po.acquireWait.Observe(rl.acquireWait.Seconds())
 		}
 	}
 	for _, a := range rl.attempts {
-		gm.attempts.WithLabelValues(rl.pool, a.key, a.outcome).Inc()
+		attemptCounter(attemptLabels{rl.pool, a.key, a.outcome}).Inc()
 		keyStatsFor(rl.pool, a.key).attempt(a.outcome, a.dur)
 	}
 	if rl.key == "" {
@@ -174,7 +172,7 @@ func (m *metrics) observe(rl *requestLog) {
 	for i, v := range []*int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens} {
 		if v != nil && *v > 0 {
 			add[i] = *v
-			gm.tokens.WithLabelValues(rl.pool, rl.key, tokenKinds[i]).Add(float64(*v))
+			tokenCounter(attemptLabels{rl.pool, rl.key, tokenKinds[i]}).Add(float64(*v))
 		}
 	}
 	keyStatsFor(rl.pool, rl.key).addTokens(add)
