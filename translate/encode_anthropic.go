@@ -129,7 +129,7 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 
 	b = append(b, `,"messages":[`...)
 	var err *Error
-	b, err = appendAnthropicMessages(b, r.messages)
+	b, err = appendAnthropicMessages(b, trimPrefill(r.messages))
 	if err != nil {
 		return nil, err
 	}

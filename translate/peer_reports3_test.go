@@ -513,3 +513,38 @@ func TestPeerToolCallStreamShapes(t *testing.T) {
 		}
 	}
 }
+
+// vercel/ai#2124 (and tailcallhq/forgecode#1872, anomalyco/opencode#1295): an assistant prefill ending in white space ("Sure, ", "<thinking>\n") reached Anthropic as the final assistant content, refused with 400 "messages: final assistant content cannot end with trailing whitespace"; the prefill's trailing white space is cut, earlier turns keep theirs.
+func TestPeerFinalAssistantPrefillTrimmed(t *testing.T) {
+	for _, c := range []struct {
+		from       Dialect
+		body, want string
+	}{
+		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"ok \n"},{"role":"user","content":"y"},{"role":"assistant","content":"Sure, "}]}`, `"Sure,"`},
+		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"<thinking>\n"},{"type":"text","text":" \t"}]}]}`, `"<thinking>"`},
+		{OpenAIResponses, `{"model":"m","input":[{"role":"user","content":"x"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Answer: "}]}]}`, `"Answer:"`},
+	} {
+		r := mustTranslate(t, c.from, AnthropicMessages, c.body, "up")
+		msgs := r.Get("messages").Array()
+		last := msgs[len(msgs)-1]
+		blocks := last.Get("content").Array()
+		if last.Get("role").Str != "assistant" || blocks[len(blocks)-1].Get("text").Raw != c.want {
+			t.Errorf("%s: %s", c.from, r.Raw)
+		}
+		if c.from == OpenAIChat && len(msgs) == 4 && msgs[1].Get("content.0.text").Str != "ok \n" {
+			t.Errorf("an earlier assistant turn trimmed: %s", r.Raw)
+		}
+	}
+	// the parsed request is not changed: encoded again for Chat, the prefill is whole
+	req, err := ParseRequest(OpenAIChat, []byte(`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"Sure, "}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := req.Encode(AnthropicMessages, "up"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := req.Encode(OpenAIResponses, "up")
+	if err != nil || !strings.Contains(string(b), `"Sure, "`) {
+		t.Errorf("%v %s", err, b)
+	}
+}
