@@ -189,13 +189,15 @@ local dead = {invalid_key = true, no_credit = true, forbidden = true, quota_exha
 `
 
 // luaShut computes how long the key H stays shut and why, and publishes
-// the event (needs pool, instance, fp, flags, ema, channel in scope).
+// the event (needs pool, instance, fp, flags, ema, at, channel in scope;
+// at is a Clear's keypool.SharedEvent.At in Unix nanoseconds, "" for
+// none).
 const luaShut = `
 local cu, br, bu = tonumber(redis.call('HGET', H, 'cu')) or 0, tonumber(redis.call('HGET', H, 'br')) or 0, tonumber(redis.call('HGET', H, 'bu')) or 0
 local wait, why = 0, ''
 if now < cu then wait, why = cu - now, redis.call('HGET', H, 'cr') or '' end
 if br == 1 and bu - now > wait then wait, why = bu - now, 'breaker_open' end
-redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. flags .. '|' .. math.floor(wait) .. '|' .. why .. '|' .. ema)
+redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. flags .. '|' .. math.floor(wait) .. '|' .. why .. '|' .. ema .. '|' .. at)
 `
 
 // releaseScript: KEYS = hash, leases. ARGV = lease id, tpm, token delta,
@@ -204,7 +206,9 @@ redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. fl
 // pool, instance, fingerprint, heuristic (1/0), learned limits
 // (encodeLearned; "" for none: kept per model in the hash field
 // "lr:<model>" as "<now ms>|<encoded>" and published as
-// "L|pool|instance|fp|<encoded>").
+// "L|pool|instance|fp|<encoded>"), the release's time in Unix
+// nanoseconds (keypool.SharedRelease.At; published with a clear, "" for
+// none: Lua numbers would round it, so it stays a string).
 var releaseScript = redis.NewScript(luaPrelude + luaDead + `
 local H, L = KEYS[1], KEYS[2]
 local lease = ARGV[1]
@@ -235,6 +239,8 @@ end
 if bopen > 0 then redis.call('HSET', H, 'br', 1, 'bu', now + bopen, 'bt', trips) end
 if pp then redis.call('HSET', H, 'pp', 1) end
 local learned = ARGV[19] or ''
+local at = ''
+if clear then at = ARGV[20] or '' end
 if learned ~= '' then
   local model = string.match(learned, '^[^;]*;[^;]*;[^;]*;[^;]*;(.*)$') or ''
   redis.call('HSET', H, 'lr:' .. model, now .. '|' .. learned)
@@ -283,7 +289,7 @@ local H = KEYS[1]
 local channel, pool, instance, fp = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 redis.call('HDEL', H, 'cu', 'cr', 'ch', 'pp', 'bu')
 redis.call('HSET', H, 'br', 0, 'bt', 0)
-local flags, ema = 'r', 0
+local flags, ema, at = 'r', 0, ''
 ` + luaShut + `
 return 1
 `)

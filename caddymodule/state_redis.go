@@ -509,7 +509,7 @@ func (b *redisBackend) runRelease(ctx context.Context, rel *keypool.SharedReleas
 		rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
 		boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
 		boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
-		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic), encodeLearned(rel.Learned)).Err()
+		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic), encodeLearned(rel.Learned), unixNanoArg(rel.At)).Err()
 }
 
 // Sync implements keypool.Backend: one pipelined round trip for all keys.
@@ -641,16 +641,33 @@ func (b *redisBackend) subscribe() {
 	}
 }
 
-// parseStateEvent reads "pool|instance|fp|flags|wait_ms|reason|ema_ns".
+// parseStateEvent reads "pool|instance|fp|flags|wait_ms|reason|ema_ns|at_ns"
+// (at_ns: a clear's time, SharedEvent.At, in Unix nanoseconds; empty,
+// or left out by an older instance, for none).
 func parseStateEvent(s string) (string, keypool.SharedEvent, bool) {
 	f := strings.Split(s, "|")
-	if len(f) != 7 {
+	if len(f) != 7 && len(f) != 8 {
 		return "", keypool.SharedEvent{}, false
 	}
 	wait, _ := strconv.ParseInt(f[4], 10, 64)
 	ema, _ := strconv.ParseInt(f[6], 10, 64)
-	return f[0], keypool.SharedEvent{Instance: f[1], Fingerprint: f[2], Clear: f[3] == "c", Reset: f[3] == "r",
-		Wait: time.Duration(wait) * time.Millisecond, Reason: f[5], EMA: time.Duration(ema)}, true
+	ev := keypool.SharedEvent{Instance: f[1], Fingerprint: f[2], Clear: f[3] == "c", Reset: f[3] == "r",
+		Wait: time.Duration(wait) * time.Millisecond, Reason: f[5], EMA: time.Duration(ema)}
+	if len(f) == 8 && ev.Clear {
+		if at, err := strconv.ParseInt(f[7], 10, 64); err == nil && at > 0 {
+			ev.At = time.Unix(0, at)
+		}
+	}
+	return f[0], ev, true
+}
+
+// unixNanoArg is t in Unix nanoseconds as a script argument, "" for the
+// zero time.
+func unixNanoArg(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixNano(), 10)
 }
 
 // renew extends the live leases every lease/3, in one pipelined round trip.

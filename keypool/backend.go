@@ -152,6 +152,9 @@ type SharedRelease struct {
 	// ends, the breaker closes, a pending probe is done. Applied before
 	// the SharedEffects.
 	Clear bool
+	// At is when the attempt ended, on the releasing pool's clock; a
+	// backend passes it on as the event's SharedEvent.At.
+	At time.Time
 	SharedEffects
 	// TTFB, when > 0, feeds the shared latency average with weight
 	// LatencyAlpha.
@@ -242,6 +245,11 @@ type SharedEvent struct {
 	Reset bool
 	// Clear: the key served a request; transient cooldowns end.
 	Clear bool
+	// At, for a Clear, is when the key served (SharedRelease.At, the
+	// sending instance's clock); zero when unknown. An instance that
+	// recorded a failure of the key after At ignores the Clear (see
+	// Pool.Notify): it is older than what that instance knows.
+	At time.Time
 	// Wait > 0: the key is shut for that long (Reason says why).
 	Wait   time.Duration
 	Reason string

@@ -58,6 +58,7 @@ type Key struct {
 	lastStatus        int
 	lastMessage       string
 	consecFailures    int
+	failedAt          time.Time // the latest failure of the key's own (noteFailedAt), for the order of Clear events
 	consec429         int
 	last429           time.Time
 	breaker           BreakerState

@@ -166,6 +166,7 @@ func (l *Lease) Release(o Outcome) {
 	if l.releaseLocked(o) {
 		verify = p.verifier
 	}
+	l.key.noteFailedAt(&o, p.clock.Now())
 	var rel *SharedRelease
 	if b != nil {
 		rel = p.sharedReleaseLocked(l, &o, before, p.clock.Now())

@@ -205,7 +205,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 	k := l.key
 	rel := &SharedRelease{
 		Pool: p.name, Instance: p.instance, Fingerprint: k.fingerprint, LeaseID: l.id,
-		Clear: o.Kind == Success,
+		Clear: o.Kind == Success, At: now,
 	}
 	if k.tpm > 0 {
 		rel.TPM, rel.TokenDelta = k.tpm, o.Tokens-l.tokens
@@ -260,8 +260,11 @@ func (k *Key) view() keyView {
 // Notify applies an event from another instance (see SharedEvent): the
 // key's mirrored gate is shut for ev.Wait, or cleared when ev says the key
 // served or was reset, or (a plain release) reopened when it was only
-// busy; waiting requests are woken to look again. Events of this pool's
-// own instance and unknown keys are ignored.
+// busy; waiting requests are woken to look again. A Clear older than the
+// key's latest failure recorded here (ev.At before it, see
+// clear_order.go) is taken as a plain release: it must not undo what this
+// instance learned after the success. Events of this pool's own instance
+// and unknown keys are ignored.
 func (p *Pool) Notify(ev SharedEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -278,7 +281,7 @@ func (p *Pool) Notify(ev SharedEvent) {
 		k.breaker, k.breakerTrips, k.consecFailures, k.consec429 = BreakerClosed, 0, 0, 0
 		k.probePending = false
 		k.pending = nil
-	case ev.Clear:
+	case ev.Clear && !k.staleClear(&ev):
 		k.shUntil, k.shReason = time.Time{}, ""
 		if !k.deadCooldown() {
 			k.clearCooldown()
@@ -288,6 +291,8 @@ func (p *Pool) Notify(ev SharedEvent) {
 		}
 		k.consecFailures = 0
 	case k.shReason == reasonBusy || k.shReason == reasonProbe:
+		// a plain release, or a Clear older than the key's latest
+		// failure here (staleClear): a slot may have come free
 		k.shUntil, k.shReason = time.Time{}, ""
 	}
 	if ev.Wait > 0 {

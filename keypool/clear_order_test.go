@@ -1,0 +1,72 @@
+package keypool
+
+import (
+	"testing"
+	"time"
+)
+
+// TestClusterLateClearIgnored: instance C's success on a key is
+// announced to instance A as a Clear event, which may reach A after A
+// recorded failures of the key that came after the success (pub/sub
+// delivery late on a loaded machine; here C's clock is behind A's, so C's
+// success is older than A's failure when its event arrives). A keeps its
+// count of consecutive failures, so its breaker opens at the threshold,
+// not one failure late; a Clear of a success after A's latest failure
+// still closes the breaker and resets the count; a Clear without a time
+// (an older instance's) is applied as before.
+func TestClusterLateClearIgnored(t *testing.T) {
+	clkA, clkC := newFakeClock(), newFakeClock()
+	clkA.Advance(time.Hour) // A's clock ahead: C's success at C's now is older than A's failures
+	b := NewMemoryBackend(clkA)
+	s := Settings{MaxConcurrencyPerKey: 4, FailureThreshold: 2, ErrorCooldown: time.Second, MaxCooldown: time.Second, BreakerOpen: 30 * time.Second}
+	a, err := New("main", s, keys(1), clkA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New("main", s, keys(1), clkC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetBackend(b, SharedOptions{Instance: "A", LeaseTTL: time.Hour})
+	c.SetBackend(b, SharedOptions{Instance: "C", LeaseTTL: time.Hour})
+	b.Attach(a)
+	b.Attach(c)
+
+	lc1, lc2 := mustAcquire(t, c), mustAcquire(t, c)
+	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
+		t.Fatalf("A after its first failure: %+v", st)
+	}
+	// C's success, at C's now (before A's failure), reaches A late
+	lc1.Release(Outcome{Kind: Success, Status: 200})
+	if st := status(a, "k0"); st.ConsecutiveFailures != 1 || st.State != StateCooling {
+		t.Fatalf("a Clear older than A's failure undid it: %+v", st)
+	}
+	// A's second failure opens its breaker (threshold 2)
+	clkA.Advance(2 * time.Second)
+	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	if st := status(a, "k0"); st.Breaker != "open" || st.ConsecutiveFailures != 2 {
+		t.Fatalf("A's breaker after two failures in a row: %+v", st)
+	}
+	// a success after A's latest failure: the Clear applies
+	clkC.Advance(2 * time.Hour)
+	lc2.Release(Outcome{Kind: Success, Status: 200})
+	if st := status(a, "k0"); st.Breaker != "closed" || st.ConsecutiveFailures != 0 {
+		t.Fatalf("a Clear newer than A's failures left: %+v", st)
+	}
+	// a Clear without a time is applied as before
+	clkA.Advance(2 * time.Second)
+	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true})
+	if st := status(a, "k0"); st.ConsecutiveFailures != 0 {
+		t.Fatalf("a Clear without a time was not applied: %+v", st)
+	}
+	// the request's own failure (ClientError) is no failure of the key: a
+	// Clear from before it applies
+	clkA.Advance(2 * time.Second)
+	mustAcquire(t, a).Release(Outcome{Kind: ClientError, Status: 400})
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: clkA.Now().Add(-time.Minute)})
+	if st := status(a, "k0"); st.ConsecutiveFailures != 0 || st.State != StateReady {
+		t.Fatalf("after a client error and a Clear: %+v", st)
+	}
+}
