@@ -548,3 +548,25 @@ func TestPeerFinalAssistantPrefillTrimmed(t *testing.T) {
 		t.Errorf("%v %s", err, b)
 	}
 }
+
+// Helicone/helicone#5639 (a Chat response_format json_schema passed through to Anthropic, which ignored it and answered prose) and decolua/9router#4050 (Claude Code's output_config.format on its title requests forwarded verbatim to an OpenAI-compatible upstream, refused): structured output is translated both ways.
+func TestPeerStructuredOutputTranslated(t *testing.T) {
+	schema := `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"],"additionalProperties":false}`
+	r := mustTranslate(t, OpenAIChat, AnthropicMessages, `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"t","strict":true,"schema":`+schema+`}},"messages":[{"role":"user","content":"x"}]}`, "up")
+	wantGet(t, r, "output_config.format", `{"type":"json_schema","schema":`+schema+`}`)
+	if r.Get("response_format").Exists() {
+		t.Errorf("response_format sent to Anthropic: %s", r.Raw)
+	}
+	cc := `{"model":"m","max_tokens":50,"output_config":{"format":{"type":"json_schema","schema":` + schema + `}},"messages":[{"role":"user","content":"title this"}]}`
+	r = mustTranslate(t, AnthropicMessages, OpenAIChat, cc, "up")
+	wantGet(t, r, "response_format.type", `"json_schema"`)
+	wantGet(t, r, "response_format.json_schema.schema", schema)
+	r = mustTranslate(t, AnthropicMessages, OpenAIResponses, cc, "up")
+	wantGet(t, r, "text.format.type", `"json_schema"`)
+	wantGet(t, r, "text.format.schema", schema)
+	for _, k := range []string{"output_config", "response_format"} {
+		if r.Get(k).Exists() {
+			t.Errorf("%s sent to Responses: %s", k, r.Raw)
+		}
+	}
+}
