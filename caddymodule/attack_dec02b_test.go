@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgateway/llm_gateway/mockupstream"
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
@@ -162,5 +164,43 @@ func TestAttackDec02bProxyHugeConnectAnswer(t *testing.T) {
 	e := exitFor(t, "http://"+addr)
 	if got := e.answers(time.Second); got != proxyAnswered && got != proxySilent {
 		t.Errorf("probe %d", got)
+	}
+}
+
+// TestAttackDec02bConsoleInjection: HTML and script in a client's model
+// name, user agent and session id reach the admin JSON the console reads
+// only escaped (no raw '<'), and the console page inserts text with DOM
+// APIs only: it has no HTML sink (innerHTML, outerHTML,
+// insertAdjacentHTML, document.write, eval, new Function) and its
+// element builder sets attributes only from a fixed list.
+func TestAttackDec02bConsoleInjection(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	gw, admin := adminGateway(t, gatewayBlock(poolBlock("con-inj", base, 1, "")), "")
+	evil := `<img src=x onerror=alert(1)>"</script><script>alert(2)</script>`
+	for _, model := range []string{evil, "mock-gpt"} {
+		resp, _ := post(t, gw+"/v1/chat/completions", chatBody(model, "hi", false),
+			"User-Agent", evil, "X-Session-Id", evil)
+		if resp.StatusCode == 0 {
+			t.Fatal("no answer")
+		}
+	}
+	for _, path := range []string{"/llm_gateway/requests", "/llm_gateway/pools", "/llm_gateway/sessions", "/llm_gateway/spend", "/llm_gateway/models"} {
+		code, b := adminDo(t, http.MethodGet, admin+path)
+		if code != 200 {
+			t.Errorf("GET %s: %d", path, code)
+			continue
+		}
+		if bytes.Contains(b, []byte("<img")) || bytes.Contains(b, []byte("<script")) || bytes.Contains(b, []byte("</script")) {
+			t.Errorf("GET %s holds raw markup from a client:\n%.400s", path, b)
+		}
+	}
+	if _, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/requests"); !bytes.Contains(b, []byte(`\u003cimg src=x onerror=alert(1)\u003e`)) {
+		t.Errorf("the hostile model name is not in the request log (escaped), so nothing was checked:\n%.600s", b)
+	}
+	html := string(statusPage)
+	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "srcdoc", "javascript:"} {
+		if strings.Contains(html, sink) {
+			t.Errorf("statuspage.html uses %s", sink)
+		}
 	}
 }
