@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +203,31 @@ func TestAttackDec02bConsoleInjection(t *testing.T) {
 	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "srcdoc", "javascript:"} {
 		if strings.Contains(html, sink) {
 			t.Errorf("statuspage.html uses %s", sink)
+		}
+	}
+}
+
+// TestAttackDec02bProxyEchoesCredentials: a proxy whose CONNECT answer's
+// reason phrase echoes what it was sent (the Proxy-Authorization value,
+// or the password itself): the dial error, which reaches logs and the
+// admin API, names the status by its code and standard text only.
+func TestAttackDec02bProxyEchoesCredentials(t *testing.T) {
+	for _, status := range []int{407, 502} {
+		addr := holdingListener(t, func(c net.Conn) {
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(c, "HTTP/1.1 %d %s proxy-secret-0123456789\r\nContent-Length: 0\r\n\r\n", status, req.Header.Get("Proxy-Authorization"))
+		})
+		u, _ := url.Parse("http://puser:proxy-secret-0123456789@" + addr)
+		conn, err := connectDialer(u)(context.Background(), "tcp", "127.0.0.1:9")
+		if err == nil {
+			conn.Close()
+			t.Fatalf("%d: a tunnel", status)
+		}
+		if msg := err.Error(); strings.Contains(msg, "proxy-secret") || strings.Contains(msg, "cHVzZXI6") || !strings.Contains(msg, strconv.Itoa(status)+" "+http.StatusText(status)) {
+			t.Errorf("%d: error %q shows what the proxy echoed, want only %d %s", status, msg, status, http.StatusText(status))
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -441,15 +442,19 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 		}
 		resp := a.resp
 		_ = resp.Body.Close()
+		// the status by its code and standard text: the proxy's own
+		// reason phrase may echo what it was sent (Proxy-Authorization),
+		// and this error reaches logs and the admin API
+		status := strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
 		switch {
 		case resp.StatusCode >= 400 && resp.StatusCode < 500:
 			// 401/407 (credentials), 403 (ACL), 405, 429: the proxy
 			// refuses us, whatever the upstream
 			c.Close()
-			return nil, &exitError{fmt.Errorf("proxy refused CONNECT: %s", resp.Status)}
+			return nil, &exitError{fmt.Errorf("proxy refused CONNECT: %s", status)}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
 			c.Close()
-			return nil, &upstreamBehindExit{fmt.Errorf("proxy could not reach the upstream: %s", resp.Status)}
+			return nil, &upstreamBehindExit{fmt.Errorf("proxy could not reach the upstream: %s", status)}
 		case br.Buffered() > 0:
 			c.Close()
 			return nil, &exitError{errors.New("proxy sent data before the tunnel was used")}
