@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/llmgateway/llm_gateway/keypool"
 )
 
 // bareClientMessage returns the error message a client's failed stream
@@ -88,7 +86,7 @@ func TestTrustBareErrorInStream(t *testing.T) {
 				status int
 			}{{`"context_length_exceeded"`, 400}, {"503", 503}} {
 				poolFor(t, p.pool).ClearCooldown("")
-				fa, fb := keyStatus(t, p.pool, p.pool+"a").Failures, keyStatus(t, p.pool, p.pool+"b").Failures
+				before := trustFailures(t, p.pool)
 				u.set(trustKey(p.pool, "a"), trustAnswer{sse: true, body: starts[p.up] +
 					`{"error":{"message":"This model's maximum context length is 8192 tokens","type":"context_length_exceeded","code":` + c.code + `}}`})
 				askedB = u.count(trustKey(p.pool, "b"))
@@ -103,11 +101,7 @@ func TestTrustBareErrorInStream(t *testing.T) {
 				if n := u.count(trustKey(p.pool, "b")) - askedB; n != 0 {
 					t.Errorf("%s: key b asked %d times", label, n)
 				}
-				for id, before := range map[string]int64{p.pool + "a": int64(fa), p.pool + "b": int64(fb)} {
-					if st := keyStatus(t, p.pool, id); st.State != keypool.StateReady || int64(st.Failures) != before || st.ConsecutiveFailures != 0 {
-						t.Errorf("%s: key %s blamed: %+v", label, id, st)
-					}
-				}
+				trustUnblamed(t, label, p.pool, before)
 			}
 		}
 	}

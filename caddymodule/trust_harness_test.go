@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/llmgateway/llm_gateway/keypool"
 )
 
 // trustAnswer is what trustUpstream answers for one key: an HTTP status
@@ -102,4 +104,26 @@ var trustPools = []struct{ up, pool, model string }{
 	{"chat", "tc", "x-chat"},
 	{"anthropic", "ta", "x-anth"},
 	{"responses", "tr", "x-resp"},
+}
+
+// trustFailures returns the failures counted so far on keys a and b of
+// pool (by id).
+func trustFailures(t *testing.T, pool string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, ab := range []string{"a", "b"} {
+		out[pool+ab] = int64(keyStatus(t, pool, pool+ab).Failures)
+	}
+	return out
+}
+
+// trustUnblamed checks that keys a and b of pool are ready, count no
+// consecutive failure and no failure since before (trustFailures).
+func trustUnblamed(t *testing.T, label, pool string, before map[string]int64) {
+	t.Helper()
+	for id, n := range before {
+		if st := keyStatus(t, pool, id); st.State != keypool.StateReady || int64(st.Failures) != n || st.ConsecutiveFailures != 0 || st.Reason != "" {
+			t.Errorf("%s: key %s blamed: %+v", label, id, st)
+		}
+	}
 }

@@ -47,6 +47,7 @@ func TestTrustRequestErrorSaysNoRetry(t *testing.T) {
 			for _, client := range d2Clients {
 				for _, stream := range []bool{false, true} {
 					askedB := u.count(trustKey(p.pool, "b"))
+					before := trustFailures(t, p.pool)
 					path, body, hdr := d2Client(client, p.model, stream)
 					resp, b := post(t, gw+path, body, hdr...)
 					name := fmt.Sprintf("%s, %s upstream, %s client, stream %v", c.name, p.up, client, stream)
@@ -62,7 +63,7 @@ func TestTrustRequestErrorSaysNoRetry(t *testing.T) {
 					if n := u.count(trustKey(p.pool, "b")) - askedB; n != 0 {
 						t.Errorf("%s: the other key was asked %d times", name, n)
 					}
-					keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
+					trustUnblamed(t, name, p.pool, before)
 				}
 			}
 		}
@@ -81,6 +82,7 @@ func TestTrustRequestErrorSaysNoRetry(t *testing.T) {
 		u.set(trustKey(p.pool, "a"), trustAnswer{sse: true, body: inBand[p.up]})
 		for _, client := range d2Clients {
 			askedB := u.count(trustKey(p.pool, "b"))
+			before := trustFailures(t, p.pool)
 			path, body, hdr := d2Client(client, p.model, true)
 			resp, b := post(t, gw+path, body, hdr...)
 			name := fmt.Sprintf("in-band, %s upstream, %s client", p.up, client)
@@ -93,7 +95,7 @@ func TestTrustRequestErrorSaysNoRetry(t *testing.T) {
 			if n := u.count(trustKey(p.pool, "b")) - askedB; n != 0 {
 				t.Errorf("%s: the other key was asked %d times", name, n)
 			}
-			keysUnblamed(t, p.pool, p.pool+"a", p.pool+"b")
+			trustUnblamed(t, name, p.pool, before)
 		}
 	}
 }
