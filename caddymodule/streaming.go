@@ -152,7 +152,7 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	if holdPreamble {
 		st.HoldPreamble()
 	}
-	if c.hideUsage && x.d == c.dialect {
+	if c.hideUsage {
 		st.HideUsageChunk()
 	}
 	// attempt_timeout runs until the first content; after an in-band

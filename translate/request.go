@@ -385,6 +385,21 @@ func AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
 	return out, false
 }
 
+// StreamUsageAsked reports whether an OpenAI Chat request asks for the
+// usage chunk: "stream" true and "stream_options.include_usage" true (per
+// the OpenAI API reference, "stream_options"). Without it OpenAI sends no
+// usage-only chunk (choices: []), and a client that reads choices[0] of
+// every chunk is not sent one: see HideUsageChunk. body is a JSON object,
+// as ParseRequest accepts it.
+func StreamUsageAsked(body []byte) bool {
+	stream, _, iu, ok := streamMembers(body)
+	if !ok {
+		res := gjson.GetMany(view(body), "stream", "stream_options.include_usage")
+		stream, iu = res[0], res[1]
+	}
+	return stream.Type == gjson.True && iu.Type == gjson.True
+}
+
 // streamMembers reads a request's "stream", "stream_options" and
 // "stream_options.include_usage" in one walk of its top level, as gjson's
 // lookups of the three paths find them (a lookup scans the body from its

@@ -184,8 +184,13 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 // usage-only chunk (choices: []) is observed (Usage) and dropped, and the
 // top-level "usage":null member the option adds to every other chunk (OpenAI
 // API reference, "The chat completion chunk object") is removed with its
-// separating comma, wherever it sits, every other byte kept. It has no
-// effect on other directions.
+// separating comma, wherever it sits, every other byte kept. On a stream
+// translated to an OpenAI Chat client it leaves out the usage-only chunk
+// the translation would end with, for a client that did not ask for
+// stream_options.include_usage (StreamUsageAsked): OpenAI sends that chunk
+// only when asked, and a client that reads choices[0] of every chunk
+// fails on it. Usage reports the usage either way. It has no effect on
+// other directions.
 func (t *StreamTranslator) HideUsageChunk() { t.hideUsage = true }
 
 // Usage returns the usage observed so far (complete after Run returns).

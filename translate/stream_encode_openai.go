@@ -9,7 +9,8 @@ import "strconv"
 // name only on a call's first chunk, as openai-go's accumulator
 // concatenates names), a finish chunk with finish_reason, one usage-only
 // chunk with choices: [] (the only chunk carrying usage, as openai-go sums
-// usage across chunks), then data: [DONE]; or, on a failure, a final
+// usage across chunks; left out with HideUsageChunk, for a client that did
+// not ask for stream_options.include_usage), then data: [DONE]; or, on a failure, a final
 // {"error":{…}} chunk and no [DONE].
 type chatStreamEncoder struct {
 	prefix []byte // {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[
@@ -141,7 +142,7 @@ func (e *chatStreamEncoder) finish(cs *canonStream) {
 }
 
 func (e *chatStreamEncoder) end(cs *canonStream) {
-	if u := cs.usage(); !u.IsZero() {
+	if u := cs.usage(); !u.IsZero() && !cs.t.hideUsage {
 		b := append(e.buf[:0], "data: "...)
 		b = append(b, e.prefix...)
 		b = append(b, `],"usage":`...)
