@@ -111,9 +111,7 @@ func (t *StreamTranslator) passEvent(ev *SSEEvent) {
 				}
 			}
 			st.choices.note(choices, f[chunkPromptFilterResults], f[chunkUsage], f[chunkPromptFeedback], f[chunkPromptFeedbackSnake])
-			// a usage before any choice (choices: []) is held like the
-			// preamble: alone it is no answer (chatChoices)
-			pre = classify && (!u.IsObject() || choices.IsArray() && !hasElements(choices))
+			pre = classify && !u.IsObject()
 			finErr := false
 			choices.ForEach(func(_, c gjson.Result) bool {
 				if fr := c.Get("finish_reason"); hasFinish && fr.Type == gjson.String && fr.Str != "" {
@@ -858,37 +856,32 @@ func (st *passState) blocked() bool { return st.choices.blocked() }
 // empties, a chunk with "choices": [] was seen (not Azure's
 // prompt_filter_results chunk); others, a chunk with choices (or no
 // "choices" array); said, one of the empties carried a block reason
-// (promptFeedback.blockReason, prompt_feedback.block_reason).
-// A stream of empties alone, one of them with a block reason, is how
-// Gemini's OpenAI-compatible endpoint streams a prompt its safety filter
-// blocked, with no finish_reason: when it ends cleanly, that is the
-// answer (the prompt's doing, not the key's), never a truncation.
-// Empties without one are an upstream that answered nothing: a
-// truncation, like a stream that ends without a finish reason, even when
-// one of them carries the usage (a usage is no evidence of a filter:
-// Azure OpenAI refuses a filtered prompt with a 400 whose code is
-// content_filter and ends a filtered completion with finish_reason
-// content_filter; OpenAI streams no empty answer for either).
+// (promptFeedback.blockReason, prompt_feedback.block_reason) or the usage.
+// A stream of empties alone, one of them with a block reason or the
+// usage, is how Gemini's OpenAI-compatible endpoint streams a prompt its
+// safety filter blocked, with no finish_reason: when it ends cleanly,
+// that is the answer (the prompt's doing, not the key's), never a
+// truncation. Empties that say neither are an upstream that answered
+// nothing: a truncation, like a stream that ends without a finish reason.
 type chatChoices struct{ empties, others, said bool }
 
 // note records one chunk, given its top-level members choices,
-// prompt_filter_results, usage, promptFeedback and prompt_feedback (the
-// usage says nothing of a filter; it is taken for the callers' sake).
+// prompt_filter_results, usage, promptFeedback and prompt_feedback.
 func (c *chatChoices) note(choices, filter, usage, camel, snake gjson.Result) {
 	if !choices.IsArray() || hasElements(choices) {
 		c.others = true
 	} else if !filter.Exists() {
 		c.empties = true
-		c.said = c.said || blockReasonOf(camel, snake)
+		c.said = c.said || usage.IsObject() || blockReasonOf(camel, snake)
 	}
 }
 
 // blocked reports whether the stream held empties alone, one of them
-// with a block reason.
+// with a block reason or the usage.
 func (c *chatChoices) blocked() bool { return c.empties && !c.others && c.said }
 
 // nothing reports whether the stream held empties alone, none with a
-// block reason: the upstream answered nothing.
+// block reason or the usage: the upstream answered nothing.
 func (c *chatChoices) nothing() bool { return c.empties && !c.others && !c.said }
 
 // blockReasonOf reports whether a chunk's members promptFeedback (camel)

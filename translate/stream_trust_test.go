@@ -58,8 +58,8 @@ const bareEmpty = `data: {"id":"gem-2","object":"chat.completion.chunk","created
 
 // TestEmptyStreamIsNotABlockedPrompt: a Chat stream of "choices": []
 // chunks alone is a blocked prompt's answer only when one of them says so
-// (promptFeedback.blockReason, prompt_feedback.block_reason); without one
-// (a usage alone is no filter), the upstream answered nothing: a truncation
+// (promptFeedback.blockReason, prompt_feedback.block_reason) or carries
+// the usage; with neither, the upstream answered nothing: a truncation
 // (Truncated), before the commit point nothing written (the request may
 // move on), after it the dialect's error form.
 func TestEmptyStreamIsNotABlockedPrompt(t *testing.T) {
@@ -80,7 +80,7 @@ func TestEmptyStreamIsNotABlockedPrompt(t *testing.T) {
 		for _, c := range []struct{ name, in string }{
 			{"promptFeedback", `data: {"id":"g","object":"chat.completion.chunk","created":7,"model":"gemini-x","choices":[],"promptFeedback":{"blockReason":"SAFETY"}}` + "\n\n"},
 			{"prompt_feedback", `data: {"id":"g","object":"chat.completion.chunk","created":7,"model":"gemini-x","choices":[],"prompt_feedback":{"block_reason":"OTHER"}}` + "\n\n"},
-			{"usage and reason", `data: {"id":"g","object":"chat.completion.chunk","created":7,"model":"gemini-x","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":0,"total_tokens":9},"promptFeedback":{"blockReason":"SAFETY"}}` + "\n\n"},
+			{"usage", `data: {"id":"g","object":"chat.completion.chunk","created":7,"model":"gemini-x","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":0,"total_tokens":9}}` + "\n\n"},
 			{"bare then reason", bareEmpty + `data: {"id":"g","object":"chat.completion.chunk","created":7,"model":"gemini-x","choices":[],"promptFeedback":{"blockReason":"SAFETY"}}` + "\n\n"},
 		} {
 			out, tr, err := runEnd(t, OpenAIChat, to, false, strings.NewReader(c.in+"data: [DONE]\n\n"))
