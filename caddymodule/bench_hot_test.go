@@ -6,9 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"go.uber.org/zap"
 )
 
 // cannedUpstream is an in-memory upstream that answers every request with
@@ -69,42 +66,5 @@ func BenchmarkGatewayHotPath(b *testing.B) {
 	upstreamClient.Transport = newCannedUpstream()
 	b.Cleanup(func() { upstreamClient.Transport = saved })
 
-	openaiHdr := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + benchGatewayKey}}
-	anthropicHdr := http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {benchGatewayKey}, "Anthropic-Version": {"2023-06-01"}}
-	modes := []struct {
-		name, client, upstream string
-		keys                   int
-	}{
-		{"passthrough", "openai", "openai", 1},
-		{"passthrough-1000keys", "openai", "openai", 1000},
-		{"anthropic-in-openai-up", "anthropic", "openai", 1},
-		{"openai-in-anthropic-up", "openai", "anthropic", 1},
-	}
-	for _, m := range modes {
-		for _, stream := range []bool{false, true} {
-			wl := "json"
-			if stream {
-				wl = "stream"
-			}
-			b.Run(m.name+"/"+wl, func(b *testing.B) {
-				h := benchHandler(b, m.keys, m.upstream, zap.NewNop())
-				model := "bench-json"
-				if stream {
-					model = "bench-sse"
-				}
-				path, hdr, body := "/v1/chat/completions", openaiHdr, benchChatRequest(model, stream)
-				if m.client == "anthropic" {
-					path, hdr, body = "/v1/messages", anthropicHdr, benchMessagesRequest(model, stream)
-				}
-				benchServe(b, h, path, hdr, body)
-				b.ReportAllocs()
-				b.ResetTimer()
-				var ttfb time.Duration
-				for i := 0; i < b.N; i++ {
-					ttfb += benchServe(b, h, path, hdr, body)
-				}
-				b.ReportMetric(float64(ttfb.Nanoseconds())/float64(b.N), "ttfb-ns")
-			})
-		}
-	}
+	benchGatewayModes(b, false)
 }
