@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -109,19 +108,7 @@ func (u *dec02Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func dec02Gateway(t *testing.T) (*dec02Upstream, string) {
 	t.Helper()
 	u := &dec02Upstream{}
-	up := httptest.NewServer(u)
-	t.Cleanup(up.Close)
-	pool := func(name, model, dialect string) string {
-		s := "\t\tpool " + name + " {\n\t\t\tmodels " + model + "\n\t\t\tstrategy priority\n\t\t\taffinity off\n\t\t\trequest_timeout 10s\n"
-		for i, ab := range []string{"a", "b"} {
-			s += "\t\t\tkey " + dec02Key(name, ab) + " " + up.URL + "/v1 {\n\t\t\t\tid " + name + ab + "\n\t\t\t\tdialect " + dialect +
-				"\n\t\t\t\tpriority " + fmt.Sprint(i+1) + "\n\t\t\t}\n"
-		}
-		return s + "\t\t}\n"
-	}
-	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
-		pool("dc", "x-chat", "openai")+pool("da", "x-anth", "anthropic")+pool("dr", "x-resp", "responses")+"\t}\n")
-	return u, gw
+	return u, threeDialectGateway(t, u, [3]string{"dc", "da", "dr"}, dec02Key)
 }
 
 // dec02Key is the secret of key ab ("a" or "b") of pool.

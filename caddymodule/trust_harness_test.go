@@ -73,25 +73,34 @@ func (u *trustUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // trustGateway starts a trustUpstream and a gateway with three pools of
-// two keys each, by priority, like dec02Gateway: "tc" (model x-chat,
+// two keys each (threeDialectGateway): "tc" (model x-chat,
 // OpenAI Chat keys), "ta" (x-anth, Anthropic) and "tr" (x-resp,
 // Responses); key ids <pool>a and <pool>b, secrets trustKey(pool, ab).
 func trustGateway(t *testing.T) (*trustUpstream, string) {
 	t.Helper()
 	u := &trustUpstream{ans: map[string]trustAnswer{}, seen: map[string]int{}}
-	up := httptest.NewServer(u)
-	t.Cleanup(up.Close)
+	return u, threeDialectGateway(t, u, [3]string{"tc", "ta", "tr"}, trustKey)
+}
+
+// threeDialectGateway starts up on 127.0.0.1 and a gateway with three
+// pools of two keys each (ids <pool>a and <pool>b, secrets key(pool,
+// ab), by priority, affinity off): names[0] serves model x-chat with
+// OpenAI Chat keys, names[1] x-anth with Anthropic keys, names[2] x-resp
+// with Responses keys. It returns the gateway's address.
+func threeDialectGateway(t *testing.T, up http.Handler, names [3]string, key func(pool, ab string) string) string {
+	t.Helper()
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
 	pool := func(name, model, dialect string) string {
 		s := "\t\tpool " + name + " {\n\t\t\tmodels " + model + "\n\t\t\tstrategy priority\n\t\t\taffinity off\n\t\t\trequest_timeout 10s\n"
 		for i, ab := range []string{"a", "b"} {
-			s += "\t\t\tkey " + trustKey(name, ab) + " " + up.URL + "/v1 {\n\t\t\t\tid " + name + ab + "\n\t\t\t\tdialect " + dialect +
+			s += "\t\t\tkey " + key(name, ab) + " " + srv.URL + "/v1 {\n\t\t\t\tid " + name + ab + "\n\t\t\t\tdialect " + dialect +
 				"\n\t\t\t\tpriority " + fmt.Sprint(i+1) + "\n\t\t\t}\n"
 		}
 		return s + "\t\t}\n"
 	}
-	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
-		pool("tc", "x-chat", "openai")+pool("ta", "x-anth", "anthropic")+pool("tr", "x-resp", "responses")+"\t}\n")
-	return u, gw
+	return gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
+		pool(names[0], "x-chat", "openai")+pool(names[1], "x-anth", "anthropic")+pool(names[2], "x-resp", "responses")+"\t}\n")
 }
 
 // trustKey is the secret of key ab ("a" or "b") of pool.
