@@ -204,6 +204,37 @@ func TestStopEmulationInterruptedAfterStop(t *testing.T) {
 	}
 }
 
+// TestStopEmulationCompletedOnClose: a stop string completed by what
+// closing a block sends (a lone high surrogate held at a delta's end goes
+// out as U+FFFD when its block closes) ends the turn there: the finish or
+// the block whose start closed it comes after the end and is dropped, as
+// the upstream's own finish is, so the client gets one finish, with the
+// stop sequence, and nothing past it.
+func TestStopEmulationCompletedOnClose(t *testing.T) {
+	o := ResponseOptions{EmulateStops: []string{"\uFFFD"}}
+	text := ccChunk(`{"role":"assistant","content":"ab\ud83d"}`, "", "")
+	for name, in := range map[string]string{
+		"finish":     text + ccChunk(`{}`, "stop", "") + ccUsage + "data: [DONE]\n\n",
+		"next block": text + ccChunk(`{"reasoning_content":"past"}`, "", "") + ccChunk(`{}`, "stop", "") + ccUsage + "data: [DONE]\n\n",
+	} {
+		out := runOpts(t, OpenAIChat, AnthropicMessages, in, o)
+		s := parseOK(t, AnthropicMessages, out)
+		var stops []string
+		for _, d := range sseData(out) {
+			if d.Get("type").Str == "message_delta" {
+				stops = append(stops, d.Get("delta.stop_reason").Str+"/"+d.Get("delta.stop_sequence").Str)
+			}
+		}
+		if s.text != "ab" || strings.Contains(out, "past") || len(stops) != 1 || stops[0] != "stop_sequence/\uFFFD" {
+			t.Errorf("%s, to Anthropic: %+v %q\n%s", name, s, stops, out)
+		}
+		out = runOpts(t, OpenAIChat, OpenAIResponses, in, o)
+		if s := parseOK(t, OpenAIResponses, out); s.text != "ab" || strings.Contains(out, "past") || strings.Count(out, "event: response.completed") != 1 {
+			t.Errorf("%s, to Responses: %+v\n%s", name, s, out)
+		}
+	}
+}
+
 // TestStopEmulationAnswer: the same for whole answers (ReadAnswer,
 // TranslateResponseWith, and ResponseAsStream for a client that asked
 // for a stream).

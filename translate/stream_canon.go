@@ -154,6 +154,9 @@ func (cs *canonStream) openBlock(kind partKind, id, name, data string) *streamBl
 	}
 	cs.ensureStart()
 	cs.closeBlock()
+	if cs.finished {
+		return nil // closing the open block completed an emulated stop string
+	}
 	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: strings.Clone(id), name: strings.Clone(name), data: strings.Clone(data)}
 	if kind == partToolCall {
 		cs.sawTool = true
@@ -216,6 +219,9 @@ func (cs *canonStream) finish(stop, stopSeq string) {
 	}
 	cs.ensureStart()
 	cs.closeBlock()
+	if cs.finished {
+		return // closing the open block completed an emulated stop string: it ended the turn
+	}
 	cs.finished = true
 	cs.stop = strings.Clone(toolStop(stop, cs.sawTool)) // views of the event (see begin)
 	cs.stopSeq = strings.Clone(stopSeq)
