@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // TestAttackDec02bUsageHostileNumbers: usage figures from a hostile or
@@ -62,6 +64,23 @@ func TestAttackDec02bUsageHostileNumbers(t *testing.T) {
 		u := ResponseUsage(c.d, []byte(c.body))
 		if got := [4]int64{get(u.InputTokens), get(u.OutputTokens), get(u.CacheReadTokens), get(u.CacheWriteTokens)}; got != [4]int64{c.in, c.out, c.cacheRead, c.cacheWrite} {
 			t.Errorf("%s: input, output, cache read, cache write = %v, want %v", c.name, got, [4]int64{c.in, c.out, c.cacheRead, c.cacheWrite})
+		}
+	}
+}
+
+// TestAttackDec02bUsageTotalSaturates: the total_tokens a translated
+// answer writes (Chat usage, Responses usage) is the saturated sum of
+// the input and output counts: an upstream's 1e308 input with 5 output
+// tokens totals math.MaxInt64, never a sum wrapped negative.
+func TestAttackDec02bUsageTotalSaturates(t *testing.T) {
+	body := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1e308,"output_tokens":5}}`)
+	for _, to := range []Dialect{OpenAIChat, OpenAIResponses} {
+		out, _, err := TranslateResponseWith(AnthropicMessages, to, body, "", ResponseOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", to, err)
+		}
+		if got := gjson.GetBytes(out, "usage.total_tokens").Raw; got != "9223372036854775807" {
+			t.Errorf("%s: usage.total_tokens = %s, want 9223372036854775807\n%s", to, got, out)
 		}
 	}
 }

@@ -272,7 +272,7 @@ func appendChatUsage(b []byte, u Usage) []byte {
 	b = append(b, '{')
 	b = appendIntField(b, "prompt_tokens", in)
 	b = appendIntField(b, "completion_tokens", out)
-	b = appendIntField(b, "total_tokens", in+out)
+	b = appendIntField(b, "total_tokens", addCounts(in, out))
 	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
 		b = appendKey(b, "prompt_tokens_details")
 		b = append(b, '{')
@@ -314,7 +314,7 @@ func appendResponsesUsage(b []byte, u Usage) []byte {
 	b = appendKey(b, "output_tokens_details")
 	b = appendIntField(append(b, '{'), "reasoning_tokens", val(u.ReasoningTokens))
 	b = append(b, '}')
-	b = appendIntField(b, "total_tokens", in+out)
+	b = appendIntField(b, "total_tokens", addCounts(in, out))
 	return append(b, '}')
 }
 
