@@ -189,7 +189,7 @@ func withoutReasoning(ps []canonPart) []canonPart {
 // Anthropic clients run tool_use blocks only on stop_reason "tool_use"
 // and OpenAI clients look for finish_reason "tool_calls". The other way
 // round, a turn that says tool_use (finish_reason "tool_calls") but made
-// no tool call (an empty tool_calls array, deltas without a name) is an
+// no tool call (an empty tool_calls array, or none at all) is an
 // end_turn: a client told to run tools and given none ends the turn
 // silently (Claude Code stalls). Every other stop reason (max_tokens,
 // refusal, …) is kept.
