@@ -62,10 +62,17 @@ func TestClusterLateClearIgnored(t *testing.T) {
 		t.Fatalf("a Clear without a time was not applied: %+v", st)
 	}
 	// the request's own failure (ClientError) is no failure of the key: a
-	// Clear from before it applies
+	// Clear from after the key's latest failure applies, although it is
+	// older than the client error
+	clkA.Advance(2 * time.Second)
+	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	failed := clkA.Now()
 	clkA.Advance(2 * time.Second)
 	mustAcquire(t, a).Release(Outcome{Kind: ClientError, Status: 400})
-	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: clkA.Now().Add(-time.Minute)})
+	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
+		t.Fatalf("after a failure and a client error: %+v", st)
+	}
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: failed.Add(time.Second)})
 	if st := status(a, "k0"); st.ConsecutiveFailures != 0 || st.State != StateReady {
 		t.Fatalf("after a client error and a Clear: %+v", st)
 	}

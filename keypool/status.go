@@ -340,14 +340,16 @@ type UnavailableError struct {
 
 // KeysDead reports whether no key will serve again without an operator or
 // a long wait: every key is disabled, or cooling on a dead-key verdict
-// (invalid_key, no_credit, forbidden, quota_exhausted; OutcomeKind.Dead),
-// provisional or confirmed. False when Keys is empty.
+// (invalid_key, no_credit, forbidden, quota_exhausted; OutcomeKind.Dead)
+// that is provisional (awaiting its probe) or has over a minute left. A
+// verdict applied directly for a minute or less (a quota whose reset
+// named by the upstream is that close, a short configured cooldown) ends
+// by itself: a wait mends it. False when Keys is empty.
 func (e *UnavailableError) KeysDead() bool {
 	for _, k := range e.Keys {
 		switch {
 		case k.State == StateDisabled:
-		case k.State == StateCooling && (k.Reason == InvalidKey.Reason() || k.Reason == NoCredit.Reason() ||
-			k.Reason == Forbidden.Reason() || k.Reason == QuotaExhausted.Reason()):
+		case k.State == StateCooling && deadReason(string(k.Reason)) && (k.Provisional || k.SecondsLeft > 60):
 		default:
 			return false
 		}

@@ -100,10 +100,12 @@ func TestQuotaText(t *testing.T) {
 }
 
 // TestUnavailableKeysDead: only keys disabled or cooling on a dead-key
-// verdict make KeysDead true; one key cooling for a 429, busy or limited
-// makes it false, and so does an empty list.
+// verdict (provisional, or over a minute left) make KeysDead true; one
+// key cooling for a 429, busy or limited makes it false, and so do a
+// dead-key verdict applied directly that ends within a minute and an
+// empty list.
 func TestUnavailableKeysDead(t *testing.T) {
-	dead := KeyStatus{State: StateCooling, Reason: InvalidKey.Reason()}
+	dead := KeyStatus{State: StateCooling, Reason: InvalidKey.Reason(), SecondsLeft: 86400}
 	cases := []struct {
 		name string
 		keys []KeyStatus
@@ -111,9 +113,13 @@ func TestUnavailableKeysDead(t *testing.T) {
 	}{
 		{"none", nil, false},
 		{"invalid", []KeyStatus{dead}, true},
-		{"dead kinds and disabled", []KeyStatus{dead, {State: StateCooling, Reason: NoCredit.Reason()},
+		{"dead kinds and disabled", []KeyStatus{dead, {State: StateCooling, Reason: NoCredit.Reason(), SecondsLeft: 86400},
 			{State: StateCooling, Reason: Forbidden.Reason(), Provisional: true},
-			{State: StateCooling, Reason: QuotaExhausted.Reason()}, {State: StateDisabled, Reason: ReasonDisabled}}, true},
+			{State: StateCooling, Reason: QuotaExhausted.Reason(), SecondsLeft: 3600},
+			{State: StateCooling, Reason: QuotaExhausted.Reason(), Provisional: true, SecondsLeft: 60},
+			{State: StateDisabled, Reason: ReasonDisabled}}, true},
+		{"one quota resets within a minute", []KeyStatus{dead, {State: StateCooling, Reason: QuotaExhausted.Reason(), SecondsLeft: 30}}, false},
+		{"one short invalid-key cooldown", []KeyStatus{dead, {State: StateCooling, Reason: InvalidKey.Reason(), SecondsLeft: 60}}, false},
 		{"one rate limited", []KeyStatus{dead, {State: StateCooling, Reason: RateLimited.Reason()}}, false},
 		{"one busy", []KeyStatus{dead, {State: StateBusy, Reason: ReasonBusy}}, false},
 		{"one limited", []KeyStatus{dead, {State: StateLimited, Reason: ReasonRPM}}, false},
