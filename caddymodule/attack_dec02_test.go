@@ -88,17 +88,7 @@ func (u *dec02Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a = dec02Answer{sse: true, body: d2Good[up]}
 		}
 	}
-	if a.sse {
-		w.Header().Set("Content-Type", "text/event-stream")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-	}
-	if a.status == 0 {
-		a.status = 200
-	}
-	w.WriteHeader(a.status)
-	_, _ = io.WriteString(w, strings.ReplaceAll(a.body, "{KEY}", key))
-	w.(http.Flusher).Flush()
+	writeTestAnswer(w, a.status, a.sse, strings.ReplaceAll(a.body, "{KEY}", key))
 }
 
 // dec02Gateway starts a hostile upstream and a gateway with three pools

@@ -59,17 +59,7 @@ func (u *trustUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := 0; i+1 < len(a.hdr); i += 2 {
 		w.Header().Set(a.hdr[i], a.hdr[i+1])
 	}
-	if a.sse {
-		w.Header().Set("Content-Type", "text/event-stream")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-	}
-	if a.status == 0 {
-		a.status = 200
-	}
-	w.WriteHeader(a.status)
-	_, _ = io.WriteString(w, a.body)
-	w.(http.Flusher).Flush()
+	writeTestAnswer(w, a.status, a.sse, a.body)
 }
 
 // trustGateway starts a trustUpstream and a gateway with three pools of
@@ -135,4 +125,20 @@ func trustUnblamed(t *testing.T, label, pool string, before map[string]int64) {
 			t.Errorf("%s: key %s blamed: %+v", label, id, st)
 		}
 	}
+}
+
+// writeTestAnswer writes a test upstream's answer: status (0: 200), an
+// event stream when sse (else JSON), body, flushed.
+func writeTestAnswer(w http.ResponseWriter, status int, sse bool, body string) {
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	if status == 0 {
+		status = 200
+	}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+	w.(http.Flusher).Flush()
 }
