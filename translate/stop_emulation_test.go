@@ -204,6 +204,37 @@ func TestStopEmulationInterruptedAfterStop(t *testing.T) {
 	}
 }
 
+// TestStopEmulationUpstreamErrorAfterStop: an upstream error event after
+// the stop string matched is still the upstream's error (UpstreamError),
+// but the client's answer is whole: its stream ends normally, with the
+// stop sequence, as after a broken connection.
+func TestStopEmulationUpstreamErrorAfterStop(t *testing.T) {
+	in := ccChunk(`{"role":"assistant","content":"alpha END beta"}`, "", "") + `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n"
+	for _, to := range []Dialect{AnthropicMessages, OpenAIResponses} {
+		out, tr, err := collectOpts(t, OpenAIChat, to, in, ResponseOptions{EmulateStops: []string{"END"}})
+		s := parseOK(t, to, out)
+		if err != nil || tr.UpstreamError() == nil || s.text != "alpha " || s.stop != "stop" || strings.Contains(out, "overloaded") {
+			t.Errorf("to %s: %v %+v %+v\n%s", to, err, tr.UpstreamError(), s, out)
+		}
+		if to == AnthropicMessages && !strings.Contains(out, `"stop_sequence":"END"`) {
+			t.Errorf("to %s: no stop sequence\n%s", to, out)
+		}
+	}
+}
+
+// collectOpts runs a translator with options o on in.
+func collectOpts(t *testing.T, from, to Dialect, in string, o ResponseOptions) (string, *StreamTranslator, error) {
+	t.Helper()
+	var out []byte
+	tr := NewStreamTranslator(from, to, "client-model", EventWriterFunc(func(p []byte) error {
+		out = append(out, p...)
+		return nil
+	}))
+	tr.SetOptions(o)
+	err := tr.Run(strings.NewReader(in))
+	return string(out), tr, err
+}
+
 // TestStopEmulationCompletedOnClose: a stop string completed by what
 // closing a block sends (a lone high surrogate held at a delta's end goes
 // out as U+FFFD when its block closes) ends the turn there: the finish or

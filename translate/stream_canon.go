@@ -251,6 +251,13 @@ func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 	if cs.closed {
 		return
 	}
+	if cs.cut.hit {
+		// after an emulated stop string the client's answer is whole: an
+		// upstream failure past it (still its UpstreamError) ends the
+		// stream normally, as a read error does (endOrFail)
+		cs.end()
+		return
+	}
 	cs.closed = true
 	if cs.t.failBeforeCommit(cause) {
 		return
@@ -268,9 +275,7 @@ func (cs *canonStream) fail(class ErrorClass, msg string, cause error) {
 func (cs *canonStream) endOrFail(readErr error) {
 	switch {
 	case cs.closed:
-	case readErr != nil && !cs.cut.hit:
-		// (after an emulated stop string the client's answer is whole:
-		// it ends normally, with the usage read so far)
+	case readErr != nil:
 		cs.fail(ErrUpstreamUnavailable, msgInterrupted, readErr)
 	case !cs.started:
 		cs.t.truncated = true
