@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -42,9 +43,14 @@ func bareError(up Dialect, ev *SSEEvent) *StreamError {
 		return nil // an "error" that states nothing, or a chunk or answer
 	}
 	// the error object's fields at the top level: a non-empty message with
-	// a type or a code, or vLLM's "object":"error"
+	// a code, or with a type that names an error (OpenAI's types end in
+	// "error" or are given with a code: "tokens", "insufficient_quota"),
+	// or vLLM's "object":"error"; a relay's {"type":"ping","message":…}
+	// is no error
 	msg := r[6]
-	if msg.Type != gjson.String || msg.Str == "" || !(r[7].Exists() || r[8].Exists() || r[1].Str == "error") {
+	typeSaysError := r[7].Type == gjson.String && strings.Contains(strings.ToLower(r[7].Str), "error")
+	codeGiven := r[8].Exists() && r[8].Type != gjson.Null && errStr(r[8]) != ""
+	if msg.Type != gjson.String || msg.Str == "" || !(codeGiven || typeSaysError || r[1].Str == "error") {
 		return nil
 	}
 	if r[1].Exists() && r[1].Str != "error" {

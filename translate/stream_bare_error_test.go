@@ -101,9 +101,10 @@ func TestBareJSONErrorInStream(t *testing.T) {
 			}
 		}
 	}
-	// JSON without data: that states no error stays what it was: the
-	// stream ends without a finish reason
-	for _, raw := range []string{`{"foo":1}`, `{"error":null}`, `{"error":{}}`, `{"message":"hello"}`, `{"id":"c","choices":[{"index":0,"delta":{"content":"x"}}],"message":"m","type":"t"}`} {
+	// JSON without data: that states no error stays what it was (a
+	// relay's heartbeat with a type and a message too): the stream ends
+	// without a finish reason
+	for _, raw := range []string{`{"foo":1}`, `{"error":null}`, `{"error":{}}`, `{"message":"hello"}`, `{"type":"ping","message":"keep-alive"}`, `{"type":"status","message":"queued","code":null}`, `{"id":"c","choices":[{"index":0,"delta":{"content":"x"}}],"message":"m","type":"t"}`} {
 		for _, from := range allDialects {
 			_, _, tr, _ := collect(t, from, from, "", strings.NewReader(bareStarts[from]+bareContents[from]+raw+"\n\n"))
 			if tr.UpstreamError() != nil || !tr.Truncated() {
