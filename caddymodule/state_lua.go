@@ -26,7 +26,8 @@ import "github.com/redis/go-redis/v9"
 // Events go out on <prefix>events as
 // "pool|instance|fingerprint|flags|wait_ms|reason|ema_ns", flags being
 // "c" (served: transient cooldowns end), "r" (reset by an operator) or
-// "-".
+// "-"; a "c" event adds "|at_ns", when the key served on the sending
+// instance's clock (keypool.SharedEvent.At).
 
 // luaPrelude is shared by the scripts: the server time in ms.
 const luaPrelude = `
@@ -188,16 +189,31 @@ const luaDead = `
 local dead = {invalid_key = true, no_credit = true, forbidden = true, quota_exhausted = true}
 `
 
+// luaAddTokens defines addTokens(q, n): the quota's token count q (a hash
+// field's value, nil for none) plus n tokens, saturating at 9e18, as an
+// integer string. HINCRBY fails past int64 and on a count Redis turns
+// into a float (a Lua number of 2^63 or more: keypool's figures saturate
+// at math.MaxInt64): a release that fails takes the instance off shared
+// state and is replayed at every re-sync (redisBackend.call), so a
+// hostile usage figure would keep the instance off it.
+const luaAddTokens = `
+local function addTokens(q, n) return string.format('%d', math.min((tonumber(q) or 0) + n, 9e18)) end
+`
+
 // luaShut computes how long the key H stays shut and why, and publishes
 // the event (needs pool, instance, fp, flags, ema, at, channel in scope;
 // at is a Clear's keypool.SharedEvent.At in Unix nanoseconds, "" for
-// none).
+// none). The eighth field is sent only with a time: an instance of an
+// older version, which reads seven fields and drops any other event,
+// still reads every event but a timed clear.
 const luaShut = `
 local cu, br, bu = tonumber(redis.call('HGET', H, 'cu')) or 0, tonumber(redis.call('HGET', H, 'br')) or 0, tonumber(redis.call('HGET', H, 'bu')) or 0
 local wait, why = 0, ''
 if now < cu then wait, why = cu - now, redis.call('HGET', H, 'cr') or '' end
 if br == 1 and bu - now > wait then wait, why = bu - now, 'breaker_open' end
-redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. flags .. '|' .. math.floor(wait) .. '|' .. why .. '|' .. ema .. '|' .. at)
+local ev = pool .. '|' .. instance .. '|' .. fp .. '|' .. flags .. '|' .. math.floor(wait) .. '|' .. why .. '|' .. ema
+if at ~= '' then ev = ev .. '|' .. at end
+redis.call('PUBLISH', channel, ev)
 `
 
 // releaseScript: KEYS = hash, leases. ARGV = lease id, tpm, token delta,
@@ -209,7 +225,7 @@ redis.call('PUBLISH', channel, pool .. '|' .. instance .. '|' .. fp .. '|' .. fl
 // "L|pool|instance|fp|<encoded>"), the release's time in Unix
 // nanoseconds (keypool.SharedRelease.At; published with a clear, "" for
 // none: Lua numbers would round it, so it stays a string).
-var releaseScript = redis.NewScript(luaPrelude + luaDead + `
+var releaseScript = redis.NewScript(luaPrelude + luaDead + luaAddTokens + `
 local H, L = KEYS[1], KEYS[2]
 local lease = ARGV[1]
 local tpm, delta, qtok, qper = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
@@ -217,14 +233,14 @@ local clear, cool, reason, bopen, trips, pp = ARGV[6] == '1', tonumber(ARGV[7]),
 local ttfb, alpha = tonumber(ARGV[12]), tonumber(ARGV[13])
 local channel, pool, instance, fp, heur = ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18]
 redis.call('ZREM', L, lease)
-local h = redis.call('HMGET', H, 'pl', 'cr', 'tl', 'ta', 'qp', 'ema', 'cu')
+local h = redis.call('HMGET', H, 'pl', 'cr', 'tl', 'ta', 'qp', 'ema', 'cu', 'qt')
 if h[1] == lease then redis.call('HDEL', H, 'pl', 'pe') end
 if tpm > 0 and delta ~= 0 then
   local tl, ta = tonumber(h[3]) or 0, tonumber(h[4]) or now
   if tl > 0 and now > ta then tl = math.max(0, tl - tpm * (now - ta) / 60000) end
   redis.call('HSET', H, 'tl', math.max(0, tl + delta), 'ta', now)
 end
-if qtok > 0 and h[5] == qper then redis.call('HINCRBY', H, 'qt', qtok) end
+if qtok > 0 and h[5] == qper then redis.call('HSET', H, 'qt', addTokens(h[8], qtok)) end
 local flags = '-'
 if clear then
   flags = 'c'
@@ -260,7 +276,7 @@ return 1
 // syncScript: KEYS = hash, leases. ARGV = lease ttl ms, cooldown ms,
 // reason, breaker open ms, breaker trips, probe pending (1/0), quota
 // period, quota requests, quota tokens, heuristic (1/0), then lease ids.
-var syncScript = redis.NewScript(luaPrelude + `
+var syncScript = redis.NewScript(luaPrelude + luaAddTokens + `
 local H, L = KEYS[1], KEYS[2]
 local ttl, cool, reason, bopen, trips = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local qper, qreq, qtok, heur = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
@@ -277,7 +293,7 @@ if qreq > 0 or qtok > 0 then
   if cur < tonumber(qper) then redis.call('HSET', H, 'qp', qper, 'qr', 0, 'qt', 0) end
   if cur <= tonumber(qper) then
     redis.call('HINCRBY', H, 'qr', qreq)
-    redis.call('HINCRBY', H, 'qt', qtok)
+    redis.call('HSET', H, 'qt', addTokens(redis.call('HGET', H, 'qt'), qtok))
   end
 end
 return 1
