@@ -440,12 +440,17 @@ func connectDialer(u *url.URL) func(ctx context.Context, network, addr string) (
 			}
 			return nil, &exitError{fmt.Errorf("proxy CONNECT: %w", a.err)}
 		}
+		// the answer's body is not read: a refusal's is of no use and the
+		// connection is closed, and a 2xx has none (RFC 9110, 9.3.6: its
+		// Content-Length and Transfer-Encoding are ignored; bytes sent
+		// after its header fail below). Closing it would read it to its
+		// end, and the context no longer bounds this: a proxy sending
+		// less than its Content-Length held the dial for good.
 		resp := a.resp
-		_ = resp.Body.Close()
 		// the status by its code and standard text: the proxy's own
 		// reason phrase may echo what it was sent (Proxy-Authorization),
 		// and this error reaches logs and the admin API
-		status := strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+		status := strings.TrimSpace(strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode))
 		switch {
 		case resp.StatusCode >= 400 && resp.StatusCode < 500:
 			// 401/407 (credentials), 403 (ACL), 405, 429: the proxy
