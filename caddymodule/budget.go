@@ -375,9 +375,9 @@ func (b *budgetBook) poolGate(p *pool) *loopFailure {
 // budgetFailure is the answer to a request a used-up budget refuses: 429
 // (rate_limited in the client's dialect) with Retry-After until the
 // reset, and x-should-retry: false when that is more than a minute away
-// (failWith; the SDKs' own retries would only be refused again).
+// (the SDKs' own retries would only be refused again).
 func budgetFailure(msg string, wait time.Duration) *loopFailure {
-	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait}
+	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait, noRetry: wait > sdkMaxRetryAfter}
 }
 
 // scopeSpend is the spend counted for one budget scope and period scheme,

@@ -211,12 +211,11 @@ type loopFailure struct {
 	status int
 	class  translate.ErrorClass
 	msg    string
-	// retryAfter is the Retry-After sent (0: none). A wait longer than
-	// sdkMaxRetryAfter also sends x-should-retry: false, see failWith.
+	// retryAfter is the Retry-After sent (0: none).
 	retryAfter time.Duration
-	// noRetry sends x-should-retry: false whatever the wait: no key will
-	// serve again by itself (every key rejected by its upstream or
-	// disabled).
+	// noRetry sends x-should-retry: false: no retry an SDK makes can
+	// help (every key rejected by its upstream or disabled, or the
+	// soonest key or budget back after longer than sdkMaxRetryAfter).
 	noRetry bool
 	// param and code are the OpenAI error's param and code ("" for null
 	// and the class's default), as OpenAI names them for the same error
@@ -230,16 +229,14 @@ type loopFailure struct {
 // again.
 const sdkMaxRetryAfter = time.Minute
 
-// failWith writes a loopFailure in the client's dialect. A failure whose
-// Retry-After is longer than the SDKs honour (every key cooling for
-// minutes, a budget until its reset), or that no wait mends (noRetry),
-// says x-should-retry: false, so the client sees the wait at once instead
-// of its SDK's retries being refused again within seconds.
+// failWith writes a loopFailure in the client's dialect, with
+// x-should-retry: false when f.noRetry, so the client sees the wait at
+// once instead of its SDK's retries being refused again within seconds.
 func (rl *requestLog) failWith(w http.ResponseWriter, d translate.Dialect, f *loopFailure) {
 	if f.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(f.retryAfter.Seconds())))))
 	}
-	if f.noRetry || f.retryAfter > sdkMaxRetryAfter {
+	if f.noRetry {
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	if f.param != "" || f.code != "" {
@@ -974,8 +971,11 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 	}
 	// every key rejected by its upstream (401, 402, 403, quota) or
 	// disabled: an SDK would wait out Retry-After (up to a minute, twice)
-	// only to be refused again
-	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead()}
+	// only to be refused again; the soonest key back after more than a
+	// minute: an SDK ignores the wait and is refused within seconds. Not
+	// in exhausted: there Retry-After is the last key's, another may be
+	// back sooner.
+	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead() || ra > sdkMaxRetryAfter}
 }
 
 // exhausted is the failure when attempts ran out: a gateway error naming
