@@ -2,7 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
-	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,10 +16,18 @@ func TestEgressClusterSharesExitCooldown(t *testing.T) {
 	addr := testRedis(t)
 	prefix := testPrefix(t, addr)
 	live := startTinyproxy(t, "", "")
-	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t)) // nothing listens there
+	// nothing listens at the dead exit once the instances run; its port
+	// is held while they start, so that none of them is given it (an
+	// instance there answered the proxied request with its own 401)
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + hold.Addr().String()
 	_, base := mockPerRequest(t)
 	pool := egressPool(base, 1, egressBlock("failover", "1m", dead, live.url("http", "")))
 	insts := startInstances(t, 2, clusterBlock(addr, prefix, "", pool))
+	_ = hold.Close()
 	exitOn := func(in *instance, name string) egressView {
 		code, b := adminDo(t, http.MethodGet, in.Admin+"/llm_gateway/egress")
 		var out struct{ Exits []egressView }
