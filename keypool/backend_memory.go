@@ -261,8 +261,6 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 	ev := SharedEvent{Instance: rel.Instance, Fingerprint: rel.Fingerprint, Clear: rel.Clear}
 	if rel.Clear {
 		ev.At = rel.At
-	}
-	if rel.Clear {
 		if !deadReason(s.coolReason) {
 			s.coolUntil, s.coolReason, s.coolHeur = time.Time{}, "", false
 		}

@@ -166,10 +166,11 @@ func (l *Lease) Release(o Outcome) {
 	if l.releaseLocked(o) {
 		verify = p.verifier
 	}
-	l.key.noteFailedAt(&o, p.clock.Now())
+	now := p.clock.Now()
+	l.key.noteFailedAt(&o, now)
 	var rel *SharedRelease
 	if b != nil {
-		rel = p.sharedReleaseLocked(l, &o, before, p.clock.Now())
+		rel = p.sharedReleaseLocked(l, &o, before, now)
 	}
 	p.mu.Unlock()
 	if verify != nil {
