@@ -104,10 +104,12 @@ func (d *chatStreamDecoder) event(ev *SSEEvent) {
 		return
 	}
 	res := &d.top
-	chatChunkSet.read(gjson.Parse(view(data)), res[:])
-	e := res[chunkError]
+	var e gjson.Result
 	if objectError(data) {
-		e = gjson.Parse(view(data)) // vLLM's error chunk (objectError)
+		e = gjson.Parse(view(data)) // vLLM's error chunk (objectError): an object, which fails below
+	} else {
+		chatChunkSet.read(gjson.Parse(view(data)), res[:])
+		e = res[chunkError]
 	}
 	if e.IsObject() || (e.Type == gjson.String && e.Str != "") {
 		typ, code, _, _ := openAIErrorFields(e)
