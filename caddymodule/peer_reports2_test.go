@@ -197,16 +197,7 @@ func TestPeerUsageChunkOnlyWhenAsked(t *testing.T) {
 				body = strings.Replace(body, `"stream":true`, `"stream":true,"stream_options":{"include_usage":true}`, 1)
 			}
 			resp, out := post(t, gw+"/v1/chat/completions", []byte(body))
-			var text string
-			var usage gjson.Result
-			for _, line := range strings.Split(string(out), "\n") {
-				if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
-					text += gjson.Get(d, "choices.0.delta.content").Str
-					if v := gjson.Get(d, "usage"); v.IsObject() {
-						usage = v
-					}
-				}
-			}
+			text, usage := chatStreamTextUsage(out)
 			if resp.StatusCode != 200 || text != "ok" || !strings.HasSuffix(string(out), "data: [DONE]\n\n") {
 				t.Fatalf("%s asked %v: %d %s", model, asked, resp.StatusCode, out)
 			}

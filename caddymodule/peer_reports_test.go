@@ -96,16 +96,7 @@ func TestPeerGzipUpstreamKeepsUsage(t *testing.T) {
 	}
 	chat := `{"model":"claude-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
 	resp, body = post(t, gw+"/v1/chat/completions", []byte(chat), "Accept-Encoding", "gzip")
-	var text string
-	var usage gjson.Result
-	for _, line := range strings.Split(string(body), "\n") {
-		if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
-			text += gjson.Get(d, "choices.0.delta.content").Str
-			if u := gjson.Get(d, "usage"); u.IsObject() {
-				usage = u
-			}
-		}
-	}
+	text, usage := chatStreamTextUsage(body)
 	if resp.StatusCode != 200 || text != "compressed hello" || usage.Get("prompt_tokens").Int() != 42 ||
 		usage.Get("prompt_tokens_details.cached_tokens").Int() != 30 || usage.Get("completion_tokens").Int() != 7 {
 		t.Fatalf("Chat stream: %d %q usage %s", resp.StatusCode, text, usage.Raw)
@@ -161,4 +152,19 @@ func TestGzipUpstreamModelsList(t *testing.T) {
 	if len(seen) == 0 || seen[0] != "GET /v1/models identity" {
 		t.Fatalf("upstream saw %q", seen)
 	}
+}
+
+// chatStreamTextUsage reads a whole Chat Completions stream: the text of
+// its content deltas and its last usage object (absent when no chunk
+// carried one).
+func chatStreamTextUsage(stream []byte) (text string, usage gjson.Result) {
+	for _, line := range strings.Split(string(stream), "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
+			text += gjson.Get(d, "choices.0.delta.content").Str
+			if u := gjson.Get(d, "usage"); u.IsObject() {
+				usage = u
+			}
+		}
+	}
+	return text, usage
 }
