@@ -167,14 +167,18 @@ func cutAnswer(r *canonResponse, stops []string) {
 // ResponseOptions.EmulateStops), in order; nil when it carries them all.
 func unsentStops(stops []string, to Dialect, model string) []string {
 	var out []string
+	chatStops := true // an OpenAI Chat model that takes stop (its reasoning models do not)
+	if to == OpenAIChat {
+		f := openAIModelFamily(model)
+		chatStops = f == nil || !f.noStop
+	}
 	for i, s := range stops {
 		sent := true
 		switch to {
 		case OpenAIResponses:
 			sent = false // no stop parameter
 		case OpenAIChat:
-			// OpenAI accepts at most 4; its reasoning models none
-			sent = i < 4 && (openAIModelFamily(model) == nil || !openAIModelFamily(model).noStop)
+			sent = i < 4 && chatStops // OpenAI accepts at most 4
 		case AnthropicMessages:
 			sent = !isBlank(s) // Anthropic refuses whitespace-only ones
 		}
