@@ -30,10 +30,12 @@ func TestKeyStateAndReasonText(t *testing.T) {
 	if s := status(p, "k1"); s.State != StateDisabled || s.Reason != ReasonDisabled {
 		t.Errorf("k1 %+v, want disabled", s)
 	}
-	for _, s := range keyStates {
+	// every state, listed here rather than read from keyStates, so that a
+	// state missing from the list UnmarshalText accepts fails
+	for _, s := range []KeyState{StateReady, StateBusy, StateCooling, StateBreakerOpen, StateLimited, StateDisabled, StateBenched, StateSkipped, StateBudget} {
 		var back KeyState
 		txt, _ := s.MarshalText()
-		if err := back.UnmarshalText(txt); err != nil || back != s || s.String() != string(txt) {
+		if err := back.UnmarshalText(txt); err != nil || back != s || s.String() != string(txt) || len(txt) == 0 {
 			t.Errorf("state %q: round trip %q %v", s, back, err)
 		}
 	}
