@@ -644,7 +644,7 @@ func (x *exchange) expire() {
 // to the request log.
 func (x *exchange) finish(o keypool.Outcome) {
 	if o.Kind == keypool.Success {
-		o.Tokens, o.TTFB = usageTokens(x.rl.usage), x.upTTFB
+		o.Tokens, o.TTFB = x.rl.usage.Tokens(), x.upTTFB
 	}
 	x.lease.Release(o)
 	x.rl.attempts = append(x.rl.attempts, attemptLog{key: x.uk.id, outcome: o.Kind.String(), status: o.Status,
@@ -927,19 +927,6 @@ func scrubbedError(up, client translate.Dialect, status int, errBody []byte, f *
 		}
 	}
 	return out
-}
-
-// usageTokens is the input plus output tokens of a usage, 0 when unknown;
-// a negative figure counts 0 and the sum saturates at math.MaxInt64 (a
-// wrapped sum would read as no usage to the key's tpm and quota).
-func usageTokens(u translate.Usage) int64 {
-	var n int64
-	for _, v := range [...]*int64{u.InputTokens, u.OutputTokens} {
-		if v != nil && *v > 0 {
-			n = min(n, math.MaxInt64-*v) + *v
-		}
-	}
-	return n
 }
 
 // unavailable is the failure when no key could be leased: 503 with

@@ -33,6 +33,20 @@ func (u Usage) IsZero() bool {
 		u.CacheWriteTokens == nil && u.ReasoningTokens == nil
 }
 
+// Tokens is the input plus output tokens (0 for a figure not reported,
+// or below zero, which the decoders never produce but a caller's Usage
+// may hold), saturating at math.MaxInt64 instead of wrapping negative (a
+// wrapped sum would read as no usage to a key's tpm bucket and quota).
+func (u Usage) Tokens() int64 {
+	var n int64
+	for _, v := range [...]*int64{u.InputTokens, u.OutputTokens} {
+		if v != nil && *v > 0 {
+			n = addCounts(n, *v)
+		}
+	}
+	return n
+}
+
 // merge overwrites the fields of u that are set in v.
 func (u *Usage) merge(v Usage) {
 	if v.InputTokens != nil {
