@@ -194,7 +194,9 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 		if o.Kind == keypool.NetworkError {
 			o.Message = "stream ended before its first content"
 			if errors.Is(err, translate.ErrPreambleTooLarge) {
-				o.Message = "stream sent more than 4096 preamble events (comments, pings) before its first content"
+				// translate's own words, which name both of its bounds
+				// (events and bytes)
+				o.Message = strings.TrimPrefix(translate.ErrPreambleTooLarge.Error(), "translate: ")
 			}
 		}
 		return x.fail(o)
