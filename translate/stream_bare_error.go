@@ -49,7 +49,7 @@ func bareError(up Dialect, ev *SSEEvent) *StreamError {
 	// is no error
 	msg := r[6]
 	typeSaysError := r[7].Type == gjson.String && strings.Contains(strings.ToLower(r[7].Str), "error")
-	codeGiven := r[8].Exists() && r[8].Type != gjson.Null && errStr(r[8]) != ""
+	codeGiven := errStr(r[8]) != "" // a non-empty string or a number
 	if msg.Type != gjson.String || msg.Str == "" || !(codeGiven || typeSaysError || r[1].Str == "error") {
 		return nil
 	}
