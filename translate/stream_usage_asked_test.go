@@ -50,7 +50,8 @@ func TestTranslatedChatStreamHidesUsageChunk(t *testing.T) {
 			t.Fatal(err)
 		}
 		const usageChunk = `"choices":[],"usage":`
-		if strings.Count(shown.String(), usageChunk) != 1 {
+		evs := strings.SplitAfter(shown.String(), "\n\n")
+		if strings.Count(shown.String(), usageChunk) != 1 || len(evs) < 3 || !strings.Contains(evs[len(evs)-3], usageChunk) || evs[len(evs)-2] != "data: [DONE]\n\n" {
 			t.Fatalf("%s: the stream does not end with one usage chunk:\n%s", from, shown.String())
 		}
 		if strings.Contains(hidden.String(), `"choices":[]`) || strings.Contains(hidden.String(), `"usage"`) {
