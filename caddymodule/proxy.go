@@ -869,17 +869,13 @@ func (x *exchange) settle(o keypool.Outcome, status int, hdr http.Header, errBod
 	}
 	if relay {
 		x.rl.key = x.uk.id
-		if status == http.StatusTooManyRequests && !c.overUnsure {
-			// a 429 the request caused (larger than the key's limit):
-			// the SDKs would retry it in vain, and waiting for the
-			// upstream's Retry-After would not help (unless the size
-			// was only estimated: overInputLimit)
-			x.w.Header().Set("X-Should-Retry", "false")
-			hdr = nil
-		}
-		if requestOwnFailure(o) {
-			// the request's own failure, whatever its status (a 5xx
-			// keypool counts as the client's): not to be retried
+		if status == http.StatusTooManyRequests && !c.overUnsure || requestOwnFailure(o) {
+			// a 429 the request caused (larger than the key's limit:
+			// waiting for the upstream's Retry-After would not help,
+			// unless the size was only estimated: overInputLimit), or
+			// the request's own failure whatever its status (a 5xx
+			// keypool counts as the client's): the SDKs would retry it
+			// in vain; the upstream's headers (Retry-After) are not kept
 			noRetryHint(x.w.Header())
 			hdr = nil
 		}
