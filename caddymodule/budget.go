@@ -377,7 +377,7 @@ func (b *budgetBook) poolGate(p *pool) *loopFailure {
 // reset, and x-should-retry: false when that is more than a minute away
 // (the SDKs' own retries would only be refused again).
 func budgetFailure(msg string, wait time.Duration) *loopFailure {
-	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait, noRetry: wait > sdkMaxRetryAfter}
+	return &loopFailure{status: http.StatusTooManyRequests, class: translate.ErrRateLimited, msg: msg, retryAfter: wait, noRetry: wait > keypool.MaxClientRetryAfter}
 }
 
 // scopeSpend is the spend counted for one budget scope and period scheme,

@@ -393,7 +393,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 	}
 	h.stored = append(h.stored, regKey)
 	p.kp = kp
-	kp.SetVerifier(h.verifier(p))
+	kp.SetVerifier(h.verifier(p), verifierLimit())
 	if err := p.provisionDiscovery(pc); err != nil {
 		return nil, err
 	}

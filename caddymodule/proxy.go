@@ -215,19 +215,13 @@ type loopFailure struct {
 	retryAfter time.Duration
 	// noRetry sends x-should-retry: false: no retry an SDK makes can
 	// help (every key rejected by its upstream or disabled, or the
-	// soonest key or budget back after longer than sdkMaxRetryAfter).
+	// soonest key or budget back after longer than keypool.MaxClientRetryAfter).
 	noRetry bool
 	// param and code are the OpenAI error's param and code ("" for null
 	// and the class's default), as OpenAI names them for the same error
 	// ("model" and "model_not_found" for a model no pool serves)
 	param, code string
 }
-
-// sdkMaxRetryAfter is the longest Retry-After the official OpenAI and
-// Anthropic SDKs wait for: a longer one is ignored and the SDK retries
-// after its own short backoff (0.5-8 s), which would only be refused
-// again.
-const sdkMaxRetryAfter = time.Minute
 
 // failWith writes a loopFailure in the client's dialect, with
 // x-should-retry: false when f.noRetry, so the client sees the wait at
@@ -940,25 +934,24 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 	}
 	ra := ue.RetryAfter
 	if ra == 0 {
-		// every key skipped in this request: the soonest end of a cooldown
-		for _, k := range ue.Keys {
-			if d := time.Duration(k.SecondsLeft) * time.Second; d > 0 && (ra == 0 || d < ra) {
-				ra = d
-			}
-		}
+		// every key skipped in this request: the soonest end of a
+		// cooldown, or of a running probe of a provisional verdict
+		ra = ue.SoonestBack(time.Now())
 	}
 	if ra > 0 && ra <= time.Second {
 		// keys merely busy: spread the retries of many waiting clients
 		// over a few seconds instead of sending them all back at once
 		ra = time.Second + rand.N(2*time.Second)
 	}
-	// every key rejected by its upstream (401, 402, 403, quota) or
-	// disabled: an SDK would wait out Retry-After (up to a minute, twice)
-	// only to be refused again; the soonest key back after more than a
-	// minute: an SDK ignores the wait and is refused within seconds. Not
-	// in exhausted: there Retry-After is the last key's, another may be
-	// back sooner.
-	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead() || ra > sdkMaxRetryAfter}
+	// every key rejected by its upstream (401, 402, 403, quota) with the
+	// verdict confirmed by the gateway's probe, or disabled: an SDK would
+	// wait out Retry-After (up to a minute, twice) only to be refused
+	// again; the soonest key back after more than a minute: an SDK
+	// ignores the wait and is refused within seconds. A verdict still
+	// provisional is a wait (ra: until its probe's answer is due). Not in
+	// exhausted: there Retry-After is the last key's, another may be back
+	// sooner.
+	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead() || ra > keypool.MaxClientRetryAfter}
 }
 
 // exhausted is the failure when attempts ran out: a gateway error naming

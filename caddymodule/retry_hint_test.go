@@ -18,8 +18,9 @@ import (
 )
 
 // TestLongWaitSaysDoNotRetry: when the pool cannot serve for longer than
-// the official SDKs wait (every key rejected by its upstream, or every key
-// cooling for minutes), the gateway's failure says x-should-retry: false
+// the official SDKs wait (every key rejected by its upstream and the
+// verdict confirmed by the gateway's probe, or every key cooling for
+// minutes), the gateway's failure says x-should-retry: false
 // beside its Retry-After, so an SDK with default retries sends exactly one
 // request and its user sees the wait. A short wait (keys merely busy)
 // still says true (TestSDKRetries).
@@ -31,6 +32,19 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 		_, base := mock(t, mockupstream.Config{Default: mockupstream.KeyBehavior{Status: 401}})
 		gw := gateway(t, gatewayBlock(poolBlock("dead", base, 2, "")))
 		front, count := countingProxy(t, gw)
+		// a first request meets the 401s; the keys are dead once the
+		// gateway's probes confirm the verdicts (until then a wait:
+		// TestTrustProvisionalVerdictIsAWait)
+		post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+		deadline := time.Now().Add(10 * time.Second)
+		for _, id := range []string{"k1", "k2"} {
+			for st := keyStatus(t, "dead", id); st.Provisional || st.Reason != "invalid_key"; st = keyStatus(t, "dead", id) {
+				if time.Now().After(deadline) {
+					t.Fatalf("key %s not confirmed dead: %+v", id, st)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 
 		c := openai.NewClient(option.WithBaseURL(front+"/v1"), option.WithAPIKey(gatewayKey))
 		_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "mock-gpt",
@@ -44,7 +58,7 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 		}
 		h := apiErr.Response.Header
 		if ra, _ := strconv.Atoi(h.Get("Retry-After")); ra < 30 || h.Get("X-Should-Retry") != "false" {
-			t.Fatalf("Retry-After %q, X-Should-Retry %q; want the provisional cooldown (60 s) and false", h.Get("Retry-After"), h.Get("X-Should-Retry"))
+			t.Fatalf("Retry-After %q, X-Should-Retry %q; want the confirmed invalid-key cooldown (300 s) and false", h.Get("Retry-After"), h.Get("X-Should-Retry"))
 		}
 
 		// the next request finds both keys benched: the same answer

@@ -1,9 +1,18 @@
 package caddymodule
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/llmgateway/llm_gateway/keypool"
+	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
 // TestTrustRequestErrorSaysNoRetry: an upstream error keypool counts as
@@ -96,6 +105,83 @@ func TestTrustRequestErrorSaysNoRetry(t *testing.T) {
 				t.Errorf("%s: the other key was asked %d times", name, n)
 			}
 			trustUnblamed(t, name, p.pool, before)
+		}
+	}
+}
+
+// heldProbes serves next, but holds each of the gateway's own probe
+// requests (a one-token "ping", diagnose.go's probeBody) until release is
+// closed, telling probed about each as it arrives.
+type heldProbes struct {
+	next    http.Handler
+	probed  chan struct{}
+	release chan struct{}
+}
+
+func (h *heldProbes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	if r.Method == http.MethodPost && (bytes.Contains(b, []byte(`"content":"ping"`)) || bytes.Contains(b, []byte(`"input":"ping"`))) {
+		h.probed <- struct{}{}
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	h.next.ServeHTTP(w, r)
+}
+
+// TestTrustProvisionalVerdictIsAWait: a key-level 403 that one client's
+// request met (the request may have caused it) puts the key on a
+// provisional verdict until the gateway's own probe answers. Another
+// client turned away meanwhile, in each client dialect, gets the pool's
+// 503 in its dialect with a wait until the probe's answer is due
+// (Retry-After at most the verifier's bound, not the provisional
+// cooldown's 60 s) and no x-should-retry: false (which would make its SDK
+// give up at once although the key may be back within seconds); once the
+// probe is answered 200 the key serves again.
+func TestTrustProvisionalVerdictIsAWait(t *testing.T) {
+	m := mockupstream.New(mockupstream.Config{})
+	h := &heldProbes{next: m, probed: make(chan struct{}, 4)}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	gw := gateway(t, gatewayBlock(poolBlock("pv", srv.URL+"/v1", 1, "\t\t\tacquire_timeout 200ms\n")))
+	bound := int(verifierLimit() / time.Second)
+	for _, client := range d2Clients {
+		h.release = make(chan struct{})
+		m.SetDefault(mockupstream.KeyBehavior{Status: http.StatusForbidden})
+		path, body, hdr := d2Client(client, "mock-gpt", false)
+		resp, b := post(t, gw+path, body, hdr...)
+		if resp.StatusCode != http.StatusForbidden || sessionClientFailed(client, resp.StatusCode, b, false) != "" {
+			close(h.release)
+			t.Fatalf("%s: the request that met the 403: %d %.300s", client, resp.StatusCode, b)
+		}
+		<-h.probed // the verifier's probe is out, held
+		if st := keyStatus(t, "pv", "k1"); !st.Provisional || st.VerdictDue.IsZero() || st.Reason != "forbidden" {
+			close(h.release)
+			t.Fatalf("%s: while the probe runs: %+v", client, st)
+		}
+		resp, b = post(t, gw+path, body, hdr...)
+		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || sessionClientFailed(client, resp.StatusCode, b, false) != "" ||
+			resp.Header.Get("X-Should-Retry") == "false" || ra < 1 || ra > bound {
+			close(h.release)
+			t.Fatalf("%s: another client during the probe: %d, Retry-After %q, X-Should-Retry %q (want a wait of 1-%d s and no \"false\"): %.300s",
+				client, resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("X-Should-Retry"), bound, b)
+		}
+		// the probe is answered 200: the 403 was the request's own
+		m.SetDefault(mockupstream.KeyBehavior{})
+		close(h.release)
+		deadline := time.Now().Add(10 * time.Second)
+		for keyStatus(t, "pv", "k1").State != keypool.StateReady {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the key is not back after a refuting probe: %+v", client, keyStatus(t, "pv", "k1"))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if resp, b = post(t, gw+path, body, hdr...); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: after the probe: %d %.300s", client, resp.StatusCode, b)
 		}
 	}
 }

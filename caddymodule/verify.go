@@ -2,11 +2,18 @@ package caddymodule
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/llmgateway/llm_gateway/keypool"
 )
+
+// verifierLimit bounds the verifier's probe of a long key-level verdict
+// (a one-token completion; a Timeout's probe has the pool's shorter
+// probe_timeout): keypool tells a client turned away meanwhile to come
+// back when it is due (keypool.Pool.SetVerifier).
+func verifierLimit() time.Duration { return 2 * probeTimeout }
 
 // verifier returns the function the pool calls when a client request led
 // to a long key-level verdict (401, 402, 403 at key level, no credit, a
@@ -29,7 +36,7 @@ func (h *Handler) verifier(p *pool) func(k *keypool.Key, o keypool.Outcome) {
 		if uk == nil {
 			return // a key of a newer config: its own handler verifies it
 		}
-		limit := 2 * probeTimeout
+		limit := verifierLimit()
 		if o.Kind == keypool.Timeout {
 			limit = min(p.kp.Settings().ProbeTimeout, probeTimeout)
 		}

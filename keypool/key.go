@@ -52,9 +52,10 @@ type Key struct {
 	cooldownReason    string // an OutcomeKind name, or "cooldown_after_success"
 	cooldownSource    string // where the length came from, see KeyStatus.Source
 	cooldownStatus    int
-	cooldownHeuristic bool     // computed by the pool (backoff), not named by the upstream
-	pending           *verdict // a long verdict awaiting confirmation (Pool.Confirm); nil: none
-	verifying         bool     // the pool's verifier is running for this key
+	cooldownHeuristic bool      // computed by the pool (backoff), not named by the upstream
+	pending           *verdict  // a long verdict awaiting confirmation (Pool.Confirm); nil: none
+	verifying         bool      // the pool's verifier is running for this key
+	verifyBy          time.Time // when the running verifier's answer is due (SetVerifier's within after it started)
 	lastStatus        int
 	lastMessage       string
 	consecFailures    int

@@ -45,6 +45,7 @@ type Pool struct {
 	ctx      pickCtx             // reused by pickLocked
 	candBuf  [3]*Key             // pickLocked's result
 	verifier func(*Key, Outcome) // SetVerifier; nil: none
+	verifyIn time.Duration       // SetVerifier's within: how long its probe takes at most
 
 	shared // cluster state (backend.go, shared.go); zero: memory only
 }

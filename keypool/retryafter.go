@@ -8,6 +8,18 @@ import (
 	"time"
 )
 
+// MaxClientRetryAfter is the longest Retry-After the official OpenAI and
+// Anthropic client SDKs wait out before retrying by themselves: a longer
+// one is ignored and the SDK retries after its own backoff of 0.5-8 s,
+// only to be refused again. Per the SDKs' retry code: openai-python and
+// anthropic-sdk-python (BaseClient._calculate_retry_timeout honours
+// retry_after only when 0 < retry_after <= 60), openai-node and
+// anthropic-sdk-typescript (makeRequest honours it only below 60 * 1000
+// ms). A wait longer than this is therefore a "do not retry" for a client
+// (a gateway sends x-should-retry: false with it), and a key out of
+// rotation for longer than this is dead to a client that meets it.
+const MaxClientRetryAfter = time.Minute
+
 // RetryAfter returns how long an upstream asked the client to wait, read
 // from its response headers, and whether any hint was present.
 //

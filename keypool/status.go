@@ -143,6 +143,12 @@ type KeyStatus struct {
 	// (Pool.Confirm); until then the cooldown lasts at most
 	// Settings.ProvisionalCooldown.
 	Provisional bool `json:"provisional,omitempty"`
+	// VerdictDue, while Provisional and the pool's verifier probes the
+	// key, is when the probe's answer is due (Pool.SetVerifier's bound
+	// after it started): the key is back in rotation then if the probe
+	// refutes the verdict, and cooling for the long cooldown if it
+	// confirms it. Zero otherwise.
+	VerdictDue time.Time `json:"verdict_due,omitzero"`
 	// CooldownStatus is the upstream HTTP status that started the current
 	// cooldown (0: none or not cooling).
 	CooldownStatus int `json:"cooldown_status,omitempty"`
@@ -248,6 +254,9 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 		st.State = StateCooling
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
 		st.Provisional = k.cooldownProvisional() && now.Before(k.cooldownUntil) && reason == k.cooldownReason
+		if st.Provisional && k.verifying && now.Before(k.verifyBy) && k.verifyBy.Before(k.cooldownUntil) {
+			st.VerdictDue = k.verifyBy
+		}
 	}
 	if k.standby {
 		st.Weight = 0 // KeyConfig.Standby
@@ -328,8 +337,10 @@ type UnavailableError struct {
 	// Pool is the pool's name.
 	Pool string
 	// RetryAfter suggests when to retry: the time until the earliest
-	// cooldown ends, at least one second; zero when nothing will change
-	// by itself (all keys disabled or skipped).
+	// cooldown ends, or until the answer of a running probe of a key
+	// cooling on a provisional verdict is due (KeyStatus.VerdictDue) if
+	// sooner, at least one second; zero when nothing will change by
+	// itself (all keys disabled or skipped).
 	RetryAfter time.Duration
 	// Keys holds one entry per configured key.
 	Keys []KeyStatus
@@ -339,22 +350,47 @@ type UnavailableError struct {
 }
 
 // KeysDead reports whether no key will serve again without an operator or
-// a long wait: every key is disabled, or cooling on a dead-key verdict
-// (invalid_key, no_credit, forbidden, quota_exhausted; OutcomeKind.Dead)
-// that is provisional (awaiting its probe) or has over a minute left. A
-// verdict applied directly for a minute or less (a quota whose reset
-// named by the upstream is that close, a short configured cooldown) ends
-// by itself: a wait mends it. False when Keys is empty.
+// a long wait: every key is disabled, or cooling on a confirmed dead-key
+// verdict (invalid_key, no_credit, forbidden, quota_exhausted;
+// OutcomeKind.Dead) with more than MaxClientRetryAfter left. A
+// provisional verdict (Provisional: one client request's answer, awaiting
+// the gateway's own probe) is a wait, not a death: that request may have
+// caused the answer, and the probe may put the key back within seconds
+// (VerdictDue); nor is a verdict applied directly for MaxClientRetryAfter
+// or less (a quota whose reset named by the upstream is that close, a
+// short configured cooldown), which ends by itself. False when Keys is
+// empty.
 func (e *UnavailableError) KeysDead() bool {
 	for _, k := range e.Keys {
 		switch {
 		case k.State == StateDisabled:
-		case k.State == StateCooling && deadReason(string(k.Reason)) && (k.Provisional || k.SecondsLeft > 60):
+		case k.State == StateCooling && deadReason(string(k.Reason)) && !k.Provisional &&
+			time.Duration(k.SecondsLeft)*time.Second > MaxClientRetryAfter:
 		default:
 			return false
 		}
 	}
 	return len(e.Keys) > 0
+}
+
+// SoonestBack returns how long until the first key may serve again by
+// itself, as far as Keys tell, counting keys skipped for the request:
+// the least of each cooling or limited key's time left, or, for a key
+// whose provisional verdict is being probed, the time until the probe's
+// answer is due (KeyStatus.VerdictDue); zero when no key tells (every key
+// disabled, or busy). now is the time Keys were taken at.
+func (e *UnavailableError) SoonestBack(now time.Time) time.Duration {
+	var soonest time.Duration
+	for _, k := range e.Keys {
+		d := time.Duration(k.SecondsLeft) * time.Second
+		if k.Provisional && k.VerdictDue.After(now) && k.VerdictDue.Sub(now) < d {
+			d = k.VerdictDue.Sub(now)
+		}
+		if d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	return soonest
 }
 
 // Error lists each key's state, e.g.
@@ -410,6 +446,12 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 			e.NoKeys = false
 		}
 		e.Keys[i] = st
+	}
+	for i, st := range e.Keys {
+		if st.State != StateSkipped && st.Provisional && st.VerdictDue.After(now) && (wake.IsZero() || st.VerdictDue.Before(wake)) &&
+			(opts.Skip == nil || !opts.Skip(p.keys[i])) {
+			wake = st.VerdictDue // the probe may put the key back then
+		}
 	}
 	if !wake.IsZero() {
 		e.RetryAfter = max(wake.Sub(now), time.Second)

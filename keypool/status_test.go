@@ -101,11 +101,12 @@ func TestQuotaText(t *testing.T) {
 	}
 }
 
-// TestUnavailableKeysDead: only keys disabled or cooling on a dead-key
-// verdict (provisional, or over a minute left) make KeysDead true; one
-// key cooling for a 429, busy or limited makes it false, and so do a
-// dead-key verdict applied directly that ends within a minute and an
-// empty list.
+// TestUnavailableKeysDead: only keys disabled or cooling on a confirmed
+// dead-key verdict with over a minute (MaxClientRetryAfter) left make
+// KeysDead true; one key cooling for a 429, busy or limited makes it
+// false, and so do a provisional verdict (awaiting its probe: a wait,
+// however long its cooldown), a dead-key verdict applied directly that
+// ends within a minute and an empty list.
 func TestUnavailableKeysDead(t *testing.T) {
 	dead := KeyStatus{State: StateCooling, Reason: InvalidKey.Reason(), SecondsLeft: 86400}
 	cases := []struct {
@@ -116,10 +117,11 @@ func TestUnavailableKeysDead(t *testing.T) {
 		{"none", nil, false},
 		{"invalid", []KeyStatus{dead}, true},
 		{"dead kinds and disabled", []KeyStatus{dead, {State: StateCooling, Reason: NoCredit.Reason(), SecondsLeft: 86400},
-			{State: StateCooling, Reason: Forbidden.Reason(), Provisional: true},
+			{State: StateCooling, Reason: Forbidden.Reason(), SecondsLeft: 61},
 			{State: StateCooling, Reason: QuotaExhausted.Reason(), SecondsLeft: 3600},
-			{State: StateCooling, Reason: QuotaExhausted.Reason(), Provisional: true, SecondsLeft: 60},
 			{State: StateDisabled, Reason: ReasonDisabled}}, true},
+		{"one provisional forbidden", []KeyStatus{dead, {State: StateCooling, Reason: Forbidden.Reason(), Provisional: true, SecondsLeft: 60}}, false},
+		{"one long provisional quota", []KeyStatus{dead, {State: StateCooling, Reason: QuotaExhausted.Reason(), Provisional: true, SecondsLeft: 300}}, false},
 		{"one quota resets within a minute", []KeyStatus{dead, {State: StateCooling, Reason: QuotaExhausted.Reason(), SecondsLeft: 30}}, false},
 		{"one short invalid-key cooldown", []KeyStatus{dead, {State: StateCooling, Reason: InvalidKey.Reason(), SecondsLeft: 60}}, false},
 		{"one rate limited", []KeyStatus{dead, {State: StateCooling, Reason: RateLimited.Reason()}}, false},

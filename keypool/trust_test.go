@@ -228,7 +228,7 @@ func TestVerifierCalledOnceOutsideTheLock(t *testing.T) {
 		calls <- call{k, o}
 		<-proceed
 		p.Confirm(k.Fingerprint(), Outcome{Kind: InvalidKey, Status: 401})
-	})
+	}, 10*time.Second)
 	a, b := mustAcquire(t, p), mustAcquire(t, p)
 	a.Release(Outcome{Kind: InvalidKey, Status: 401, Message: "invalid key (401)"})
 	c := <-calls
@@ -417,5 +417,68 @@ func TestEarlierSuccessDoesNotLiftAVerdict(t *testing.T) {
 	p.Confirm("fp0", Outcome{Kind: NoCredit, Status: 402}) // too late: the key served since
 	if st := status(p, "k0"); st.State != "ready" {
 		t.Fatalf("a verdict lifted by a success was confirmed later: %+v", st)
+	}
+}
+
+// TestProvisionalVerdictIsAWait: a 403 one client's request met starts a
+// provisional verdict whose probe is running; another request turned
+// away meanwhile is not told the pool is dead (KeysDead false: the
+// request may have caused the 403) and is told to come back when the
+// probe's answer is due (RetryAfter: SetVerifier's within from the
+// probe's start, not the provisional cooldown's 60 s). A refuting probe
+// puts the key back; a confirming one makes the pool dead with the long
+// cooldown. Without a verifier the provisional cooldown is the wait.
+func TestProvisionalVerdictIsAWait(t *testing.T) {
+	for _, confirm := range []OutcomeKind{Success, Forbidden} {
+		p, clk := newTestPool(t, 1, Settings{})
+		proceed := make(chan struct{})
+		p.SetVerifier(func(k *Key, o Outcome) {
+			<-proceed
+			p.Confirm(k.Fingerprint(), Outcome{Kind: confirm, Status: 403})
+		}, 10*time.Second)
+		t0 := clk.Now()
+		mustAcquire(t, p).Release(Outcome{Kind: Forbidden, Status: 403})
+		if st := status(p, "k0"); !st.Provisional || !st.VerdictDue.Equal(t0.Add(10*time.Second)) || st.SecondsLeft != 60 {
+			close(proceed)
+			t.Fatalf("while probing: %+v", st)
+		}
+		clk.Advance(4 * time.Second)
+		_, err := p.Acquire(context.Background(), AcquireOptions{})
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.KeysDead() || ue.RetryAfter != 6*time.Second {
+			close(proceed)
+			t.Fatalf("confirm %v: during the probe: %v (dead %v, RetryAfter %v), want a wait of 6s", confirm, err, ue != nil && ue.KeysDead(), ue)
+		}
+		// the request that met the 403 skips the key: the same wait
+		_, err = p.Acquire(context.Background(), AcquireOptions{Skip: func(*Key) bool { return true }})
+		if !errors.As(err, &ue) || ue.KeysDead() || ue.RetryAfter != 0 || ue.SoonestBack(clk.Now()) != 6*time.Second {
+			close(proceed)
+			t.Fatalf("confirm %v: skipped: %v, SoonestBack %v", confirm, err, ue.SoonestBack(clk.Now()))
+		}
+		close(proceed)
+		waitFor(t, func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return !p.keys[0].verifying
+		})
+		_, err = p.Acquire(context.Background(), AcquireOptions{})
+		switch confirm {
+		case Success:
+			if err != nil {
+				t.Fatalf("after a refuting probe: %v", err)
+			}
+		default:
+			if !errors.As(err, &ue) || !ue.KeysDead() || ue.RetryAfter != 24*time.Hour {
+				t.Fatalf("after a confirming probe: %v", err)
+			}
+		}
+	}
+	// no verifier: the provisional cooldown is the wait
+	p, _ := newTestPool(t, 1, Settings{})
+	mustAcquire(t, p).Release(Outcome{Kind: Forbidden, Status: 403})
+	_, err := p.Acquire(context.Background(), AcquireOptions{})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.KeysDead() || ue.RetryAfter != time.Minute || !ue.Keys[0].VerdictDue.IsZero() {
+		t.Fatalf("no verifier: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package keypool
 
 import (
 	"testing"
+	"time"
 )
 
 // unanswered is a client attempt's timeout while the upstream, having
@@ -12,7 +13,7 @@ var unanswered = Outcome{Kind: Timeout, AwaitingAnswer: true, Message: "no answe
 // which confirms by hand.
 func recordingVerifier(p *Pool) chan Outcome {
 	calls := make(chan Outcome, 8)
-	p.SetVerifier(func(k *Key, o Outcome) { calls <- o })
+	p.SetVerifier(func(k *Key, o Outcome) { calls <- o }, 5*time.Second)
 	return calls
 }
 

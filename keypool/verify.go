@@ -24,7 +24,12 @@ import (
 
 // SetVerifier sets the function the pool calls when a provisional verdict
 // is made on a key (nil: none; the verdict then stays provisional and
-// expires after Settings.ProvisionalCooldown). fn runs in its own
+// expires after Settings.ProvisionalCooldown), and within, the longest fn
+// takes (its probe's timeout): while fn runs for a key cooling on a
+// provisional verdict, the key's answer is due within of the start
+// (KeyStatus.VerdictDue), and a request turned away meanwhile is told to
+// come back then (UnavailableError.RetryAfter), not at the end of the
+// provisional cooldown. fn runs in its own
 // goroutine, never under the pool's lock, and at most one call per key is
 // in flight: the key counts as being verified until fn returns. k is the
 // key, o the client request's outcome that led to the verdict (o.Kind is
@@ -35,10 +40,10 @@ import (
 // credentials), classify the answer and report it with Confirm before it
 // returns. For QuotaExhausted the probe must spend quota (a models list
 // may still answer 200 on a spent quota).
-func (p *Pool) SetVerifier(fn func(k *Key, o Outcome)) {
+func (p *Pool) SetVerifier(fn func(k *Key, o Outcome), within time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.verifier = fn
+	p.verifier, p.verifyIn = fn, within
 }
 
 // Confirm reports the outcome of an independent probe of the key with the
@@ -173,7 +178,7 @@ func (p *Pool) verdictLocked(k *Key, o *Outcome, now time.Time) (verify bool) {
 	if p.verifier == nil || k.verifying {
 		return false
 	}
-	k.verifying = true
+	k.verifying, k.verifyBy = true, now.Add(p.verifyIn)
 	return true
 }
 
@@ -190,7 +195,7 @@ func (p *Pool) unansweredLocked(k *Key, l *Lease, o *Outcome) (verify bool) {
 	if k.verifying {
 		return false // the running probe's Confirm takes it
 	}
-	k.verifying = true
+	k.verifying, k.verifyBy = true, p.clock.Now().Add(p.verifyIn)
 	return true
 }
 
@@ -217,7 +222,7 @@ func (s *Settings) deadCooldown(o *Outcome, now time.Time) (time.Duration, strin
 func (p *Pool) runVerifier(fn func(*Key, Outcome), k *Key, o Outcome) {
 	defer func() {
 		p.mu.Lock()
-		k.verifying = false
+		k.verifying, k.verifyBy = false, time.Time{}
 		p.mu.Unlock()
 	}()
 	fn(k, o)
