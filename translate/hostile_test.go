@@ -36,10 +36,10 @@ func TestManyTopLevelKeys(t *testing.T) {
 	for i := range 100000 {
 		b.WriteString(`,"k` + strconv.Itoa(i) + `":0`)
 	}
-	if k := duplicateTopLevelKey([]byte(b.String() + "}")); k != "" {
-		t.Fatalf("no duplicate expected, got %q", k)
+	if e := duplicateTopLevelKey([]byte(b.String() + "}")); e != nil {
+		t.Fatalf("no duplicate expected, got %v", e)
 	}
-	if k := duplicateTopLevelKey([]byte(b.String() + `,"k99999":1}`)); k != "k99999" {
-		t.Fatalf("duplicate k99999 not found: %q", k)
+	if e := duplicateTopLevelKey([]byte(b.String() + `,"k99999":1}`)); e == nil || e.Param != "k99999" {
+		t.Fatalf("duplicate k99999 not found: %v", e)
 	}
 }

@@ -450,33 +450,21 @@ func checkJSONRootInto(buf objFields, body []byte) (objFields, *Error) {
 		return nil, invalid("", "request body is not valid JSON")
 	}
 	root := fieldsInto(buf, gjson.Parse(view(body)))
-	if k := duplicateKey(root); k != "" {
-		return root, invalid(clip(k), "request body has the field %q more than once", clip(k))
+	if e := duplicateKey(root); e != nil {
+		return root, e
 	}
 	return root, nil
 }
 
-// duplicateKey returns the first key of f (in order) that an earlier
-// member has too, or "": duplicateTopLevelKey on members already read.
-func duplicateKey(f objFields) string {
-	if len(f) <= 32 {
-		for i := 1; i < len(f); i++ {
-			for j := 0; j < i; j++ {
-				if f[j].key == f[i].key {
-					return f[i].key
-				}
-			}
-		}
-		return ""
-	}
-	seen := make(map[string]struct{}, len(f))
+// duplicateKey is duplicateTopLevelKey on members already read.
+func duplicateKey(f objFields) *Error {
+	var seen nameSet
 	for i := range f {
-		if _, ok := seen[f[i].key]; ok {
-			return f[i].key
+		if prev, ok := seen.add(f[i].key); ok {
+			return repeatedMember(f[i].key, prev)
 		}
-		seen[f[i].key] = struct{}{}
 	}
-	return ""
+	return nil
 }
 
 // parseScratch holds the buffers parseRequest's pass walks objects into:

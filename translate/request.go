@@ -146,11 +146,8 @@ func checkJSON(body []byte) *Error {
 	if !gjson.ValidBytes(body) {
 		return invalid("", "request body is not valid JSON")
 	}
-	if k := duplicateTopLevelKey(body); k != "" {
-		// decoders disagree on which copy wins (gjson: the first, most
-		// others: the last), so a duplicate could route by one model and
-		// run another
-		return invalid(clip(k), "request body has the field %q more than once", clip(k))
+	if e := duplicateTopLevelKey(body); e != nil {
+		return e
 	}
 	return nil
 }
@@ -196,41 +193,22 @@ func tooDeep(body []byte, max int) bool {
 	return false
 }
 
-// duplicateTopLevelKey returns the first top-level key (unescaped) that
-// occurs twice in a JSON object, or "". The first 32 keys are compared
-// in a small array; past that, a map keeps the cost linear in the number
-// of keys (a body of 100 000 keys must not cost 10^10 comparisons).
-func duplicateTopLevelKey(body []byte) string {
-	var seen [32]string
-	keys := seen[:0]
-	var set map[string]struct{}
-	var dup string
+// duplicateTopLevelKey returns the error for the first top-level member
+// name of a JSON object that repeats an earlier one, exactly or up to
+// letter case, or that differs from a member the gateway reads only in
+// letter case (nameSet), or nil.
+func duplicateTopLevelKey(body []byte) *Error {
+	var seen nameSet
+	var e *Error
 	gjson.Parse(view(body)).ForEach(func(k, _ gjson.Result) bool { // in place: ParseBytes copies the body
 		name := k.String()
-		if set != nil {
-			if _, ok := set[name]; ok {
-				dup = name
-				return false
-			}
-			set[name] = struct{}{}
-			return true
-		}
-		for _, s := range keys {
-			if s == name {
-				dup = name
-				return false
-			}
-		}
-		keys = append(keys, name)
-		if len(keys) == cap(seen) {
-			set = make(map[string]struct{}, 2*len(keys))
-			for _, s := range keys {
-				set[s] = struct{}{}
-			}
+		if prev, ok := seen.add(name); ok {
+			e = repeatedMember(name, prev)
+			return false
 		}
 		return true
 	})
-	return dup
+	return e
 }
 
 // SetModel rewrites the top-level "model" field of a JSON object body,
