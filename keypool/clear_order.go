@@ -17,12 +17,19 @@ import "time"
 // an event still says, that a slot may have come free, is kept). A Clear
 // without a time (zero At: an older instance) is applied as before.
 
-// keyFailure reports whether an outcome of kind is the key's own failure,
-// one that counts against it (cools it, counts towards its breaker or
-// starts a verdict): a Clear older than it must not undo it.
+// keyFailure reports whether an outcome is a failure of the key that a
+// Clear would undo (a transient cooldown, a count towards the circuit
+// breaker): a Clear older than it must not undo it. A dead-key verdict
+// (InvalidKey, NoCredit, Forbidden, QuotaExhausted) is not one: a Clear
+// never lifts its cooldown, so there is nothing to order, and the verdict
+// may be the client's request's doing (a 403 for a model or feature the
+// key may not use, provisional until the gateway's probe): counted here,
+// it made every older Clear stale, so the key's earlier transient
+// failures outlived a success elsewhere that came after them. Nor are
+// ModelNotFound, ClientError and Canceled, which are not the key's.
 func keyFailure(o *Outcome) bool {
 	switch o.Kind {
-	case RateLimited, ServerError, NetworkError, InvalidKey, NoCredit, Forbidden, QuotaExhausted:
+	case RateLimited, ServerError, NetworkError:
 		return true
 	case Timeout:
 		return !o.AwaitingAnswer // a suspicion only, until the gateway's probe (verify.go)

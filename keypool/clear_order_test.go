@@ -77,3 +77,62 @@ func TestClusterLateClearIgnored(t *testing.T) {
 		t.Fatalf("after a client error and a Clear: %+v", st)
 	}
 }
+
+// TestClusterClearNotSuppressedByVerdict: a key-level 403 that a
+// client's request met (Forbidden, a provisional verdict: the key may
+// only be refused that model or feature) after a success elsewhere does
+// not make that success's Clear stale: the Clear still resets the key's
+// earlier transient failures, and the verdict's own cooldown stands (a
+// Clear never lifts a dead-key cooldown). The same for a model-level 403
+// (ModelNotFound) and a client error.
+func TestClusterClearNotSuppressedByVerdict(t *testing.T) {
+	for _, o := range []Outcome{{Kind: Forbidden, Status: 403}, {Kind: ModelNotFound, Status: 403}, {Kind: ClientError, Status: 400}} {
+		clk := newFakeClock()
+		s := Settings{MaxConcurrencyPerKey: 4, FailureThreshold: 3, ErrorCooldown: time.Second, MaxCooldown: time.Second}
+		a, err := New("main", s, keys(1), clk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetBackend(NewMemoryBackend(clk), SharedOptions{Instance: "A", LeaseTTL: time.Hour})
+		mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+		clk.Advance(time.Second)
+		served := clk.Now() // the key serves on another instance
+		clk.Advance(time.Second)
+		mustAcquire(t, a).Release(o)
+		a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: served})
+		st := status(a, "k0")
+		if st.ConsecutiveFailures != 0 {
+			t.Errorf("%v after a 5xx: a Clear of a later success left %d consecutive failures: %+v", o.Kind, st.ConsecutiveFailures, st)
+		}
+		if o.Kind == Forbidden && (!st.Provisional || st.Reason != "forbidden") {
+			t.Errorf("the Clear lifted the 403's provisional verdict: %+v", st)
+		}
+	}
+}
+
+// TestClusterClearOlderThanConfirmedTimeout: a timeout awaiting the
+// answer that the gateway's probe confirms (Confirm with a Timeout) is the
+// key's failure from the confirmation on, like a released one: a Clear
+// of a success elsewhere before it does not undo it.
+func TestClusterClearOlderThanConfirmedTimeout(t *testing.T) {
+	clk := newFakeClock()
+	a, err := New("main", Settings{MaxConcurrencyPerKey: 4, FailureThreshold: 3}, keys(1), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetBackend(NewMemoryBackend(clk), SharedOptions{Instance: "A", LeaseTTL: time.Hour})
+	calls := recordingVerifier(a)
+	mustAcquire(t, a).Release(unanswered)
+	<-calls
+	served := clk.Now() // the key serves on another instance
+	clk.Advance(time.Second)
+	a.Confirm("fp0", Outcome{Kind: Timeout})
+	waitVerified(t, a, 0)
+	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
+		t.Fatalf("after the confirmed timeout: %+v", st)
+	}
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: served})
+	if st := status(a, "k0"); st.ConsecutiveFailures != 1 || st.State != StateCooling {
+		t.Fatalf("a Clear older than the confirmed timeout undid it: %+v", st)
+	}
+}

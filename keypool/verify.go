@@ -99,6 +99,7 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 	switch {
 	case hung:
 		p.transientLocked(k, &probe, v.epoch, now)
+		k.noteFailedAt(&probe, now) // a Clear older than the probe must not undo it
 		if p.smart {
 			k.noteFailure(now)
 		}
