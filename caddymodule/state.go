@@ -366,7 +366,7 @@ func stateMetrics() *stateCollectors {
 			}),
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Namespace: metricsNamespace, Name: "state_backend_requests_total",
-				Help: "Round trips to the shared state backend by operation and result (skipped: not attempted while unreachable).",
+				Help: "Round trips to the shared state backend by operation and result (skipped: not attempted while unreachable; rejected: an error reply the call itself caused, such as WRONGTYPE, logged and not retried).",
 			}, []string{"op", "result"}),
 			duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 				Namespace: metricsNamespace, Name: "state_backend_duration_seconds",

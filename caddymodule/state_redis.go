@@ -50,6 +50,9 @@ type redisBackend struct {
 	pending []*keypool.SharedRelease
 	gone    map[string]goneLease
 	drift   map[string]time.Time // pool/fingerprint -> last config drift warning
+	// rejected: pool/fingerprint/error -> when a release Redis rejected
+	// was last logged (dropRejected)
+	rejected map[string]time.Time
 
 	mu    sync.Mutex
 	pools map[string]*keypool.Pool
@@ -205,9 +208,13 @@ func (b *redisBackend) keyNames(pool, fp string) (h, l, r string) {
 
 // call runs one round trip, metering it and noticing an outage. While
 // Redis is known to be down nothing is sent (result "skipped"), except
-// the probe's re-sync and the releases that happen meanwhile. Any failure (network, timeout, or an
-// error reply such as NOPERM, READONLY after a failover, OOM) puts the
-// instance on local state until the probe succeeds.
+// the probe's re-sync and the releases that happen meanwhile. A failure
+// of the connection or of the server (network, timeout, or an error reply
+// such as NOPERM, READONLY after a failover, OOM, LOADING) puts the
+// instance on local state until the probe succeeds. A script error
+// (scriptRejected: a WRONGTYPE, a script's runtime error) is the call's
+// own: it would fail again whenever sent, so the instance stays on shared
+// state (result "rejected") and the caller drops what it sent.
 func (b *redisBackend) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
 	if b.ctx.Err() != nil || !b.up.Load() && !(b.resyncing.Load() && (op == "sync" || op == "release")) {
 		stateMetrics().requests.WithLabelValues(op, "skipped").Inc()
@@ -220,6 +227,10 @@ func (b *redisBackend) call(ctx context.Context, op string, f func(ctx context.C
 	m := stateMetrics()
 	m.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if err != nil && !errors.Is(err, redis.Nil) {
+		if scriptRejected(err) {
+			m.requests.WithLabelValues(op, "rejected").Inc()
+			return err
+		}
 		m.requests.WithLabelValues(op, "error").Inc()
 		if ctx.Err() == nil {
 			b.down(err)
@@ -228,6 +239,60 @@ func (b *redisBackend) call(ctx context.Context, op string, f func(ctx context.C
 	}
 	m.requests.WithLabelValues(op, "ok").Inc()
 	return nil
+}
+
+// serverConditions are the error replies that tell of the server's or
+// the connection's state, not of the command sent: the same command may
+// succeed later (a failover's READONLY, OOM, LOADING, BUSY with a slow
+// script, NOPERM or an auth error until an operator fixes the ACL, the
+// cluster's redirections). Redis 6 wraps a script's failed redis.call in
+// "ERR Error running script ...: <reply>", so they are looked for
+// anywhere in the message.
+var serverConditions = []string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "NOREPLICAS ",
+	"OOM ", "NOPERM ", "NOAUTH ", "WRONGPASS ", "MISCONF ", "BUSY ", "MOVED ", "ASK ", "NOSCRIPT ", "EXECABORT ",
+	"max number of clients", "unknown command"}
+
+// scriptRejected reports whether err is an error reply of Redis that the
+// call's own keys or arguments caused, so that sending the call again
+// fails again: a WRONGTYPE (a key of another type under the prefix), a
+// script's runtime or error reply. Not a network error, a timeout or a
+// server condition (serverConditions).
+func scriptRejected(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, c := range serverConditions {
+		if strings.Contains(msg, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// dropRejected logs, at most once a minute per pool, key and error, that
+// Redis rejected a release of the key (scriptRejected) and that it is
+// dropped rather than replayed: the shared state misses that release's
+// effects (the lease expires by its TTL). Secret-free: the key's
+// fingerprint and Redis's error reply, which names no argument.
+func (b *redisBackend) dropRejected(rel *keypool.SharedRelease, err error) {
+	b.mu.Lock()
+	if b.rejected == nil {
+		b.rejected = map[string]time.Time{}
+	}
+	k := rel.Pool + "/" + rel.Fingerprint + "/" + err.Error()
+	if last, ok := b.rejected[k]; ok && time.Since(last) < time.Minute {
+		b.mu.Unlock()
+		return
+	}
+	if len(b.rejected) >= 1000 {
+		clear(b.rejected)
+	}
+	b.rejected[k] = time.Now()
+	b.mu.Unlock()
+	b.logger.Warn("shared state: Redis rejected a key's release; it is dropped, not replayed (its lease expires by its TTL): check that nothing else writes under the state prefix",
+		zap.String("redis", b.desc), zap.String("pool", rel.Pool), zap.String("key_fingerprint", rel.Fingerprint), zap.Error(err))
 }
 
 // down switches to local state and starts probing Redis.
@@ -280,7 +345,11 @@ func (b *redisBackend) probe() {
 		b.pending = nil
 		b.mu.Unlock()
 		for i, rel := range late {
-			if b.call(b.ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) }) != nil {
+			if err := b.call(b.ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) }); err != nil {
+				if scriptRejected(err) {
+					b.dropRejected(rel, err)
+					continue
+				}
 				b.requeue(late[i:]) // down again: the next probe replays the rest
 				break
 			}
@@ -323,6 +392,10 @@ func (b *redisBackend) resync() error {
 	}
 	for i, rel := range pending {
 		if err := b.call(b.ctx, "sync", func(ctx context.Context) error { return b.runRelease(ctx, rel) }); err != nil {
+			if scriptRejected(err) {
+				b.dropRejected(rel, err) // replayed, it would fail every re-sync
+				continue
+			}
 			b.requeue(pending[i:])
 			return err
 		}
@@ -485,7 +558,8 @@ func (b *redisBackend) warnDrift(pool, fp string) {
 }
 
 // Release implements keypool.Backend. A release that cannot reach Redis
-// is kept and replayed when it returns.
+// is kept and replayed when it returns; one Redis rejects
+// (scriptRejected) is logged and dropped.
 func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) error {
 	if !b.up.Load() {
 		b.forget(rel.LeaseID, rel.Pool, rel.Fingerprint) // keep it out of a concurrent re-sync
@@ -495,6 +569,13 @@ func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) 
 		b.mu.Unlock()
 	}
 	err := b.call(ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) })
+	if err != nil && scriptRejected(err) {
+		// replayed, it would fail again at every re-sync: dropped, and
+		// its lease taken out of any re-registration (it expires by its TTL)
+		b.forget(rel.LeaseID, rel.Pool, rel.Fingerprint)
+		b.dropRejected(rel, err)
+		return err
+	}
 	if err != nil && ctx.Err() == nil {
 		b.forget(rel.LeaseID, rel.Pool, rel.Fingerprint)
 		b.requeue([]*keypool.SharedRelease{rel})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -48,9 +49,134 @@ func redisCluster(t *testing.T, n int, s keypool.Settings, kc []keypool.KeyConfi
 		b.attach(p, poll)
 		out[i] = &redisInstance{b: b, p: p}
 	}
-	time.Sleep(50 * time.Millisecond) // let the subscriptions settle
+	waitSubscribed(t, out[0].b, n)
 	return out
 }
+
+// waitSubscribed waits until n subscribers listen on b's event channel
+// (each instance's subscription is set up in its own goroutine).
+func waitSubscribed(t testing.TB, b *redisBackend, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := b.client.PubSubNumSub(context.Background(), b.channel).Result()
+		if err == nil && got[b.channel] >= int64(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers on %s, want %d: %v", got[b.channel], b.channel, n, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRedisScriptErrorDropsRelease: a release Redis rejects with an error
+// the release itself causes (here WRONGTYPE: something else wrote a
+// string where the key's hash lives) does not take the instance off
+// shared state and is not queued for replay: replayed, it would fail at
+// every re-sync (and did, keeping the instance on local state for good).
+// It is logged once, without the key's secret, and counted as rejected.
+// A re-sync after a real outage then finds nothing to replay and the
+// instance shares again.
+func TestRedisScriptErrorDropsRelease(t *testing.T) {
+	c := redisCluster(t, 1, keypool.Settings{MaxConcurrencyPerKey: 10}, testKeys(1), time.Minute, time.Second)
+	core, logs := observer.New(zap.WarnLevel)
+	c[0].b.logger = zap.New(core)
+	ctx := context.Background()
+	rejected := func() float64 {
+		return testutil.ToFloat64(stateMetrics().requests.WithLabelValues("release", "rejected"))
+	}
+	before := rejected()
+	var leases []*keypool.Lease
+	for range 2 {
+		l, err := c[0].p.Acquire(ctx, keypool.AcquireOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	h, _, _ := c[0].b.keyNames("main", "fp0")
+	if err := c[0].b.client.Del(ctx, h).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c[0].b.client.Set(ctx, h, "not a hash", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases {
+		l.Release(keypool.Outcome{Kind: keypool.ServerError, Status: 500})
+	}
+	b := c[0].b
+	if !b.up.Load() {
+		t.Fatalf("a rejected release took the instance off shared state: %v", b.lastErr.Load())
+	}
+	b.mu.Lock()
+	pending := len(b.pending)
+	b.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d rejected releases queued for replay", pending)
+	}
+	if n := rejected() - before; n != 2 {
+		t.Errorf("%v releases counted as rejected, want 2", n)
+	}
+	if n := logs.FilterMessageSnippet("rejected a key's release").Len(); n != 1 {
+		t.Errorf("%d warnings for the rejected releases, want 1 (once a minute per key and error)", n)
+	}
+	for _, e := range logs.All() {
+		if !strings.Contains(fmt.Sprint(e.ContextMap()), "WRONGTYPE") && strings.Contains(e.Message, "rejected") {
+			t.Errorf("the warning does not name Redis's error: %v", e.ContextMap())
+		}
+	}
+	// an outage: the re-sync replays nothing and the instance shares again
+	_ = b.client.Del(ctx, h).Err()
+	b.down(errors.New("test outage"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !b.up.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance did not share again after the outage: %v", b.lastErr.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := rejected() - before; n != 2 {
+		t.Errorf("%v releases rejected after the re-sync, want the 2 of before (none replayed)", n)
+	}
+}
+
+// TestScriptRejected: only an error reply the call itself causes is a
+// rejection; a network error, a timeout or a reply about the server's
+// state (even wrapped in Redis 6's script error) keeps today's outage
+// handling.
+func TestScriptRejected(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{redisReply("WRONGTYPE Operation against a key holding the wrong kind of value script: abc, on @user_script:5."), true},
+		{redisReply("ERR user_script:7: Script attempted to access nonexistent global variable 'x' script: abc, on @user_script:7."), true},
+		{redisReply("ERR Error running script (call to f_abc): @user_script:5: WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{redisReply("my own error reply"), true},
+		{redisReply("READONLY You can't write against a read only replica."), false},
+		{redisReply("OOM command not allowed when used memory > 'maxmemory'."), false},
+		{redisReply("ERR Error running script (call to f_abc): @user_script:5: @user_script: 5: -OOM command not allowed when used memory > 'maxmemory'."), false},
+		{redisReply("NOPERM this user has no permissions to run the 'evalsha' command"), false},
+		{redisReply("LOADING Redis is loading the dataset in memory"), false},
+		{redisReply("BUSY Redis is busy running a script."), false},
+		{redisReply("ERR max number of clients reached"), false},
+		{context.DeadlineExceeded, false},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, false},
+		{fmt.Errorf("wrapped: %w", redisReply("WRONGTYPE x")), true},
+	}
+	for _, c := range cases {
+		if got := scriptRejected(c.err); got != c.want {
+			t.Errorf("scriptRejected(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// redisReply is an error reply as go-redis returns it.
+type redisReply string
+
+func (e redisReply) Error() string { return string(e) }
+func (redisReply) RedisError()     {}
 
 func testKeys(n int) []keypool.KeyConfig {
 	out := make([]keypool.KeyConfig, n)
