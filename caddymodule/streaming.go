@@ -266,8 +266,13 @@ func isEventStream(ct string) bool {
 }
 
 // idleReader re-arms the attempt's timeout after every read that returns
-// data, so request_timeout bounds each wait for the upstream, not the whole
-// length of a stream.
+// data other than white space, so request_timeout bounds each wait for the
+// upstream, not the whole length of a stream. White space alone (blank
+// lines) carries nothing, not even a keep-alive (an SSE keep-alive is a
+// comment line, per the HTML Living Standard, server-sent events): an
+// upstream that sends only blank lines after its content is stalled, and
+// request_timeout ends it instead of holding the stream, and its key's
+// slot, for as long as the upstream goes on.
 // While armed is set and reports false (a stream before its first content
 // event, or reading on after an in-band error), reads do not re-arm it:
 // the wait that was running still runs.
@@ -292,7 +297,7 @@ type idleReader struct {
 
 func (i *idleReader) Read(p []byte) (int, error) {
 	n, err := i.r.Read(p)
-	if n > 0 && (i.armed == nil || i.armed()) {
+	if n > 0 && !blank(p[:n]) && (i.armed == nil || i.armed()) {
 		if i.rearmed != nil {
 			i.rearmed.Store(true)
 		}
@@ -302,6 +307,17 @@ func (i *idleReader) Read(p []byte) (int, error) {
 		i.sniffed(p[:n])
 	}
 	return n, err
+}
+
+// blank reports whether b is white space only (spaces, tabs, CR, LF).
+// A read that carries events is told by its first byte (a field name).
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != '\n' && c != '\r' && c != ' ' && c != '\t' {
+			return false
+		}
+	}
+	return true
 }
 
 // sniffed looks at a read of the body while sniff is set: a body that
