@@ -129,6 +129,7 @@ type StreamTranslator struct {
 	rd       SSEReader
 	ev       SSEEvent
 	out      []byte
+	strBuf   []byte // an event's data with its strings made readable (lenientStrings)
 	errEvent bool
 }
 
@@ -300,6 +301,9 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 		} else if t.from == t.to {
 			t.passEvent(&t.ev)
 		} else {
+			if d, copied := lenientStrings(t.ev.Data, t.strBuf); copied {
+				t.strBuf, t.ev.Data, t.ev.dataOff = d, d, -1 // its text as the upstream wrote it (stream_strings.go)
+			}
 			t.dec.event(&t.ev)
 		}
 		if t.werr != nil {
