@@ -11,7 +11,10 @@ import "github.com/llmgateway/llm_gateway/translate"
 // Responses request's tools, tool_choice and settings (temperature,
 // instructions, metadata…), which its response objects echo; and for any
 // translated answer the request's stop strings (see
-// translate.ResponseOptions.StopSequences and EmulateStops).
+// translate.ResponseOptions.StopSequences and EmulateStops), and for an
+// Anthropic client's stream the request's estimated input tokens, which
+// message_start states until the upstream's usage ends the stream
+// (translate.ResponseOptions.InputTokensEstimate).
 func (x *exchange) responseOptions() translate.ResponseOptions {
 	o := x.p.respOpts
 	if c := x.c; c.req != nil && x.d != c.dialect {
@@ -25,6 +28,11 @@ func (x *exchange) responseOptions() translate.ResponseOptions {
 		// gateway applies itself (translate.ResponseOptions.EmulateStops)
 		o.StopSequences = c.req.StopSequences()
 		o.EmulateStops = c.req.UnsentStopSequences(x.d, c.upstreamModel)
+		if c.dialect == translate.AnthropicMessages && c.stream {
+			// message_start's input_tokens until the upstream's own
+			// figures end the stream (count_tokens' local estimate)
+			o.InputTokensEstimate = int64(estimateTokens(c.raw))
+		}
 	}
 	return o
 }

@@ -68,7 +68,24 @@ type ResponseOptions struct {
 	// passthrough.
 	Echo []byte
 
-	// StopSequences are the stop strings of the client's request
+	// InputTokensEstimate is the gateway's estimate of the request's
+	// input tokens (0: none), for an Anthropic Messages client of a
+	// translated stream whose upstream reports usage only at its end
+	// (OpenAI Chat, OpenAI Responses). Anthropic sends the prompt's
+	// input_tokens in message_start (Anthropic "Streaming messages"
+	// docs), and clients read it there for a context meter while the
+	// answer streams (Claude Code's task progress; a 0 there showed an
+	// empty context, router-for-me/CLIProxyAPI#1700, BerriAI/litellm#41406);
+	// message_start then carries this estimate in place of the
+	// placeholder 0. The final message_delta carries the upstream's own
+	// figures (input_tokens, cache_read_input_tokens,
+	// cache_creation_input_tokens, output_tokens; cumulative, per the same
+	// docs), which an accumulator (anthropic-sdk-go Message.Accumulate)
+	// keeps over message_start's. Never part of Usage. No effect on other
+	// client dialects, on passthrough or once the upstream reported its
+	// input before message_start.
+	InputTokensEstimate int64
+
 	// (Request.StopSequences: never nil for a parsed request, empty when
 	// it named none). A Chat upstream's choice "stop_reason" string
 	// (vLLM's matched stop string beside finish_reason "stop") is read as

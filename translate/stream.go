@@ -168,6 +168,7 @@ func (t *StreamTranslator) SetOptions(o ResponseOptions) {
 	if t.cs != nil {
 		t.cs.keepThinking = t.to == OpenAIChat && !o.OmitReasoning
 		t.cs.stops = o.StopSequences
+		t.cs.inputEstimate = o.InputTokensEstimate
 		t.cs.cut.set(o.EmulateStops)
 		if t.to == OpenAIResponses || t.to == OpenAIChat {
 			t.cs.customTools = o.CustomTools

@@ -89,6 +89,9 @@ type canonStream struct {
 	customTools []string
 	// stops are the request's stop strings (ResponseOptions.StopSequences)
 	stops []string
+	// inputEstimate is ResponseOptions.InputTokensEstimate (Anthropic
+	// clients' message_start)
+	inputEstimate int64
 	// cut emulates the stop strings the upstream was not sent
 	// (ResponseOptions.EmulateStops; see stop_emulation.go)
 	cut stopCutter

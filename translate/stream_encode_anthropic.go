@@ -4,7 +4,8 @@ import "strconv"
 
 // anthropicStreamEncoder writes Anthropic Messages stream events (Anthropic
 // "Streaming messages" docs), each with its event: line: message_start
-// (content [], usage with the input figures known so far, placeholders 0
+// (content [], usage with the input figures known so far, else the
+// request's estimate (ResponseOptions.InputTokensEstimate), placeholders 0
 // otherwise), one ping, content_block_start / content_block_delta
 // (text_delta, thinking_delta, signature_delta, input_json_delta) /
 // content_block_stop with indexes 0..n-1 in order, message_delta with
@@ -30,7 +31,11 @@ func (e *anthropicStreamEncoder) start(cs *canonStream) {
 	d = append(d, `,"type":"message","role":"assistant","model":`...)
 	d = appendString(d, cs.clientModel())
 	d = append(d, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
-	d = appendAnthropicUsage(d, cs.usage(), true)
+	u := cs.usage()
+	if u.InputTokens == nil && u.CacheReadTokens == nil && u.CacheWriteTokens == nil && cs.inputEstimate > 0 {
+		u.InputTokens = &cs.inputEstimate // ResponseOptions.InputTokensEstimate, message_start only
+	}
+	d = appendAnthropicUsage(d, u, true)
 	d = append(d, "}}"...)
 	e.emit(cs, "message_start", d)
 	e.emit(cs, "ping", []byte(`{"type":"ping"}`))
