@@ -514,7 +514,7 @@ func TestPeerToolCallStreamShapes(t *testing.T) {
 	}
 }
 
-// vercel/ai#2124 (and tailcallhq/forgecode#1872, anomalyco/opencode#1295): an assistant prefill ending in white space ("Sure, ", "<thinking>\n") reached Anthropic as the final assistant content, refused with 400 "messages: final assistant content cannot end with trailing whitespace"; the prefill's trailing white space is cut, earlier turns keep theirs.
+// vercel/ai#2124 (and tailcallhq/forgecode#1872, anomalyco/opencode#1295): an assistant prefill ending in white space ("Sure, ", "<thinking>\n") reached Anthropic as the final assistant content, refused with 400 "messages: final assistant content cannot end with trailing whitespace"; the prefill's trailing white space is cut, earlier turns keep theirs. Two assistant messages merged into the final turn (across a hoisted system message) are cut as one turn.
 func TestPeerFinalAssistantPrefillTrimmed(t *testing.T) {
 	for _, c := range []struct {
 		from       Dialect
@@ -523,6 +523,11 @@ func TestPeerFinalAssistantPrefillTrimmed(t *testing.T) {
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"ok \n"},{"role":"user","content":"y"},{"role":"assistant","content":"Sure, "}]}`, `"Sure,"`},
 		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"<thinking>\n"},{"type":"text","text":" \t"}]}]}`, `"<thinking>"`},
 		{OpenAIResponses, `{"model":"m","input":[{"role":"user","content":"x"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Answer: "}]}]}`, `"Answer:"`},
+		// two assistant messages the encoder merges into the final turn,
+		// across a system message (hoisted) or after an empty one
+		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"Hello "},{"role":"system","content":"be brief"},{"role":"assistant","content":" \n"}]}`, `"Hello"`},
+		{OpenAIChat, `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"Hello\t"},{"role":"assistant","content":""}]}`, `"Hello"`},
+		{OpenAIResponses, `{"model":"m","input":[{"role":"user","content":"x"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Well, "}]},{"role":"developer","content":"d"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"  "}]}]}`, `"Well,"`},
 	} {
 		r := mustTranslate(t, c.from, AnthropicMessages, c.body, "up")
 		msgs := r.Get("messages").Array()

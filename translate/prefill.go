@@ -11,36 +11,52 @@ import (
 // continues): Anthropic refuses one that ends in white space with 400
 // "messages: final assistant content cannot end with trailing
 // whitespace". Trailing text parts that are white space only are emptied
-// (and so left out) until one with other text is cut. Earlier turns keep
-// their white space. msgs is not modified: a copy is returned when
-// something is cut, so the parsed request still encodes whole for other
-// dialects.
+// (and so left out) until one with other text is cut. The final turn is
+// what the Anthropic encoder sends as one: the assistant messages after
+// the last other turn, system messages between them left out (hoisted),
+// merged (appendAnthropicMessages); so when a final assistant message's
+// text is all white space, or it has no parts, the cut goes on into the
+// assistant message before it. Earlier turns keep their white space. msgs
+// is not modified: a copy is returned when something is cut, so the
+// parsed request still encodes whole for other dialects.
 func trimPrefill(msgs []canonMessage) []canonMessage {
-	last := len(msgs) - 1
-	for last >= 0 && msgs[last].role == "system" {
-		last--
-	}
-	if last < 0 || msgs[last].role != "assistant" {
-		return msgs
-	}
-	ps := msgs[last].parts
-	var parts []canonPart
-	for j := len(ps) - 1; j >= 0 && ps[j].kind == partText; j-- {
-		t := strings.TrimRightFunc(ps[j].text, unicode.IsSpace)
-		if t != ps[j].text {
-			if parts == nil {
-				parts = slices.Clone(ps)
-			}
-			parts[j].text = t
+	var out []canonMessage
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].role == "system" {
+			continue
 		}
-		if t != "" {
+		if msgs[i].role != "assistant" {
+			break
+		}
+		ps := msgs[i].parts
+		var parts []canonPart
+		done := false
+		for j := len(ps) - 1; j >= 0 && !done; j-- {
+			if ps[j].kind != partText {
+				done = true
+				break
+			}
+			t := strings.TrimRightFunc(ps[j].text, unicode.IsSpace)
+			if t != ps[j].text {
+				if parts == nil {
+					parts = slices.Clone(ps)
+				}
+				parts[j].text = t
+			}
+			done = t != ""
+		}
+		if parts != nil {
+			if out == nil {
+				out = slices.Clone(msgs)
+			}
+			out[i].parts = parts
+		}
+		if done {
 			break
 		}
 	}
-	if parts == nil {
+	if out == nil {
 		return msgs
 	}
-	out := slices.Clone(msgs)
-	out[last].parts = parts
 	return out
 }
