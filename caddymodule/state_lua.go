@@ -17,7 +17,9 @@ import "github.com/redis/go-redis/v9"
 //	                  trips), pl pe (probe lease id, expiry), pp (probe
 //	                  pending), tl ta (tpm level, at), qp qr qt (quota
 //	                  period number, requests, tokens), ema (TTFB ns),
-//	                  cf (the limits last asked with, to spot config drift)
+//	                  cf (the limits last asked with, to spot config drift),
+//	                  on (the number of the key's latest release, Unix µs:
+//	                  keypool.SharedRelease.Order)
 //	<prefix>{P}:l:F   sorted set: live leases, scored by expiry
 //	<prefix>{P}:r:F   sorted set: the rpm log, lease ids scored by time
 //	<prefix>{P}:rr    the shared round-robin cursor
@@ -26,8 +28,12 @@ import "github.com/redis/go-redis/v9"
 // Events go out on <prefix>events as
 // "pool|instance|fingerprint|flags|wait_ms|reason|ema_ns", flags being
 // "c" (served: transient cooldowns end), "r" (reset by an operator) or
-// "-"; a "c" event adds "|at_ns", when the key served on the sending
-// instance's clock (keypool.SharedEvent.At).
+// "-"; a "c" event adds "|order_ns", its release's number
+// (keypool.SharedEvent.Order): the server's TIME when the release script
+// ran, in Unix nanoseconds, raised past the key's previous number so the
+// key's releases are numbered in the order Redis applied them. An
+// instance of the previous version reads it as the success's time (it
+// sent its own clock's there).
 
 // luaPrelude is shared by the scripts: the server time in ms.
 const luaPrelude = `
@@ -202,10 +208,10 @@ local function addTokens(q, n) return string.format('%d', math.min((tonumber(q) 
 
 // luaShut computes how long the key H stays shut and why, and publishes
 // the event (needs pool, instance, fp, flags, ema, at, channel in scope;
-// at is a Clear's keypool.SharedEvent.At in Unix nanoseconds, "" for
-// none). The eighth field is sent only with a time: an instance of an
+// at is a Clear's keypool.SharedEvent.Order in Unix nanoseconds, "" for
+// none). The eighth field is sent only with a number: an instance of an
 // older version, which reads seven fields and drops any other event,
-// still reads every event but a timed clear.
+// still reads every event but a numbered clear.
 const luaShut = `
 local cu, br, bu = tonumber(redis.call('HGET', H, 'cu')) or 0, tonumber(redis.call('HGET', H, 'br')) or 0, tonumber(redis.call('HGET', H, 'bu')) or 0
 local wait, why = 0, ''
@@ -222,9 +228,11 @@ redis.call('PUBLISH', channel, ev)
 // pool, instance, fingerprint, heuristic (1/0), learned limits
 // (encodeLearned; "" for none: kept per model in the hash field
 // "lr:<model>" as "<now ms>|<encoded>" and published as
-// "L|pool|instance|fp|<encoded>"), the release's time in Unix
-// nanoseconds (keypool.SharedRelease.At; published with a clear, "" for
-// none: Lua numbers would round it, so it stays a string).
+// "L|pool|instance|fp|<encoded>").
+// Reply: the release's number (keypool.SharedRelease.Order) in Unix
+// nanoseconds, as a string: the server's TIME in microseconds (exact in a
+// Lua number, as nanoseconds would not be), at least one more than the
+// key's previous number (hash field "on"), and "000".
 var releaseScript = redis.NewScript(luaPrelude + luaDead + luaAddTokens + `
 local H, L = KEYS[1], KEYS[2]
 local lease = ARGV[1]
@@ -255,8 +263,13 @@ end
 if bopen > 0 then redis.call('HSET', H, 'br', 1, 'bu', now + bopen, 'bt', trips) end
 if pp then redis.call('HSET', H, 'pp', 1) end
 local learned = ARGV[19] or ''
+local on = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local prev = tonumber(redis.call('HGET', H, 'on')) or 0
+if on <= prev then on = prev + 1 end
+on = string.format('%.0f', on)
+redis.call('HSET', H, 'on', on)
 local at = ''
-if clear then at = ARGV[20] or '' end
+if clear then at = on .. '000' end
 if learned ~= '' then
   local model = string.match(learned, '^[^;]*;[^;]*;[^;]*;[^;]*;(.*)$') or ''
   redis.call('HSET', H, 'lr:' .. model, now .. '|' .. learned)
@@ -270,7 +283,7 @@ if ttfb > 0 then
   redis.call('HSET', H, 'ema', ema)
 end
 ` + luaShut + `
-return 1
+return on .. '000'
 `)
 
 // syncScript: KEYS = hash, leases. ARGV = lease ttl ms, cooldown ms,

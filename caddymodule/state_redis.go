@@ -345,7 +345,7 @@ func (b *redisBackend) probe() {
 		b.pending = nil
 		b.mu.Unlock()
 		for i, rel := range late {
-			if err := b.call(b.ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) }); err != nil {
+			if err := b.call(b.ctx, "release", func(ctx context.Context) error { return b.replayRelease(ctx, rel) }); err != nil {
 				if scriptRejected(err) {
 					b.dropRejected(rel, err)
 					continue
@@ -391,7 +391,7 @@ func (b *redisBackend) resync() error {
 		}
 	}
 	for i, rel := range pending {
-		if err := b.call(b.ctx, "sync", func(ctx context.Context) error { return b.runRelease(ctx, rel) }); err != nil {
+		if err := b.call(b.ctx, "sync", func(ctx context.Context) error { return b.replayRelease(ctx, rel) }); err != nil {
 			if scriptRejected(err) {
 				b.dropRejected(rel, err) // replayed, it would fail every re-sync
 				continue
@@ -568,7 +568,15 @@ func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) 
 		delete(b.live, rel.LeaseID)
 		b.mu.Unlock()
 	}
-	err := b.call(ctx, "release", func(ctx context.Context) error { return b.runRelease(ctx, rel) })
+	var order int64
+	err := b.call(ctx, "release", func(ctx context.Context) error {
+		var err error
+		order, err = b.runRelease(ctx, rel)
+		return err
+	})
+	if err == nil {
+		rel.Order = order
+	}
 	if err != nil && scriptRejected(err) {
 		// replayed, it would fail again at every re-sync: dropped, and
 		// its lease taken out of any re-registration (it expires by its TTL)
@@ -583,14 +591,27 @@ func (b *redisBackend) Release(ctx context.Context, rel *keypool.SharedRelease) 
 	return err
 }
 
-// runRelease runs the release script for rel.
-func (b *redisBackend) runRelease(ctx context.Context, rel *keypool.SharedRelease) error {
+// runRelease runs the release script for rel. It returns the release's
+// number (keypool.SharedRelease.Order; 0 from a reply without one).
+func (b *redisBackend) runRelease(ctx context.Context, rel *keypool.SharedRelease) (int64, error) {
 	h, l, _ := b.keyNames(rel.Pool, rel.Fingerprint)
-	return releaseScript.Run(ctx, b.client, []string{h, l},
+	s, err := releaseScript.Run(ctx, b.client, []string{h, l},
 		rel.LeaseID, rel.TPM, rel.TokenDelta, rel.QuotaTokens, strconv.FormatInt(rel.QuotaPeriod, 10),
 		boolArg(rel.Clear), rel.Cooldown.Milliseconds(), rel.Reason, rel.BreakerOpen.Milliseconds(), rel.BreakerTrips,
 		boolArg(rel.ProbePending), int64(rel.TTFB), rel.LatencyAlpha,
-		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic), encodeLearned(rel.Learned), unixNanoArg(rel.At)).Err()
+		b.channel, rel.Pool, rel.Instance, b.sid(rel.Fingerprint), boolArg(rel.Heuristic), encodeLearned(rel.Learned)).Text()
+	if err != nil {
+		return 0, err
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n, nil
+}
+
+// replayRelease runs the release script for a release kept across an
+// outage; its number is no longer anyone's concern.
+func (b *redisBackend) replayRelease(ctx context.Context, rel *keypool.SharedRelease) error {
+	_, err := b.runRelease(ctx, rel)
+	return err
 }
 
 // Sync implements keypool.Backend: one pipelined round trip for all keys.
@@ -722,9 +743,11 @@ func (b *redisBackend) subscribe() {
 	}
 }
 
-// parseStateEvent reads "pool|instance|fp|flags|wait_ms|reason|ema_ns|at_ns"
-// (at_ns: a clear's time, SharedEvent.At, in Unix nanoseconds; empty,
-// or left out by an older instance, for none).
+// parseStateEvent reads "pool|instance|fp|flags|wait_ms|reason|ema_ns|order_ns"
+// (order_ns: a clear's number, SharedEvent.Order, see state_lua.go;
+// empty, or left out by an older instance, for none; an instance of the
+// previous version sent its clock's time of the success there, read as
+// a number too).
 func parseStateEvent(s string) (string, keypool.SharedEvent, bool) {
 	f := strings.Split(s, "|")
 	if len(f) != 7 && len(f) != 8 {
@@ -735,20 +758,11 @@ func parseStateEvent(s string) (string, keypool.SharedEvent, bool) {
 	ev := keypool.SharedEvent{Instance: f[1], Fingerprint: f[2], Clear: f[3] == "c", Reset: f[3] == "r",
 		Wait: time.Duration(wait) * time.Millisecond, Reason: f[5], EMA: time.Duration(ema)}
 	if len(f) == 8 && ev.Clear {
-		if at, err := strconv.ParseInt(f[7], 10, 64); err == nil && at > 0 {
-			ev.At = time.Unix(0, at)
+		if n, err := strconv.ParseInt(f[7], 10, 64); err == nil && n > 0 {
+			ev.Order = n
 		}
 	}
 	return f[0], ev, true
-}
-
-// unixNanoArg is t in Unix nanoseconds as a script argument, "" for the
-// zero time.
-func unixNanoArg(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return strconv.FormatInt(t.UnixNano(), 10)
 }
 
 // renew extends the live leases every lease/3, in one pipelined round trip.

@@ -22,37 +22,44 @@ func (c offsetClock) NewTimer(d time.Duration) keypool.Timer {
 	return keypool.SystemClock{}.NewTimer(d)
 }
 
-// TestParseStateEventClearTime: a clear event's eighth field is when the
-// key served (SharedEvent.At, Unix nanoseconds); an event of seven fields
-// (an older instance) or an empty one has none.
-func TestParseStateEventClearTime(t *testing.T) {
-	at := time.Date(2026, 12, 2, 8, 0, 0, 123456789, time.UTC)
-	_, ev, ok := parseStateEvent("main|abc|fp1|c|0||0|" + strconv.FormatInt(at.UnixNano(), 10))
-	if !ok || !ev.Clear || !ev.At.Equal(at) {
+// TestParseStateEventClearOrder: a clear event's eighth field is its
+// release's number (SharedEvent.Order, Redis's TIME in Unix nanoseconds);
+// an event of seven fields (an older instance) or an empty one has none.
+func TestParseStateEventClearOrder(t *testing.T) {
+	const n = 1764662400123456000
+	_, ev, ok := parseStateEvent("main|abc|fp1|c|0||0|" + strconv.FormatInt(n, 10))
+	if !ok || !ev.Clear || ev.Order != n {
 		t.Fatalf("%+v %v", ev, ok)
 	}
 	for _, s := range []string{"main|abc|fp1|c|0||0", "main|abc|fp1|c|0||0|", "main|abc|fp1|-|0||0|123"} {
-		if _, ev, ok := parseStateEvent(s); !ok || !ev.At.IsZero() {
+		if _, ev, ok := parseStateEvent(s); !ok || ev.Order != 0 {
 			t.Errorf("%q: %+v %v", s, ev, ok)
 		}
 	}
 }
 
-// TestRedisLateClearIgnored: through Redis, instance C's success on a key
-// that happened before instance A's failure of it (C's clock lags an hour,
-// so its success is the older one whenever its clear event arrives) does
-// not reset A's count of consecutive failures; a later success of another
-// instance (D, on time) does. The event that follows C's clear on the
-// channel (B's release, which carries a latency) tells when A has read it.
-func TestRedisLateClearIgnored(t *testing.T) {
+// TestRedisClearOrderIgnoresClocks: through Redis, instance C's success
+// on a key, released after instance A's failure of it, resets A's count
+// of consecutive failures although C's clock lags an hour (the clear
+// carries the number Redis gave the release, not C's time: A ignored it
+// while it carried C's time, for as long as C lagged). A success released
+// before A's failure does not: B's success, then A's failure, then C's
+// success; B's clear is read before A's failure is released, so A's
+// count after B's event and its own failure is 1, and C's clear brings
+// it to 0.
+func TestRedisClearOrderIgnoresClocks(t *testing.T) {
 	addr := testRedis(t)
 	prefix := testPrefix(t, addr)
 	s := keypool.Settings{MaxConcurrencyPerKey: 10, ErrorCooldown: 10 * time.Millisecond, FailureThreshold: 3, BreakerOpen: 300 * time.Millisecond}
 	inst := map[string]*keypool.Pool{}
-	for _, name := range []string{"a", "b", "c", "d"} {
+	var first *redisBackend
+	for _, name := range []string{"a", "b", "c"} {
 		b := newRedisBackend(&redis.Options{Addr: addr}, prefix, "", addr, time.Minute, time.Second, zap.NewNop())
 		b.instance = "inst" + name
 		t.Cleanup(func() { _ = b.Destruct() })
+		if first == nil {
+			first = b
+		}
 		var clk keypool.Clock
 		if name == "c" {
 			clk = offsetClock{-time.Hour}
@@ -64,7 +71,7 @@ func TestRedisLateClearIgnored(t *testing.T) {
 		b.attach(p, time.Second)
 		inst[name] = p
 	}
-	time.Sleep(50 * time.Millisecond) // let the subscriptions settle
+	waitSubscribed(t, first, 3)
 	ctx := context.Background()
 	acquire := func(name string) *keypool.Lease {
 		t.Helper()
@@ -88,13 +95,12 @@ func TestRedisLateClearIgnored(t *testing.T) {
 	}
 
 	lc := acquire("c")
+	acquire("b").Release(keypool.Outcome{Kind: keypool.Success, Status: 200, TTFB: 777 * time.Millisecond})
+	eventually(t, 5*time.Second, "B's clear read by A", func() bool { return ttfb("a") == 777*time.Millisecond })
 	acquire("a").Release(keypool.Outcome{Kind: keypool.ServerError, Status: 500})
-	lc.Release(keypool.Outcome{Kind: keypool.Success, Status: 200}) // C's clear, an hour old
-	acquire("b").Release(keypool.Outcome{Kind: keypool.ClientError, Status: 400, TTFB: 777 * time.Millisecond})
-	eventually(t, 5*time.Second, "B's event read by A", func() bool { return ttfb("a") == 777*time.Millisecond })
 	if n := consec("a"); n != 1 {
-		t.Fatalf("A's consecutive failures after a clear older than its failure: %d, want 1", n)
+		t.Fatalf("A's consecutive failures after its failure: %d, want 1", n)
 	}
-	acquire("d").Release(keypool.Outcome{Kind: keypool.Success, Status: 200})
-	eventually(t, 5*time.Second, "D's clear read by A", func() bool { return consec("a") == 0 })
+	lc.Release(keypool.Outcome{Kind: keypool.Success, Status: 200}) // C's clock lags an hour
+	eventually(t, 5*time.Second, "C's clear read by A", func() bool { return consec("a") == 0 })
 }

@@ -152,9 +152,14 @@ type SharedRelease struct {
 	// ends, the breaker closes, a pending probe is done. Applied before
 	// the SharedEffects.
 	Clear bool
-	// At is when the attempt ended, on the releasing pool's clock; a
-	// backend passes it on as the event's SharedEvent.At.
-	At time.Time
+	// Order is set by Backend.Release when it returns nil: the release's
+	// place in the one order in which the backend applies the releases
+	// of the key, strictly increasing per key (a Redis backend: the
+	// server's TIME in Unix nanoseconds in the script that applies it,
+	// raised past the key's previous number); 0 when the backend keeps
+	// none. A Clear's event carries it (SharedEvent.Order). See
+	// clear_order.go.
+	Order int64
 	SharedEffects
 	// TTFB, when > 0, feeds the shared latency average with weight
 	// LatencyAlpha.
@@ -245,11 +250,12 @@ type SharedEvent struct {
 	Reset bool
 	// Clear: the key served a request; transient cooldowns end.
 	Clear bool
-	// At, for a Clear, is when the key served (SharedRelease.At, the
-	// sending instance's clock); zero when unknown. An instance that
-	// recorded a failure of the key after At ignores the Clear (see
+	// Order, for a Clear, is its release's place in the backend's order
+	// of the key's releases (SharedRelease.Order); 0 when unknown (an
+	// older instance's). An instance whose latest failure of the key was
+	// numbered after it, or is not numbered yet, ignores the Clear (see
 	// Pool.Notify): it is older than what that instance knows.
-	At time.Time
+	Order int64
 	// Wait > 0: the key is shut for that long (Reason says why).
 	Wait   time.Duration
 	Reason string

@@ -21,6 +21,7 @@ type MemoryBackend struct {
 	aff    map[string]sharedPin  // by pool + "\x00" + session
 	pools  map[string][]*Pool
 	calls  int64
+	order  int64 // the number of the latest release (SharedRelease.Order)
 	failed bool
 }
 
@@ -258,9 +259,11 @@ func (m *MemoryBackend) Release(_ context.Context, rel *SharedRelease) error {
 	if rel.QuotaTokens > 0 && s.qPeriod == rel.QuotaPeriod {
 		s.qTok = addTokens(s.qTok, rel.QuotaTokens)
 	}
+	m.order++
+	rel.Order = m.order
 	ev := SharedEvent{Instance: rel.Instance, Fingerprint: rel.Fingerprint, Clear: rel.Clear}
 	if rel.Clear {
-		ev.At = rel.At
+		ev.Order = rel.Order
 		if !deadReason(s.coolReason) {
 			s.coolUntil, s.coolReason, s.coolHeur = time.Time{}, "", false
 		}

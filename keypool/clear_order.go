@@ -1,7 +1,5 @@
 package keypool
 
-import "time"
-
 // Cluster mode: the order of a success elsewhere and a failure here.
 //
 // A key that served a request on another instance sends a Clear event
@@ -11,11 +9,16 @@ import "time"
 // late: after failures this instance recorded once the success had
 // happened. Applied then, it would wipe failures it does not know of, and
 // a circuit breaker would open one failure late (or a cooldown end
-// early). So a Clear carries when the success happened (SharedEvent.At,
-// the releasing instance's clock: SharedRelease.At) and an instance
-// ignores one older than the key's latest failure it recorded (what such
-// an event still says, that a slot may have come free, is kept). A Clear
-// without a time (zero At: an older instance) is applied as before.
+// early). So the backend numbers every release of a key in the one order
+// it applies them in (SharedRelease.Order, e.g. Redis's TIME in the
+// script that applies the release, raised past the key's previous
+// number), a Clear carries its release's number (SharedEvent.Order), and
+// an instance ignores a Clear numbered before the key's latest failure it
+// released, or while a failure it released has not been numbered yet
+// (what such an event still says, that a slot may have come free, is
+// kept). No two clocks are compared: an instance whose clock lags no
+// longer has its Clears ignored for as long as it lags. A Clear without a
+// number (zero Order: an older instance) is applied as before.
 
 // keyFailure reports whether an outcome is a failure of the key that a
 // Clear would undo (a transient cooldown, a count towards the circuit
@@ -37,16 +40,28 @@ func keyFailure(o *Outcome) bool {
 	return false
 }
 
-// noteFailedAt records when the key last failed (keyFailure), on the
-// pool's clock.
-func (k *Key) noteFailedAt(o *Outcome, now time.Time) {
-	if keyFailure(o) && now.After(k.failedAt) {
-		k.failedAt = now
+// sentFailure notes that a release of o, a failure of the key
+// (keyFailure), goes to the backend: until its number comes back
+// (numberedFailure) a Clear's order against it is unknown.
+func (k *Key) sentFailure(o *Outcome) bool {
+	if keyFailure(o) {
+		k.failsSent++
+		return true
+	}
+	return false
+}
+
+// numberedFailure records the number the backend gave a failure's
+// release (0: none, the backend could not be reached or keeps none).
+func (k *Key) numberedFailure(order int64) {
+	k.failsSent--
+	if order > k.failOrder {
+		k.failOrder = order
 	}
 }
 
 // staleClear reports whether a Clear event ev is older than the key's
-// latest recorded failure (see above).
+// latest failure released here, or may be (see above).
 func (k *Key) staleClear(ev *SharedEvent) bool {
-	return !ev.At.IsZero() && ev.At.Before(k.failedAt)
+	return ev.Order != 0 && (k.failsSent > 0 || ev.Order < k.failOrder)
 }

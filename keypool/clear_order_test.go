@@ -1,81 +1,129 @@
 package keypool
 
 import (
+	"context"
 	"testing"
 	"time"
 )
 
-// TestClusterLateClearIgnored: instance C's success on a key is
-// announced to instance A as a Clear event, which may reach A after A
-// recorded failures of the key that came after the success (pub/sub
-// delivery late on a loaded machine; here C's clock is behind A's, so C's
-// success is older than A's failure when its event arrives). A keeps its
-// count of consecutive failures, so its breaker opens at the threshold,
-// not one failure late; a Clear of a success after A's latest failure
-// still closes the breaker and resets the count; a Clear without a time
-// (an older instance's) is applied as before.
-func TestClusterLateClearIgnored(t *testing.T) {
+// clearPair returns instances A and C of pool "main" (one key, breaker
+// threshold 2) sharing a MemoryBackend, each on its own clock: C's clock
+// lags A's by an hour.
+func clearPair(t *testing.T) (a, c *Pool, b *MemoryBackend, clkA *fakeClock) {
+	t.Helper()
 	clkA, clkC := newFakeClock(), newFakeClock()
-	clkA.Advance(time.Hour) // A's clock ahead: C's success at C's now is older than A's failures
-	b := NewMemoryBackend(clkA)
+	clkA.Advance(time.Hour)
+	b = NewMemoryBackend(clkA)
 	s := Settings{MaxConcurrencyPerKey: 4, FailureThreshold: 2, ErrorCooldown: time.Second, MaxCooldown: time.Second, BreakerOpen: 30 * time.Second}
-	a, err := New("main", s, keys(1), clkA)
-	if err != nil {
+	var err error
+	if a, err = New("main", s, keys(1), clkA); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New("main", s, keys(1), clkC)
-	if err != nil {
+	if c, err = New("main", s, keys(1), clkC); err != nil {
 		t.Fatal(err)
 	}
 	a.SetBackend(b, SharedOptions{Instance: "A", LeaseTTL: time.Hour})
 	c.SetBackend(b, SharedOptions{Instance: "C", LeaseTTL: time.Hour})
 	b.Attach(a)
 	b.Attach(c)
+	return a, c, b, clkA
+}
 
-	lc1, lc2 := mustAcquire(t, c), mustAcquire(t, c)
+// TestClusterClearOrderIgnoresClocks: whether instance C's success on a
+// key undoes instance A's failure of it is decided by the order in which
+// the backend applied the two releases (SharedEvent.Order), never by the
+// two instances' clocks: C's clock lags A's by an hour, and its success,
+// released after A's failure, still resets A's count and closes A's
+// breaker (when the Clear carried C's time, A ignored every Clear of C's
+// for as long as C lagged).
+func TestClusterClearOrderIgnoresClocks(t *testing.T) {
+	a, c, _, clk := clearPair(t)
+	lc := mustAcquire(t, c)
 	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
-	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
-		t.Fatalf("A after its first failure: %+v", st)
-	}
-	// C's success, at C's now (before A's failure), reaches A late
-	lc1.Release(Outcome{Kind: Success, Status: 200})
-	if st := status(a, "k0"); st.ConsecutiveFailures != 1 || st.State != StateCooling {
-		t.Fatalf("a Clear older than A's failure undid it: %+v", st)
-	}
-	// A's second failure opens its breaker (threshold 2)
-	clkA.Advance(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
 	if st := status(a, "k0"); st.Breaker != "open" || st.ConsecutiveFailures != 2 {
 		t.Fatalf("A's breaker after two failures in a row: %+v", st)
 	}
-	// a success after A's latest failure: the Clear applies
-	clkC.Advance(2 * time.Hour)
-	lc2.Release(Outcome{Kind: Success, Status: 200})
+	lc.Release(Outcome{Kind: Success, Status: 200})
 	if st := status(a, "k0"); st.Breaker != "closed" || st.ConsecutiveFailures != 0 {
-		t.Fatalf("a Clear newer than A's failures left: %+v", st)
+		t.Fatalf("a success released after A's failures, by an instance whose clock lags, left: %+v", st)
 	}
-	// a Clear without a time is applied as before
-	clkA.Advance(2 * time.Second)
+}
+
+// TestClusterLateClearIgnored: instance C's success on a key is
+// announced to instance A as a Clear event, which may reach A after A
+// released failures of the key that the backend applied after the
+// success (pub/sub delivery late on a loaded machine). A keeps its count
+// of consecutive failures, so its breaker opens at the threshold, not one
+// failure late; so it does when the Clear arrives while A's failure is
+// on its way to the backend (its place in the order unknown yet); a Clear
+// numbered after A's latest failure still closes the breaker; a Clear
+// without a number (an older instance's) is applied as before.
+func TestClusterLateClearIgnored(t *testing.T) {
+	a, c, b, clk := clearPair(t)
+	lc := mustAcquire(t, c)
 	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	served := b.order // C's success, applied by the backend before A's next failure
+	b.order++
+	clk.Advance(2 * time.Second)
+	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	if st := status(a, "k0"); st.Breaker != "open" || st.ConsecutiveFailures != 2 {
+		t.Fatalf("A's breaker after two failures in a row: %+v", st)
+	}
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, Order: served + 1})
+	if st := status(a, "k0"); st.Breaker != "open" || st.ConsecutiveFailures != 2 {
+		t.Fatalf("a Clear applied before A's failure undid it: %+v", st)
+	}
+	// a success after A's latest failure: the Clear applies
+	lc.Release(Outcome{Kind: Success, Status: 200})
+	if st := status(a, "k0"); st.Breaker != "closed" || st.ConsecutiveFailures != 0 {
+		t.Fatalf("a Clear after A's failures left: %+v", st)
+	}
+	// a Clear that arrives while A's failure is on its way to the backend
+	hb := &hookBackend{Backend: b}
+	a.SetBackend(hb, SharedOptions{Instance: "A", LeaseTTL: time.Hour})
+	hb.before = func() { a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, Order: b.order + 1}) }
+	clk.Advance(2 * time.Second)
+	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
+	hb.before = nil
+	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
+		t.Fatalf("a Clear that crossed A's failure on its way undid it: %+v", st)
+	}
+	// a Clear without a number is applied as before
 	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true})
 	if st := status(a, "k0"); st.ConsecutiveFailures != 0 {
-		t.Fatalf("a Clear without a time was not applied: %+v", st)
+		t.Fatalf("a Clear without a number was not applied: %+v", st)
 	}
 	// the request's own failure (ClientError) is no failure of the key: a
-	// Clear from after the key's latest failure applies, although it is
-	// older than the client error
-	clkA.Advance(2 * time.Second)
+	// Clear numbered after the key's latest failure applies, although it
+	// is older than the client error
+	clk.Advance(2 * time.Second)
 	mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
-	failed := clkA.Now()
-	clkA.Advance(2 * time.Second)
+	after := b.order + 1
+	b.order++
+	clk.Advance(2 * time.Second)
 	mustAcquire(t, a).Release(Outcome{Kind: ClientError, Status: 400})
 	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
 		t.Fatalf("after a failure and a client error: %+v", st)
 	}
-	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: failed.Add(time.Second)})
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, Order: after})
 	if st := status(a, "k0"); st.ConsecutiveFailures != 0 || st.State != StateReady {
 		t.Fatalf("after a client error and a Clear: %+v", st)
 	}
+}
+
+// hookBackend calls before, when set, at the start of each Release.
+type hookBackend struct {
+	Backend
+	before func()
+}
+
+func (h *hookBackend) Release(ctx context.Context, rel *SharedRelease) error {
+	if h.before != nil {
+		h.before()
+	}
+	return h.Backend.Release(ctx, rel)
 }
 
 // TestClusterClearNotSuppressedByVerdict: a key-level 403 that a
@@ -93,13 +141,14 @@ func TestClusterClearNotSuppressedByVerdict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.SetBackend(NewMemoryBackend(clk), SharedOptions{Instance: "A", LeaseTTL: time.Hour})
+		b := NewMemoryBackend(clk)
+		a.SetBackend(b, SharedOptions{Instance: "A", LeaseTTL: time.Hour})
 		mustAcquire(t, a).Release(Outcome{Kind: ServerError, Status: 500})
-		clk.Advance(time.Second)
-		served := clk.Now() // the key serves on another instance
-		clk.Advance(time.Second)
+		b.order++
+		served := b.order // the key serves on another instance
+		clk.Advance(2 * time.Second)
 		mustAcquire(t, a).Release(o)
-		a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: served})
+		a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, Order: served})
 		st := status(a, "k0")
 		if st.ConsecutiveFailures != 0 {
 			t.Errorf("%v after a 5xx: a Clear of a later success left %d consecutive failures: %+v", o.Kind, st.ConsecutiveFailures, st)
@@ -120,18 +169,19 @@ func TestClusterClearOlderThanConfirmedTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.SetBackend(NewMemoryBackend(clk), SharedOptions{Instance: "A", LeaseTTL: time.Hour})
+	b := NewMemoryBackend(clk)
+	a.SetBackend(b, SharedOptions{Instance: "A", LeaseTTL: time.Hour})
 	calls := recordingVerifier(a)
 	mustAcquire(t, a).Release(unanswered)
 	<-calls
-	served := clk.Now() // the key serves on another instance
-	clk.Advance(time.Second)
+	b.order++
+	served := b.order // the key serves on another instance
 	a.Confirm("fp0", Outcome{Kind: Timeout})
 	waitVerified(t, a, 0)
 	if st := status(a, "k0"); st.ConsecutiveFailures != 1 {
 		t.Fatalf("after the confirmed timeout: %+v", st)
 	}
-	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, At: served})
+	a.Notify(SharedEvent{Instance: "C", Fingerprint: "fp0", Clear: true, Order: served})
 	if st := status(a, "k0"); st.ConsecutiveFailures != 1 || st.State != StateCooling {
 		t.Fatalf("a Clear older than the confirmed timeout undid it: %+v", st)
 	}

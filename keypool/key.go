@@ -59,7 +59,8 @@ type Key struct {
 	lastStatus        int
 	lastMessage       string
 	consecFailures    int
-	failedAt          time.Time // the latest failure of the key's own (noteFailedAt), for the order of Clear events
+	failOrder         int64 // the backend's number of the key's latest failure released here (clear_order.go)
+	failsSent         int   // failures released to the backend and not numbered yet
 	consec429         int
 	last429           time.Time
 	breaker           BreakerState

@@ -1,7 +1,6 @@
 package keypool
 
 import (
-	"context"
 	"math"
 	"time"
 )
@@ -167,17 +166,18 @@ func (l *Lease) Release(o Outcome) {
 		verify = p.verifier
 	}
 	now := p.clock.Now()
-	l.key.noteFailedAt(&o, now)
 	var rel *SharedRelease
+	failed := false
 	if b != nil {
 		rel = p.sharedReleaseLocked(l, &o, before, now)
+		failed = l.key.sentFailure(&o)
 	}
 	p.mu.Unlock()
 	if verify != nil {
 		go p.runVerifier(verify, l.key, o)
 	}
 	if rel != nil {
-		_ = b.Release(context.Background(), rel) // the backend logs and meters its own failures
+		p.releaseShared(b, rel, l.key, failed)
 	}
 }
 

@@ -198,6 +198,23 @@ func (p *Pool) mirrorLocked(k *Key, now time.Time, reason string, wait time.Dura
 	p.refreshLocked(k, now)
 }
 
+// releaseShared sends rel, the release of key k, to the backend b, and,
+// when it is a failure of the key (sentFailure), records the number b
+// gave it (clear_order.go). p.mu must not be held.
+func (p *Pool) releaseShared(b Backend, rel *SharedRelease, k *Key, failed bool) {
+	err := b.Release(context.Background(), rel) // the backend logs and meters its own failures
+	if !failed {
+		return
+	}
+	order := rel.Order
+	if err != nil {
+		order = 0
+	}
+	p.mu.Lock()
+	k.numberedFailure(order)
+	p.mu.Unlock()
+}
+
 // sharedReleaseLocked builds the backend release of l: the slot and the
 // effects l's outcome had on the key, compared with before (its state
 // when the release began).
@@ -205,7 +222,7 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 	k := l.key
 	rel := &SharedRelease{
 		Pool: p.name, Instance: p.instance, Fingerprint: k.fingerprint, LeaseID: l.id,
-		Clear: o.Kind == Success, At: now,
+		Clear: o.Kind == Success,
 	}
 	if k.tpm > 0 {
 		rel.TPM, rel.TokenDelta = k.tpm, o.Tokens-l.tokens
@@ -261,7 +278,7 @@ func (k *Key) view() keyView {
 // key's mirrored gate is shut for ev.Wait, or cleared when ev says the key
 // served or was reset, or (a plain release) reopened when it was only
 // busy; waiting requests are woken to look again. A Clear older than the
-// key's latest failure recorded here (ev.At before it, see
+// key's latest failure released here (ev.Order before it, see
 // clear_order.go) is taken as a plain release: it must not undo what this
 // instance learned after the success. Events of this pool's own instance
 // and unknown keys are ignored.

@@ -86,7 +86,7 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 	b := p.backend
 	before := k.view()
 	var rel *SharedRelease
-	clearShared := false
+	clearShared, failed := false, false
 	hung := v.kind == Timeout && probe.Kind.Transient()
 	if hung || probe.Kind.Dead() {
 		if probe.Status != 0 {
@@ -99,7 +99,6 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 	switch {
 	case hung:
 		p.transientLocked(k, &probe, v.epoch, now)
-		k.noteFailedAt(&probe, now) // a Clear older than the probe must not undo it
 		if p.smart {
 			k.noteFailure(now)
 		}
@@ -109,6 +108,7 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 				LeaseID:       p.instance + ":confirm:" + strconv.FormatUint(leaseSeq.Add(1), 36), // never registered
 				SharedEffects: p.sharedEffectsLocked(k, before, now),
 			}
+			failed = k.sentFailure(&probe) // a Clear older than the probe must not undo it
 		}
 	case probe.Kind.Dead():
 		d, src := p.settings.deadCooldown(&probe, now)
@@ -144,7 +144,7 @@ func (p *Pool) Confirm(fingerprint string, probe Outcome) {
 	name, inst := p.name, p.instance
 	p.mu.Unlock()
 	if rel != nil {
-		_ = b.Release(context.Background(), rel) // the backend logs and meters its own failures
+		p.releaseShared(b, rel, k, failed)
 	}
 	if clearShared {
 		_ = b.Clear(context.Background(), name, fingerprint, inst)
