@@ -317,7 +317,7 @@ func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 		} else {
 			// a translated stream ends with a usage chunk only when
 			// the client asked for one, as OpenAI's does
-			c.hideUsage = !translate.StreamUsageAsked(c.raw)
+			c.hideUsage = !c.req.StreamUsageAsked()
 		}
 	}
 	c.bodies[up] = &b

@@ -35,6 +35,9 @@ type Request struct {
 	modelAt  int // offset of the model's literal in body; 0 when unknown
 	modelLen int // its length
 	stream   bool
+	// usageAsked: an OpenAI Chat stream whose stream_options.include_usage
+	// is true (StreamUsageAsked)
+	usageAsked bool
 
 	conv gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses), a view of body
 	sys  gjson.Result // "system" (Anthropic) or "instructions" (Responses); unset for Chat
@@ -186,6 +189,10 @@ func parseRequest(d Dialect, body []byte, checkOnly bool) (*Request, *Error) {
 		return nil, e
 	}
 	r.model, r.stream, r.conv, r.sys = strings.Clone(o.model.Str), o.stream, o.conv, o.sys
+	if d == OpenAIChat && o.stream {
+		// the top level is walked already (root): no second walk of the body
+		r.usageAsked = root.get("stream_options").Get("include_usage").Type == gjson.True
+	}
 	if i, n := o.model.Index, len(o.model.Raw); i > 0 && i+n <= len(body) && string(body[i:i+n]) == o.model.Raw {
 		r.modelAt, r.modelLen = i, n
 	}
@@ -233,6 +240,13 @@ func (r *Request) Model() string { return r.model }
 
 // Stream reports whether the client asked for a stream ("stream": true).
 func (r *Request) Stream() bool { return r.stream }
+
+// StreamUsageAsked reports whether the request is an OpenAI Chat stream
+// that asks for the usage chunk ("stream": true and
+// "stream_options.include_usage": true, per the OpenAI API reference,
+// "stream_options"), as the package's StreamUsageAsked reads a body, from
+// what the parse read: no walk of the body. False for other dialects.
+func (r *Request) StreamUsageAsked() bool { return r.usageAsked }
 
 // Body returns the client's bytes, untouched (the slice ParseRequest was
 // given).

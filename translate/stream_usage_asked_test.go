@@ -27,6 +27,40 @@ func TestStreamUsageAsked(t *testing.T) {
 	}
 }
 
+// TestRequestStreamUsageAsked: a parsed request keeps what
+// StreamUsageAsked reads of its body (its parse walked the top level
+// already), for Chat only.
+func TestRequestStreamUsageAsked(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, c := range []struct {
+		d    Dialect
+		body string
+		want bool
+	}{
+		{OpenAIChat, `{"model":"m","stream":true,"stream_options":{"include_usage":true},` + msgs + `}`, true},
+		{OpenAIChat, `{"stream_options":{"include_obfuscation":false,"include_usage":true},"model":"m",` + msgs + `,"stream":true}`, true},
+		{OpenAIChat, `{"model":"m","stream":true,` + msgs + `}`, false},
+		{OpenAIChat, `{"model":"m","stream":true,"stream_options":{"include_usage":false},` + msgs + `}`, false},
+		{OpenAIChat, `{"model":"m","stream":true,"stream_options":null,` + msgs + `}`, false},
+		{OpenAIChat, `{"model":"m","stream":false,"stream_options":{"include_usage":true},` + msgs + `}`, false},
+		{OpenAIChat, `{"model":"m",` + msgs + `}`, false},
+		{AnthropicMessages, `{"model":"m","max_tokens":5,"stream":true,"stream_options":{"include_usage":true},` + msgs + `}`, false},
+	} {
+		for _, up := range []Dialect{OpenAIChat, AnthropicMessages} {
+			r, err := ParseRequestFor(c.d, []byte(c.body), up)
+			if err != nil {
+				if c.d == AnthropicMessages {
+					continue // stream_options is no Anthropic member
+				}
+				t.Fatal(c.body, err)
+			}
+			if got := r.StreamUsageAsked(); got != c.want || (c.d == OpenAIChat && got != StreamUsageAsked([]byte(c.body))) {
+				t.Errorf("%s (for %s): %v, want %v", c.body, up, got, c.want)
+			}
+		}
+	}
+}
+
 // TestTranslatedChatStreamHidesUsageChunk: a stream translated to a Chat
 // client ends with the usage-only chunk (choices []) only when the client
 // asked for it; with HideUsageChunk it is left out, every other chunk is
