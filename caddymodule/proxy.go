@@ -312,7 +312,7 @@ func (c *call) body(ctx context.Context, up translate.Dialect) ([]byte, error) {
 			// ask for the usage chunk so the pool can count tokens; it is
 			// hidden again from a client that did not ask for it
 			var asked bool
-			b, asked = translate.AddStreamUsage(b)
+			b, asked = c.req.AddStreamUsage(b)
 			c.hideUsage = !asked
 		} else {
 			// a translated stream ends with a usage chunk only when

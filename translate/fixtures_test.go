@@ -72,6 +72,7 @@ func sharedFixtureTests() []namedTest {
 		{"TestResponseAsStreamFixtures", TestResponseAsStreamFixtures},
 		{"TestPassthroughAnswerMatchesSteps", TestPassthroughAnswerMatchesSteps},
 		{"TestReadAnswerMatchesSteps", TestReadAnswerMatchesSteps},
+		{"TestRequestStreamUsageSameAsBody", TestRequestStreamUsageSameAsBody},
 	}
 }
 

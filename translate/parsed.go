@@ -38,6 +38,9 @@ type Request struct {
 	// usageAsked: an OpenAI Chat stream whose stream_options.include_usage
 	// is true (StreamUsageAsked)
 	usageAsked bool
+	// noStreamOpts: the top level has no "stream_options" (read in the
+	// validation pass's walk; see AddStreamUsage)
+	noStreamOpts bool
 
 	conv gjson.Result // "messages" (Chat, Anthropic) or "input" (Responses), a view of body
 	sys  gjson.Result // "system" (Anthropic) or "instructions" (Responses); unset for Chat
@@ -189,6 +192,7 @@ func parseRequest(d Dialect, body []byte, checkOnly bool) (*Request, *Error) {
 		return nil, e
 	}
 	r.model, r.stream, r.conv, r.sys = strings.Clone(o.model.Str), o.stream, o.conv, o.sys
+	r.noStreamOpts = !root.get("stream_options").Exists()
 	if d == OpenAIChat && o.stream {
 		// the top level is walked already (root): no second walk of the body
 		r.usageAsked = root.get("stream_options").Get("include_usage").Type == gjson.True

@@ -363,6 +363,30 @@ func AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
 	return out, false
 }
 
+// streamUsageMember is what AddStreamUsage appends to a request without
+// stream_options, before its closing brace.
+var streamUsageMember = []byte(`,"stream_options":{"include_usage":true}`)
+
+// AddStreamUsage is the package's AddStreamUsage for body, an encoding
+// of r for its own dialect (Encode(r.Dialect(), model) for any model),
+// with the same result, but without a walk of body's top level when the
+// validation pass found no "stream_options" there (the usual request):
+// the model rewrite and the same-dialect hygiene leave the top level's
+// other members as they are, so the member is appended before body's
+// last '}', where AddStreamUsage puts it. For a request of another
+// dialect than OpenAI Chat it is AddStreamUsage(body).
+func (r *Request) AddStreamUsage(body []byte) (out []byte, clientAsked bool) {
+	if r.d == OpenAIChat && r.noStreamOpts {
+		if !r.stream {
+			return body, false
+		}
+		if end := bytes.LastIndexByte(body, '}'); end > 0 {
+			return splice(body, end, 0, streamUsageMember), false
+		}
+	}
+	return AddStreamUsage(body)
+}
+
 // StreamUsageAsked reports whether an OpenAI Chat request asks for the
 // usage chunk: "stream" true and "stream_options.include_usage" true (per
 // the OpenAI API reference, "stream_options"). Without it OpenAI sends no
