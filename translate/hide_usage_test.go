@@ -391,3 +391,56 @@ func BenchmarkChunkMembers(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
 	})
 }
+
+// closesObjectSearches is closesObject as it was, a trim and a search
+// per bracket: the reference TestCloseObjectSameAsSearches and
+// BenchmarkClosesObject compare the one pass with.
+func closesObjectSearches(tail []byte) bool {
+	t := bytes.TrimRight(tail, " \t\r\n")
+	return len(t) > 0 && t[len(t)-1] == '}' && bytes.IndexByte(t[:len(t)-1], '}') < 0 &&
+		bytes.IndexByte(t, '{') < 0 && bytes.IndexByte(t, '[') < 0 && bytes.IndexByte(t, ']') < 0
+}
+
+// TestClosesObjectSameAsSearches: the one pass answers as the trim and
+// searches do, on tails with and without brackets, white space and
+// strings.
+func TestClosesObjectSameAsSearches(t *testing.T) {
+	for _, s := range []string{"", "}", " } \n", "}}", `,"obfuscation":"kP2"}`, `,"obfuscation":"kP2"} ` + "\r\n",
+		`,"a":[1]}`, `,"a":{}}`, `,"a":"]"}`, `{`, `,"x":1`, "\t", `,"x":"{"}`, `] }`, `,"o":"x"}}`} {
+		if got, want := closesObject([]byte(s)), closesObjectSearches([]byte(s)); got != want {
+			t.Errorf("closesObject(%q) = %v, the searches say %v", s, got, want)
+		}
+	}
+}
+
+// FuzzClosesObject: the one pass agrees with the searches on any tail.
+func FuzzClosesObject(f *testing.F) {
+	f.Add([]byte(`,"obfuscation":"kP2"}`))
+	f.Add([]byte(`,"a":[1]} `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := closesObject(b), closesObjectSearches(b); got != want {
+			t.Fatalf("closesObject(%q) = %v, the searches say %v", b, got, want)
+		}
+	})
+}
+
+// BenchmarkClosesObject: the test on what follows "usage":null in an
+// OpenAI chunk (every chunk of a stream whose usage the gateway hides),
+// as one pass and as the searches, in one run.
+func BenchmarkClosesObject(b *testing.B) {
+	tail := []byte(`,"obfuscation":"kP2"}`)
+	for _, c := range []struct {
+		name string
+		f    func([]byte) bool
+	}{{"searches", closesObjectSearches}, {"one-pass", closesObject}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := startCPU()
+			for b.Loop() {
+				if !c.f(tail) {
+					b.Fatal("not closing")
+				}
+			}
+			m.report(b)
+		})
+	}
+}

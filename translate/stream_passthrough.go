@@ -554,9 +554,22 @@ var nullLiteral = []byte("null")
 // before trailing white space: the member's object is then the one that
 // ends the chunk.
 func closesObject(tail []byte) bool {
-	t := bytes.TrimRight(tail, " \t\r\n")
-	return len(t) > 0 && t[len(t)-1] == '}' && bytes.IndexByte(t[:len(t)-1], '}') < 0 &&
-		bytes.IndexByte(t, '{') < 0 && bytes.IndexByte(t, '[') < 0 && bytes.IndexByte(t, ']') < 0
+	n := len(tail)
+	for n > 0 && isJSONSpace(tail[n-1]) {
+		n--
+	}
+	if n == 0 || tail[n-1] != '}' {
+		return false
+	}
+	// one pass over the tail (a few members after "usage":null, often
+	// one short string) instead of a search per bracket
+	for _, c := range tail[:n-1] {
+		switch c {
+		case '{', '}', '[', ']':
+			return false
+		}
+	}
+	return true
 }
 
 // dataEdit is one change to an event's data: the bytes data[from:to]
