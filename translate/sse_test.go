@@ -144,3 +144,69 @@ func splitPoints(n, max int) []int {
 	}
 	return p
 }
+
+// TestSSEReaderLineEndsMixed: the reader finds every line end when LF,
+// CR and CRLF lines follow one another in one read, in any order, after
+// long LF-only stretches, and when the reads split them anywhere: the
+// events' data are those of a reference reading that splits lines at
+// each terminator, and their raw bytes add up to the input.
+func TestSSEReaderLineEndsMixed(t *testing.T) {
+	var in []byte
+	ends := []string{"\n", "\r", "\r\n"}
+	for i := 0; i < 60; i++ {
+		end := ends[(i/7+i)%3]
+		if i%11 < 6 {
+			end = "\n" // long LF-only stretches
+		}
+		in = append(in, "data: {\"n\":"...)
+		in = append(in, byte('0'+i%10))
+		in = append(in, '}')
+		in = append(in, end...)
+		if i%4 == 0 {
+			in = append(in, "data: more"...)
+			in = append(in, ends[i%3]...)
+		}
+		in = append(in, end...)
+	}
+	// the reference: lines split at CRLF, CR or LF; blocks at blank lines
+	var want []string
+	var data []string
+	for _, l := range bytes.Split(bytes.ReplaceAll(bytes.ReplaceAll(in, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n")), []byte("\n")) {
+		if len(l) == 0 {
+			if data != nil {
+				want = append(want, string(bytes.Join(func() [][]byte {
+					var b [][]byte
+					for _, d := range data {
+						b = append(b, []byte(d))
+					}
+					return b
+				}(), []byte("\n"))))
+			}
+			data = nil
+			continue
+		}
+		data = append(data, string(bytes.TrimPrefix(l, []byte("data: "))))
+	}
+	check := func(label string, r io.Reader) {
+		t.Helper()
+		got := readAllEvents(t, r)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d events, want %d", label, len(got), len(want))
+		}
+		var raw []byte
+		for i := range got {
+			if string(got[i].Data) != want[i] {
+				t.Fatalf("%s: event %d data %q, want %q", label, i, got[i].Data, want[i])
+			}
+			raw = append(raw, got[i].Raw...)
+		}
+		if !bytes.Equal(raw, in) {
+			t.Fatalf("%s: raw bytes do not add up to the input", label)
+		}
+	}
+	check("whole", bytes.NewReader(in))
+	check("one-byte", iotest.OneByteReader(bytes.NewReader(in)))
+	for _, at := range splitPoints(len(in), 400) {
+		check("split", &splitReader{chunks: [][]byte{in[:at], in[at:]}})
+	}
+}
