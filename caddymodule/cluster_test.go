@@ -22,11 +22,16 @@ import (
 )
 
 // clusterBlock is an llm_gateway block with `state redis` on addr/prefix
-// (lease "" means the default) and the given pool blocks.
+// (lease "" means the default) and the given pool blocks. Its Redis
+// timeout is 10 s, not the default 1 s: these tests are about what the
+// instances share, and on a loaded machine (the race detector, parallel
+// test binaries) a loopback round trip can pass 1 s, which puts an
+// instance on local state by design and lets it overrun a shared cap.
+// The outage tests stop Redis outright (refused at once).
 func clusterBlock(addr, prefix, lease string, pools ...string) string {
 	var b strings.Builder
 	b.WriteString("\tllm_gateway {\n\t\tapi_key " + gatewayKey + "\n")
-	b.WriteString("\t\tstate redis {\n\t\t\taddress " + addr + "\n\t\t\tprefix \"" + prefix + "\"\n")
+	b.WriteString("\t\tstate redis {\n\t\t\taddress " + addr + "\n\t\t\tprefix \"" + prefix + "\"\n\t\t\ttimeout 10s\n")
 	if lease != "" {
 		b.WriteString("\t\t\tlease " + lease + "\n")
 	}
