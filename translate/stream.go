@@ -294,10 +294,13 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 			break
 		}
 		var bare *StreamError
+		strayFirst := false
 		if len(t.ev.Data) == 0 {
 			bare = bareError(t.from, &t.ev) // a JSON error without data: (stream_bare_error.go)
+		} else {
+			bare, strayFirst = strayError(t.from, &t.ev) // one beside the data
 		}
-		if bare != nil {
+		if bare != nil && (len(t.ev.Data) == 0 || strayFirst) {
 			t.bareErrorEvent(bare)
 		} else if t.from == t.to {
 			t.passEvent(&t.ev)
@@ -306,6 +309,9 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 				t.strBuf, t.ev.Data, t.ev.dataOff = d, d, -1 // its text as the upstream wrote it (stream_strings.go)
 			}
 			t.dec.event(&t.ev)
+		}
+		if bare != nil && len(t.ev.Data) != 0 && !strayFirst && t.werr == nil && !t.stopped && !(t.from != t.to && t.cs.closed) && !(t.from == t.to && t.pt.done) {
+			t.bareErrorEvent(bare) // after the block's data, as written
 		}
 		if t.werr != nil {
 			return t.werr

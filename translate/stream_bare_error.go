@@ -31,7 +31,90 @@ func bareError(up Dialect, ev *SSEEvent) *StreamError {
 	if len(ev.Data) != 0 {
 		return nil
 	}
-	js := bytes.TrimSpace(ev.Raw)
+	return bareJSONError(up, ev.Raw)
+}
+
+// strayError returns the StreamError of a bare error (see above) written
+// into an SSE block that also has data: lines, nil when there is none:
+// a relay that writes its error after (or before) an event's data
+// without the blank line that ends the event, e.g.
+//
+//	data: {"choices":[…]}
+//	{"error":{"message":"…","type":"server_error","code":502}}
+//
+// Per the SSE spec (WHATWG HTML, "Event stream interpretation") such a
+// line is a field whose name SSE does not know ("{\"error\"", up to the
+// first colon), ignored: a client's reader takes the data alone and the
+// error is lost. The block's lines that are no SSE field (data, event,
+// id, retry) and no comment are read together, from the first one that
+// begins with "{", as one JSON value, which is an error only as
+// bareError judges one. first reports whether that line comes before
+// the block's first data: line. A block without such a line costs a scan
+// for its line ends.
+func strayError(up Dialect, ev *SSEEvent) (se *StreamError, first bool) {
+	raw := ev.Raw
+	at := -1 // offset of the first stray line that begins with "{"
+	for i := 0; i < len(raw); {
+		if raw[i] == '{' {
+			at = i
+			break
+		}
+		j := bytes.IndexByte(raw[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	if at < 0 {
+		return nil, false
+	}
+	var js []byte
+	sawData, dataFirst := false, false
+	for i := 0; i < len(raw); {
+		j := bytes.IndexByte(raw[i:], '\n')
+		end := len(raw)
+		if j >= 0 {
+			end = i + j
+		}
+		line := bytes.TrimSuffix(raw[i:end], []byte("\r"))
+		switch f := sseFieldName(line); {
+		case f == "data":
+			if !sawData {
+				sawData, dataFirst = true, i < at
+			}
+		case f == "" && len(line) > 0 && line[0] != ':' && i >= at:
+			js = append(append(js, line...), '\n')
+		}
+		if j < 0 {
+			break
+		}
+		i = end + 1
+	}
+	if se = bareJSONError(up, js); se == nil {
+		return nil, false
+	}
+	return se, !dataFirst
+}
+
+// sseFieldName returns the SSE field a line sets ("data", "event", "id",
+// "retry": the name up to its first colon, or the whole line), "" for
+// any other line.
+func sseFieldName(line []byte) string {
+	name := line
+	if k := bytes.IndexByte(line, ':'); k >= 0 {
+		name = line[:k]
+	}
+	switch string(name) {
+	case "data", "event", "id", "retry":
+		return string(name)
+	}
+	return ""
+}
+
+// bareJSONError is bareError's reading of the text of a block (or of its
+// stray lines, strayError).
+func bareJSONError(up Dialect, text []byte) *StreamError {
+	js := bytes.TrimSpace(text)
 	if len(js) < 2 || js[0] != '{' || !gjson.ValidBytes(js) {
 		return nil
 	}

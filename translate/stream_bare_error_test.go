@@ -113,3 +113,45 @@ func TestBareJSONErrorInStream(t *testing.T) {
 		}
 	}
 }
+
+// TestBareJSONErrorBesideData: a relay's JSON error written into the
+// same SSE block as an event's data (no blank line between them), after
+// the data line or before it, is the upstream's in-band error as a bare
+// error block is: per the SSE spec the line is an unknown field, ignored,
+// so the client's reader would have lost it. After the data, the data is
+// handled first (the content reaches the client), then the error; before
+// it, the error ends the stream there. Passthrough and translated. JSON
+// there that is no error (a heartbeat) changes nothing.
+func TestBareJSONErrorBesideData(t *testing.T) {
+	const errLine = `{"error":{"message":"upstream provider failed","type":"server_error","code":502}}`
+	for _, from := range allDialects {
+		content := strings.TrimSuffix(bareContents[from], "\n\n")
+		for name, in := range map[string]string{
+			"after the data":  bareStarts[from] + content + "\n" + errLine + "\n\n",
+			"before the data": bareStarts[from] + bareContents[from] + errLine + "\ndata: [DONE]\n\n",
+			"pretty, after":   bareStarts[from] + content + "\n{\n  \"error\": {\"message\": \"upstream provider failed\", \"code\": 502}\n}\n\n",
+		} {
+			for _, to := range allDialects {
+				label := name + ", " + from.String() + "→" + to.String()
+				out, _, tr, err := collect(t, from, to, "client-model", strings.NewReader(in))
+				if err != nil {
+					t.Fatalf("%s: %v", label, err)
+				}
+				se := tr.UpstreamError()
+				if se == nil || se.Status != 502 || !strings.Contains(se.Message, "upstream provider failed") || tr.Truncated() {
+					t.Fatalf("%s: UpstreamError %+v, truncated %v\n%s", label, se, tr.Truncated(), out)
+				}
+				if !strings.Contains(string(out), "partial") {
+					t.Errorf("%s: the content before the error is lost:\n%s", label, out)
+				}
+				assertErrorForm(t, label, to, out, "")
+			}
+		}
+		// a heartbeat beside the data is no error: the stream goes on
+		in := bareStarts[from] + content + "\n" + `{"type":"ping","message":"keep-alive"}` + "\n\n"
+		_, _, tr, _ := collect(t, from, from, "", strings.NewReader(in))
+		if tr.UpstreamError() != nil {
+			t.Errorf("%s: heartbeat read as an error: %+v", from, tr.UpstreamError())
+		}
+	}
+}
