@@ -185,7 +185,16 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 			break
 		}
 		if len(blk.text) == 0 {
+			// a tool without parameters (Anthropic's lone partial_json
+			// "", MAPPING.md "Tools with no arguments"): the deltas say
+			// "{}" as .done does, for clients that build the arguments
+			// from the deltas
 			blk.text = append(blk.text, "{}"...)
+			e.emit(cs, "response.function_call_arguments.delta", func(b []byte) []byte {
+				b = e.itemHead(b, blk)
+				b = append(b, `,"delta":`...)
+				return appendString(b, view(blk.text))
+			})
 		}
 		e.emit(cs, "response.function_call_arguments.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
