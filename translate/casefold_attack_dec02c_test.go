@@ -90,3 +90,47 @@ func TestAttackDec02cCaseFoldedKeysMany(t *testing.T) {
 		t.Errorf("ValidateRequest: %v", err)
 	}
 }
+
+// TestStreamOptionsUsageRepeated: in an OpenAI Chat request's
+// stream_options, an "include_usage" repeated, or a member that differs
+// from it only in letter case, is refused. The gateway reads the first
+// exact include_usage and sets it for its usage accounting
+// (AddStreamUsage), an upstream decoding with Go's encoding/json the last
+// match up to letter case: the streamed tokens of such a request went
+// unbooked there. A stream_options with include_usage once, and other
+// members, stays accepted.
+func TestStreamOptionsUsageRepeated(t *testing.T) {
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	for _, c := range []struct{ body, want string }{
+		{`{"model":"a","stream":true,"stream_options":{"include_usage":true,"Include_Usage":false},` + msgs + `}`, `"Include_Usage" in stream_options, which differs from "include_usage" only in letter case`},
+		{`{"model":"a","stream":true,"stream_options":{"INCLUDE_USAGE":false},` + msgs + `}`, `"INCLUDE_USAGE" in stream_options, which differs`},
+		{`{"model":"a","stream":true,"stream_options":{"include_usage":false,"include_usage":true},` + msgs + `}`, `"include_usage" in stream_options more than once`},
+		{`{"model":"a","stream":true,"stream_options":{"include_usage":true,"include_\u0075sage":false},` + msgs + `}`, `"include_usage" in stream_options more than once`},
+	} {
+		// what the gateway would have sent, and what a Go upstream reads
+		var up struct {
+			StreamOptions struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}
+		if sent, _ := AddStreamUsage([]byte(c.body)); json.Unmarshal(sent, &up) == nil && !up.StreamOptions.IncludeUsage {
+			t.Logf("%s: a Go upstream reads include_usage false in %s", c.body, sent)
+		}
+		for what, err := range map[string]error{"ParseRequest": parseErr(ParseRequest(OpenAIChat, []byte(c.body))), "ValidateRequest": ValidateRequest(OpenAIChat, []byte(c.body))} {
+			e, ok := err.(*Error)
+			if !ok || e == nil || e.Class != ErrInvalidRequest || !strings.Contains(e.Message, c.want) {
+				t.Errorf("%s %s: %v, want %s", what, c.body, err, c.want)
+			}
+		}
+	}
+	body := `{"model":"a","stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false},` + msgs + `}`
+	if _, err := ParseRequest(OpenAIChat, []byte(body)); err != nil {
+		t.Errorf("ParseRequest refused %s: %v", body, err)
+	}
+	if err := ValidateRequest(OpenAIChat, []byte(body)); err != nil {
+		t.Errorf("ValidateRequest refused %s: %v", body, err)
+	}
+}
+
+// parseErr is ParseRequest's error alone.
+func parseErr(_ *Request, err error) error { return err }

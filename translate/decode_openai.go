@@ -498,6 +498,9 @@ func chatScalars(root objFields, r *canonRequest, c *checker) *Error {
 		if _, _, e = c.boolean(so.Get("include_usage"), top("stream_options.include_usage")); e != nil {
 			return e
 		}
+		if e = repeatedUsageMember(so); e != nil {
+			return e
+		}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // readMembers are the top-level members the gateway itself acts on: the
@@ -106,4 +108,35 @@ func repeatedMember(name, prev string) *Error {
 		return invalid(clip(name), "request body has the field %q more than once", clip(name))
 	}
 	return invalid(clip(name), "request body has the field %q, which differs from %q only in letter case", clip(name), clip(prev))
+}
+
+// repeatedUsageMember returns the error for a member of so, an OpenAI
+// Chat request's stream_options object, that repeats "include_usage"
+// exactly or up to letter case (nameSet's rule, one level down), nil when
+// none does. The gateway reads the first exact "include_usage" and sets
+// it to true for its own usage accounting (AddStreamUsage, which leaves
+// the other members alone), while an upstream that decodes with Go's
+// encoding/json reads the last match up to letter case: with
+// {"include_usage":true,"Include_Usage":false} the upstream sent no usage
+// chunk and the stream's tokens went unbooked.
+func repeatedUsageMember(so gjson.Result) *Error {
+	const member = "include_usage"
+	var e *Error
+	seen := false
+	so.ForEach(func(k, _ gjson.Result) bool {
+		name := k.String()
+		switch {
+		case !strings.EqualFold(name, member):
+			return true
+		case name != member:
+			e = invalid("stream_options."+clip(name), "request body has the field %q in stream_options, which differs from %q only in letter case", clip(name), member)
+		case seen:
+			e = invalid("stream_options."+member, "request body has the field %q in stream_options more than once", member)
+		default:
+			seen = true
+			return true
+		}
+		return false
+	})
+	return e
 }
