@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // blankLinesUpstream answers every request with a Chat Completions stream
@@ -89,5 +91,85 @@ func TestAttackDec02cEndlessBlankLines(t *testing.T) {
 		if s := keyStatus(t, "blank", "bl1"); s.InFlight != 0 || s.State != "cooling" {
 			t.Errorf("%s: key bl1 %s (in flight %d) after its upstream stalled, want cooling", c, s.State, s.InFlight)
 		}
+	}
+}
+
+// TestWholeAnswerBlankLinesKeepAlive: a busy DeepSeek API answers a
+// non-streamed request with its 200 headers at once and then empty lines
+// until the answer is ready ("Non-streaming requests: Continuously return
+// empty lines", DeepSeek API docs, "Rate Limit"). In a whole answer the
+// blank lines are that keep-alive: they re-arm request_timeout, and the
+// answer that follows them, long after attempt_timeout and
+// request_timeout, reaches each client whole, with the key untouched.
+// Before, the stream rule (blank lines do not re-arm, see
+// TestAttackDec02cEndlessBlankLines) applied to whole answers too and
+// the attempt was cut at attempt_timeout.
+func TestWholeAnswerBlankLinesKeepAlive(t *testing.T) {
+	const answer = `{"id":"chatcmpl-ds","object":"chat.completion","created":1,"model":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Paris is the capital."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		// 100 empty lines 10 ms apart: about 1 s, far past the pool's
+		// attempt_timeout and request_timeout, never 300 ms without one
+		for range 100 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
+		"\t\tpool dsblank {\n\t\t\tmodels x-chat\n\t\t\taffinity off\n\t\t\tattempt_timeout 300ms\n\t\t\trequest_timeout 300ms\n\t\t\tmax_retries 0\n"+
+		"\t\t\tkey dsblank-up-0123456789 "+srv.URL+"/v1 {\n\t\t\t\tid dsb1\n\t\t\t}\n\t\t}\n\t}\n")
+	client := &http.Client{Timeout: 15 * time.Second}
+	for _, c := range []string{"chat", "messages", "responses"} {
+		path, body, hdr := sessionClientBody(c, "x-chat", false)
+		req, _ := http.NewRequest(http.MethodPost, gw+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+gatewayKey)
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d, want 200: %.400s", c, resp.StatusCode, b)
+		}
+		var text string
+		switch c {
+		case "chat":
+			text = gjson.GetBytes(b, "choices.0.message.content").Str
+		case "messages":
+			text = gjson.GetBytes(b, "content.0.text").Str
+		default:
+			text = gjson.GetBytes(b, `output.#(type=="message").content.0.text`).Str
+		}
+		if text != "Paris is the capital." {
+			t.Errorf("%s: answer text %q, want the upstream's: %.400s", c, text, b)
+		}
+		eventually(t, 2*time.Second, c+": key dsb1 ready, its slot free, after a whole answer", func() bool {
+			s := keyStatus(t, "dsblank", "dsb1")
+			return s.InFlight == 0 && s.State == "ready"
+		})
 	}
 }

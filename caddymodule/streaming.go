@@ -266,13 +266,17 @@ func isEventStream(ct string) bool {
 }
 
 // idleReader re-arms the attempt's timeout after every read that returns
-// data other than white space, so request_timeout bounds each wait for the
-// upstream, not the whole length of a stream. White space alone (blank
-// lines) carries nothing, not even a keep-alive (an SSE keep-alive is a
-// comment line, per the HTML Living Standard, server-sent events): an
-// upstream that sends only blank lines after its content is stalled, and
-// request_timeout ends it instead of holding the stream, and its key's
-// slot, for as long as the upstream goes on.
+// data, so request_timeout bounds each wait for the upstream, not the
+// whole length of a stream. In a stream (armed set), a read of white
+// space alone (blank lines) does not re-arm it: it carries nothing, not
+// even a keep-alive (an SSE keep-alive is a comment line, per the HTML
+// Living Standard, server-sent events), so an upstream that sends only
+// blank lines after its content is stalled, and request_timeout ends it
+// instead of holding the stream, and its key's slot, for as long as the
+// upstream goes on. In a whole answer (armed nil) blank lines are the
+// keep-alive: DeepSeek's API, busy, sends a non-streamed request's 200
+// headers at once and then empty lines until the answer comes (DeepSeek
+// API docs, "Rate Limit"), for minutes on a long generation.
 // While armed is set and reports false (a stream before its first content
 // event, or reading on after an in-band error), reads do not re-arm it:
 // the wait that was running still runs.
@@ -297,7 +301,7 @@ type idleReader struct {
 
 func (i *idleReader) Read(p []byte) (int, error) {
 	n, err := i.r.Read(p)
-	if n > 0 && !blank(p[:n]) && (i.armed == nil || i.armed()) {
+	if n > 0 && (i.armed == nil || !blank(p[:n]) && i.armed()) {
 		if i.rearmed != nil {
 			i.rearmed.Store(true)
 		}
