@@ -254,9 +254,15 @@ var serverConditions = []string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTER
 
 // scriptRejected reports whether err is an error reply of Redis that the
 // call's own keys or arguments caused, so that sending the call again
-// fails again: a WRONGTYPE (a key of another type under the prefix), a
-// script's runtime or error reply. Not a network error, a timeout or a
-// server condition (serverConditions).
+// fails again: a WRONGTYPE (a key of another type under the prefix) or a
+// script's runtime error (Redis 7: "... on @user_script:N."; Redis 6 and
+// earlier: "ERR Error running script (call to f_…): @user_script:N: …").
+// Not a network error, a timeout, a server condition (serverConditions),
+// nor any other error reply: one the gateway cannot place (a failed
+// legacy AUTH's "ERR invalid password", a hosted Redis's "ERR max
+// requests limit exceeded") is the server's, and puts the instance on
+// local state as before, rather than having every release dropped while
+// the instance counts as sharing.
 func scriptRejected(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
@@ -268,7 +274,7 @@ func scriptRejected(err error) bool {
 			return false
 		}
 	}
-	return true
+	return strings.Contains(msg, "WRONGTYPE") || strings.Contains(msg, "user_script") || strings.Contains(msg, "Error running script")
 }
 
 // dropRejected logs, at most once a minute per pool, key and error, that
