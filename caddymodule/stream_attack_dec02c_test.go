@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tidwall/gjson"
 )
 
 // blankLinesUpstream answers every request with a Chat Completions stream
@@ -134,37 +132,13 @@ func TestWholeAnswerBlankLinesKeepAlive(t *testing.T) {
 	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tusage_file off\n"+
 		"\t\tpool dsblank {\n\t\t\tmodels x-chat\n\t\t\taffinity off\n\t\t\tattempt_timeout 300ms\n\t\t\trequest_timeout 300ms\n\t\t\tmax_retries 0\n"+
 		"\t\t\tkey dsblank-up-0123456789 "+srv.URL+"/v1 {\n\t\t\t\tid dsb1\n\t\t\t}\n\t\t}\n\t}\n")
-	client := &http.Client{Timeout: 15 * time.Second}
 	for _, c := range []string{"chat", "messages", "responses"} {
 		path, body, hdr := sessionClientBody(c, "x-chat", false)
-		req, _ := http.NewRequest(http.MethodPost, gw+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+gatewayKey)
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", c, err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", c, err)
-		}
+		resp, b := post(t, gw+path, []byte(body), hdr...)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: status %d, want 200: %.400s", c, resp.StatusCode, b)
 		}
-		var text string
-		switch c {
-		case "chat":
-			text = gjson.GetBytes(b, "choices.0.message.content").Str
-		case "messages":
-			text = gjson.GetBytes(b, "content.0.text").Str
-		default:
-			text = gjson.GetBytes(b, `output.#(type=="message").content.0.text`).Str
-		}
-		if text != "Paris is the capital." {
+		if text := d2Text(c, b, false); text != "Paris is the capital." {
 			t.Errorf("%s: answer text %q, want the upstream's: %.400s", c, text, b)
 		}
 		eventually(t, 2*time.Second, c+": key dsb1 ready, its slot free, after a whole answer", func() bool {
