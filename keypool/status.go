@@ -373,6 +373,36 @@ func (e *UnavailableError) KeysDead() bool {
 	return len(e.Keys) > 0
 }
 
+// KeysRateLimited reports whether every key is held back by a rate limit,
+// so that the request failed for want of capacity rather than because of
+// a broken or removed key: busy (every slot in flight, Reason "busy"),
+// limited by its rpm, tpm, quota or pace or by the limits the upstream
+// reported (Reason "rpm", "tpm", "quota", "pace", "learned"), resting
+// after a success (Reason "cooldown_after_success"), or cooling on the
+// upstream's 429 (Reason "rate_limited"; that includes a 429 for too many
+// concurrent requests). A key skipped for the request (State "skipped")
+// counts when failed429(its ID) reports that the request's last attempt
+// on it ended RateLimited (a 429); failed429 may be nil (no skipped key
+// counts). Any other key makes it false: cooling on a 5xx, network error
+// or timeout, its breaker open or a probe in flight, a dead-key verdict
+// (provisional or not), benched for the model, disabled, held by its
+// budget or by another Pool.Hold reason. False when Keys is empty.
+func (e *UnavailableError) KeysRateLimited(failed429 func(id string) bool) bool {
+	for _, k := range e.Keys {
+		switch k.Reason {
+		case ReasonBusy, ReasonRPM, ReasonTPM, ReasonQuota, ReasonPace, ReasonLearned, ReasonCooldownAfterSuccess,
+			RateLimited.Reason():
+			continue
+		case ReasonFailedThisRequest:
+			if k.State == StateSkipped && failed429 != nil && failed429(k.ID) {
+				continue
+			}
+		}
+		return false
+	}
+	return len(e.Keys) > 0
+}
+
 // SoonestBack returns how long until the first key may serve again by
 // itself, as far as Keys tell, counting keys skipped for the request:
 // the least of each cooling or limited key's time left, or, for a key

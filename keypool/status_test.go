@@ -1,7 +1,9 @@
 package keypool
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +134,113 @@ func TestUnavailableKeysDead(t *testing.T) {
 	for _, c := range cases {
 		if got := (&UnavailableError{Keys: c.keys}).KeysDead(); got != c.want {
 			t.Errorf("%s: KeysDead() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestUnavailableKeysRateLimited: a pool whose keys are all held by a rate
+// limit (one busy, one over its rpm, one over its quota, one cooling on a
+// 429) is rate limited; so is one resting after a success, and a key
+// skipped for the request counts only when the request's last attempt on
+// it was a 429. A key cooling on a 5xx, a dead-key verdict, an open
+// breaker, a probe in flight, a bench, a budget hold or a disabled key
+// makes it false.
+func TestUnavailableKeysRateLimited(t *testing.T) {
+	only := func(id string) AcquireOptions {
+		return AcquireOptions{Skip: func(k *Key) bool { return k.ID() != id }}
+	}
+	unavailable := func(t *testing.T, p *Pool, opts AcquireOptions) *UnavailableError {
+		t.Helper()
+		l, err := p.Acquire(context.Background(), opts)
+		var ue *UnavailableError
+		if !errors.As(err, &ue) {
+			if l != nil {
+				l.Release(Outcome{Kind: Success})
+			}
+			t.Fatalf("acquire: %v, want an UnavailableError", err)
+		}
+		return ue
+	}
+	p, clk := newPoolWith(t, Settings{MaxConcurrencyPerKey: 1, RateLimitCooldown: 3 * time.Second}, []KeyConfig{
+		{Fingerprint: "fp0", ID: "k0", RPM: 1},
+		{Fingerprint: "fp1", ID: "k1"},
+		{Fingerprint: "fp2", ID: "k2"},
+		{Fingerprint: "fp3", ID: "k3", Quota: Quota{Requests: 1, Period: time.Hour}},
+	})
+	acquire(t, p, only("k0")).Release(Outcome{Kind: Success, Status: 200})
+	held := acquire(t, p, only("k1"))
+	acquire(t, p, only("k2")).Release(Outcome{Kind: RateLimited, Status: 429})
+	acquire(t, p, only("k3")).Release(Outcome{Kind: Success, Status: 200})
+
+	ue := unavailable(t, p, AcquireOptions{})
+	want := `pool "main": no key available: k0 limited (rpm, 60s left); k1 busy; k2 cooling (rate_limited, 3s left); k3 limited (quota, 3600s left)`
+	if ue.Error() != want {
+		t.Fatalf("summary %q\nwant    %q", ue.Error(), want)
+	}
+	if !ue.KeysRateLimited(nil) || ue.KeysDead() {
+		t.Fatalf("busy, rpm, quota and a 429: KeysRateLimited %v, KeysDead %v; want true, false", ue.KeysRateLimited(nil), ue.KeysDead())
+	}
+
+	// k1 skipped for the request: rate limited only when this request's
+	// attempt on it was a 429
+	skipK1 := AcquireOptions{Skip: func(k *Key) bool { return k.ID() == "k1" }}
+	ue = unavailable(t, p, skipK1)
+	if st := ue.Keys[1]; st.State != StateSkipped || st.Reason != ReasonFailedThisRequest {
+		t.Fatalf("k1 %+v, want skipped", st)
+	}
+	if ue.KeysRateLimited(nil) || ue.KeysRateLimited(func(id string) bool { return id != "k1" }) {
+		t.Error("a key skipped for another failure counted as rate limited")
+	}
+	if !ue.KeysRateLimited(func(id string) bool { return id == "k1" }) {
+		t.Error("a key skipped after its 429 did not count as rate limited")
+	}
+
+	// k2's 429 cooldown ends; its next attempt fails with a 500: cooling
+	// for a server error, no longer a rate limit
+	clk.Advance(3 * time.Second)
+	acquire(t, p, only("k2")).Release(Outcome{Kind: ServerError, Status: 500})
+	ue = unavailable(t, p, AcquireOptions{})
+	if st := ue.Keys[2]; st.State != StateCooling || st.Reason != ServerError.Reason() {
+		t.Fatalf("k2 %+v, want cooling for server_error", st)
+	}
+	if ue.KeysRateLimited(func(string) bool { return true }) {
+		t.Errorf("one key cooling on a 500: KeysRateLimited true (%s)", ue.Error())
+	}
+	held.Release(Outcome{Kind: Success, Status: 200})
+
+	// resting after a success is a limit of the pool's own
+	p2, _ := newPoolWith(t, Settings{CooldownAfterSuccess: 2 * time.Second}, keys(1))
+	mustAcquire(t, p2).Release(Outcome{Kind: Success, Status: 200})
+	ue = unavailable(t, p2, AcquireOptions{})
+	if st := ue.Keys[0]; st.Reason != ReasonCooldownAfterSuccess || !ue.KeysRateLimited(nil) {
+		t.Errorf("cooldown after success: %+v, KeysRateLimited %v", st, ue.KeysRateLimited(nil))
+	}
+	// a budget hold is not a rate limit
+	p2.Hold("k0", ReasonBudget, time.Hour)
+	if ue = unavailable(t, p2, AcquireOptions{}); ue.KeysRateLimited(nil) {
+		t.Errorf("budget hold: KeysRateLimited true (%s)", ue.Error())
+	}
+
+	limited := KeyStatus{State: StateCooling, Reason: RateLimited.Reason(), SecondsLeft: 30}
+	for _, c := range []struct {
+		name string
+		keys []KeyStatus
+		want bool
+	}{
+		{"none", nil, false},
+		{"learned and pace", []KeyStatus{limited, {State: StateLimited, Reason: ReasonLearned}, {State: StateLimited, Reason: ReasonPace}, {State: StateLimited, Reason: ReasonTPM}}, true},
+		{"one cooling on a 503", []KeyStatus{limited, {State: StateCooling, Reason: ServerError.Reason()}}, false},
+		{"one timed out", []KeyStatus{limited, {State: StateCooling, Reason: Timeout.Reason()}}, false},
+		{"one breaker open", []KeyStatus{limited, {State: StateBreakerOpen, Reason: ReasonBreakerOpen}}, false},
+		{"one probe in flight", []KeyStatus{limited, {State: StateBusy, Reason: ReasonProbeInFlight}}, false},
+		{"one provisional invalid key", []KeyStatus{limited, {State: StateCooling, Reason: InvalidKey.Reason(), Provisional: true}}, false},
+		{"one quota exhausted upstream", []KeyStatus{limited, {State: StateCooling, Reason: QuotaExhausted.Reason()}}, false},
+		{"one benched", []KeyStatus{limited, {State: StateBenched, Reason: ModelNotFound.Reason()}}, false},
+		{"one disabled", []KeyStatus{limited, {State: StateDisabled, Reason: ReasonDisabled}}, false},
+		{"one budget", []KeyStatus{limited, {State: StateBudget, Reason: ReasonBudget}}, false},
+	} {
+		if got := (&UnavailableError{Keys: c.keys}).KeysRateLimited(func(string) bool { return true }); got != c.want {
+			t.Errorf("%s: KeysRateLimited = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
