@@ -318,7 +318,8 @@ func TestClusterCooldownShared(t *testing.T) {
 // cluster. 30 concurrent-ish requests over 2 instances: the mock sees
 // exactly 10 on the quota key and the other 20 on the second key, all 200.
 // A pool whose only key has a quota of 5 serves 5 requests across the
-// cluster and answers 503 after that, without calling the upstream.
+// cluster and answers 429 (its quota is a rate limit to wait out) after
+// that, without calling the upstream.
 func TestClusterQuota(t *testing.T) {
 	addr := testRedis(t)
 	prefix := testPrefix(t, addr)
@@ -345,7 +346,7 @@ func TestClusterQuota(t *testing.T) {
 		t.Errorf("X-Routed-Via counts %v, want qa/qa1=10 qa/qa2=20", via)
 	}
 
-	// the single-key pool: 5 successes in the cluster, then 503
+	// the single-key pool: 5 successes in the cluster, then 429
 	var codes []int
 	for i := range 12 {
 		r := send(c, insts[i%2], i%2, "qb-model", "quota")
@@ -353,8 +354,8 @@ func TestClusterQuota(t *testing.T) {
 			t.Fatalf("qb request %d: %v", i, r.err)
 		}
 		codes = append(codes, r.code)
-		if i >= 5 && r.code != http.StatusServiceUnavailable {
-			t.Errorf("qb request %d through instance %d: %d %s; want 503 (quota spent)", i, i%2, r.code, clip(r.body, 300))
+		if i >= 5 && r.code != http.StatusTooManyRequests {
+			t.Errorf("qb request %d through instance %d: %d %s; want 429 (quota spent)", i, i%2, r.code, clip(r.body, 300))
 		}
 	}
 	ok := 0

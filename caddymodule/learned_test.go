@@ -85,7 +85,7 @@ func TestRedisStateLearnedShared(t *testing.T) {
 // requests a minute and report it in both header families, none of it
 // configured on the gateway, take a load of 12 requests (3x the middle
 // key's rpm, the keys' combined limit), plain and streamed: every one is
-// served with no upstream 429, the 13th is refused by the gateway itself (503 with Retry-After, naming the learned limits)
+// served with no upstream 429, the 13th is refused by the gateway itself (429 with Retry-After, naming the learned limits)
 // without reaching an upstream, and the admin API shows what each key
 // learned. With learn_limits off the same load drives the keys into the
 // upstream's 429s.
@@ -122,7 +122,7 @@ func TestLearnedLimitsThroughCaddy(t *testing.T) {
 	}
 	before := m.Stats("mk-1").Requests + m.Stats("mk-2").Requests + m.Stats("mk-3").Requests
 	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "one too many", false))
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "learned") {
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "learned") {
 		t.Fatalf("13th request: %d %s", resp.StatusCode, body)
 	}
 	if after := m.Stats("mk-1").Requests + m.Stats("mk-2").Requests + m.Stats("mk-3").Requests; after != before {

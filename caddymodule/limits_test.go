@@ -426,8 +426,9 @@ func countingProxy(t *testing.T, gw string) (string, *atomic.Int64) {
 }
 
 // TestSDKRetries: with the official SDKs' default retries, a wrong gateway
-// key costs exactly one request (x-should-retry: false), and a 503 "no key
-// available" is retried (x-should-retry: true, Retry-After honoured).
+// key costs exactly one request (x-should-retry: false), and a 429 "no key
+// available" (the only key busy) is retried (x-should-retry: true,
+// Retry-After honoured).
 func TestSDKRetries(t *testing.T) {
 	up := newHeldUpstream(t)
 	gw := gateway(t, gatewayBlock("\t\tpool busy {\n\t\t\tkey held-key-0000 "+up.base+"\n\t\t\tmax_concurrency_per_key 1\n\t\t\tacquire_timeout 20ms\n\t\t}\n"))
@@ -475,7 +476,7 @@ func TestSDKRetries(t *testing.T) {
 		_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "m",
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 		var apiErr *openai.Error
-		if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 {
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Type != "rate_limit_error" {
 			t.Fatalf("err = %v", err)
 		}
 		if n := count.Load(); n != 2 {

@@ -185,7 +185,7 @@ func TestNodeSDKs(t *testing.T) {
 	for _, up := range []string{"openai", "anthropic", "responses"} {
 		for _, st := range []int{400, 401, 429, 500} {
 			w := map[int]nodeWant{400: {Status: 400, Message: "Invalid request."}, 401: {Status: 503, Message: "no key available"},
-				429: {Status: 503, Message: "rate limited"}, 500: {Status: 502, Message: "upstream error"}}[st]
+				429: {Status: 429, Message: "rate limited"}, 500: {Status: 502, Message: "upstream error"}}[st]
 			for _, cl := range clients {
 				for _, stream := range []bool{false, true} {
 					model := addPool(up, mockupstream.KeyBehavior{Status: st})
@@ -204,7 +204,7 @@ func TestNodeSDKs(t *testing.T) {
 			}
 			w := nodeWant{Fail: true}
 			if strings.Contains(p, "before-content") {
-				w = nodeWant{Status: 503}
+				w = nodeWant{Status: 429} // a rate limit before content: every attempt a 429
 				if up == "anthropic" {
 					w.Status = 502 // an overloaded_error: one attempt, then 502
 				}

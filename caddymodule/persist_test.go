@@ -64,10 +64,11 @@ func TestUsageSurvivesRestart(t *testing.T) {
 	if after.Requests != 3 || after.Successes != 3 || after.QuotaRequests != 3 || peekKeyStats("persist", "p1").tokens != tokBefore {
 		t.Fatalf("after restart: %+v tokens %v, want the counts from before", after, peekKeyStats("persist", "p1").tokens)
 	}
-	// the quota keeps counting from there: 2 left
+	// the quota keeps counting from there: 2 left, then a 429 (the
+	// quota is a rate limit to wait out)
 	for i := range 3 {
 		resp, _ := post(t, gw+"/v1/chat/completions", chatBody("m", "count me", false))
-		if want := map[bool]int{true: 200, false: 503}[i < 2]; resp.StatusCode != want {
+		if want := map[bool]int{true: 200, false: 429}[i < 2]; resp.StatusCode != want {
 			t.Fatalf("request %d after restart: %d, want %d", i, resp.StatusCode, want)
 		}
 	}

@@ -431,6 +431,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	}
 	transientLeft := p.maxRetries
 	maxAttempts := 2*len(p.keys) + p.maxRetries + 1
+	first := len(rl.attempts) // this pool's attempts are rl.attempts[first:]
 	var last *attemptResult
 	for n := 0; n < maxAttempts; n++ {
 		wait := min(p.acquireTimeout, time.Until(deadline))
@@ -464,7 +465,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if f := exitsFailure(last); f != nil {
 				return f
 			}
-			return unavailable(err, last, rl)
+			return unavailable(err, last, rl, rl.attempts[first:])
 		}
 		uk := p.keys[lease.Key().Fingerprint()]
 		res := h.attempt(w, r, p, uk, lease, c, rl, deadline)
@@ -496,7 +497,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if c.relayKept(w, rl, p, last) {
 				return nil
 			}
-			f := exhausted(last, rl)
+			f := exhausted(last, rl, rl.attempts[first:])
 			f.msg += "; total_timeout reached"
 			return f
 		}
@@ -507,7 +508,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	if f := exitsFailure(last); f != nil {
 		return f
 	}
-	return exhausted(last, rl)
+	return exhausted(last, rl, rl.attempts[first:])
 }
 
 // relayKept writes the upstream's own answer kept from the last attempt
@@ -919,10 +920,14 @@ func scrubbedError(up, client translate.Dialect, status int, errBody []byte, f *
 	return out
 }
 
-// unavailable is the failure when no key could be leased: 503 with
-// Retry-After and a per-key summary, or the last upstream failure when
-// every key already failed this request.
-func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
+// unavailable is the failure when no key could be leased: 429 (class
+// rate_limited) when every key is held by a rate limit (busy, over its
+// rpm, tpm, quota or pace, cooling on its upstream's 429, or skipped
+// after a 429 in this request: keypool.UnavailableError.KeysRateLimited),
+// else 503; either with Retry-After and a per-key summary (masked ids);
+// or the last upstream failure when every key already failed this request.
+// tried are the attempts of this pool in this request.
+func unavailable(err error, last *attemptResult, rl *requestLog, tried []attemptLog) *loopFailure {
 	var ue *keypool.UnavailableError
 	if !errors.As(err, &ue) {
 		return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: "no upstream key available"}
@@ -930,13 +935,20 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 	if last != nil && ue.NoKeys && last.outcome.Kind.Transient() {
 		// every key failed this request with a 5xx, network error or
 		// timeout: a gateway error naming the last failure
-		return exhausted(last, rl)
+		return exhausted(last, rl, tried)
 	}
+	// a rate limit is the client's to wait out: the official SDKs raise
+	// their RateLimitError for a 429 and retry it after Retry-After, as
+	// they would the vendor's own
+	limited := ue.KeysRateLimited(func(id string) bool { return lastRateLimited(tried, id) })
 	ra := ue.RetryAfter
 	if ra == 0 {
 		// every key skipped in this request: the soonest end of a
 		// cooldown, or of a running probe of a provisional verdict
 		ra = ue.SoonestBack(time.Now())
+	}
+	if ra == 0 && limited {
+		ra = time.Second // a 429 always says when to come back
 	}
 	if ra > 0 && ra <= time.Second {
 		// keys merely busy: spread the retries of many waiting clients
@@ -951,13 +963,40 @@ func unavailable(err error, last *attemptResult, rl *requestLog) *loopFailure {
 	// provisional is a wait (ra: until its probe's answer is due). Not in
 	// exhausted: there Retry-After is the last key's, another may be back
 	// sooner.
-	return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead() || ra > keypool.MaxClientRetryAfter}
+	f := &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead() || ra > keypool.MaxClientRetryAfter}
+	if limited {
+		f.status, f.class = http.StatusTooManyRequests, translate.ErrRateLimited
+	}
+	return f
+}
+
+// lastRateLimited reports whether the last of attempts on the key with
+// log id id ended rate limited (an upstream 429, keypool.RateLimited).
+func lastRateLimited(attempts []attemptLog, id string) bool {
+	for i := len(attempts) - 1; i >= 0; i-- {
+		if attempts[i].key == id {
+			return attempts[i].outcome == keypool.RateLimited.String()
+		}
+	}
+	return false
+}
+
+// allRateLimited reports whether every one of attempts (at least one)
+// ended rate limited.
+func allRateLimited(attempts []attemptLog) bool {
+	for _, a := range attempts {
+		if a.outcome != keypool.RateLimited.String() {
+			return false
+		}
+	}
+	return len(attempts) > 0
 }
 
 // exhausted is the failure when attempts ran out: a gateway error naming
 // the last upstream failure (never its raw body, which may be from any
-// key).
-func exhausted(last *attemptResult, rl *requestLog) *loopFailure {
+// key); 429 (class rate_limited) when every attempt of this pool (tried)
+// was refused with a 429, else 502, 503 or 504.
+func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog) *loopFailure {
 	f := &loopFailure{status: http.StatusBadGateway, class: translate.ErrUpstreamUnavailable, msg: "all upstream attempts failed"}
 	if last != nil {
 		f.msg += " (" + strconv.Itoa(len(rl.attempts)) + " attempts; last: " + last.outcome.Message + ")"
@@ -966,6 +1005,9 @@ func exhausted(last *attemptResult, rl *requestLog) *loopFailure {
 			f.status = http.StatusGatewayTimeout
 		case keypool.RateLimited:
 			f.status = http.StatusServiceUnavailable
+			if allRateLimited(tried) {
+				f.status, f.class = http.StatusTooManyRequests, translate.ErrRateLimited
+			}
 			if last.outcome.HasRetryAfter {
 				f.retryAfter = max(time.Second, last.outcome.RetryAfter)
 			}
