@@ -362,15 +362,20 @@ type UnavailableError struct {
 // empty.
 func (e *UnavailableError) KeysDead() bool {
 	for _, k := range e.Keys {
-		switch {
-		case k.State == StateDisabled:
-		case k.State == StateCooling && deadReason(string(k.Reason)) && !k.Provisional &&
-			time.Duration(k.SecondsLeft)*time.Second > MaxClientRetryAfter:
-		default:
+		if !k.outOfRotation() {
 			return false
 		}
 	}
 	return len(e.Keys) > 0
+}
+
+// outOfRotation reports whether the key will not serve again without an
+// operator or a long wait: disabled, or cooling on a confirmed dead-key
+// verdict with more than MaxClientRetryAfter left (see KeysDead).
+func (k KeyStatus) outOfRotation() bool {
+	return k.State == StateDisabled ||
+		k.State == StateCooling && deadReason(string(k.Reason)) && !k.Provisional &&
+			time.Duration(k.SecondsLeft)*time.Second > MaxClientRetryAfter
 }
 
 // KeysRateLimited reports whether every key is held back by a rate limit,
@@ -383,24 +388,33 @@ func (e *UnavailableError) KeysDead() bool {
 // concurrent requests). A key skipped for the request (State "skipped")
 // counts when failed429(its ID) reports that the request's last attempt
 // on it ended RateLimited (a 429); failed429 may be nil (no skipped key
-// counts). Any other key makes it false: cooling on a 5xx, network error
-// or timeout, its breaker open or a probe in flight, a dead-key verdict
-// (provisional or not), benched for the model, disabled, held by its
-// budget or by another Pool.Hold reason. False when Keys is empty.
+// counts). A key out of rotation (disabled, or a confirmed dead-key
+// verdict with more than MaxClientRetryAfter left; see KeysDead) neither
+// counts nor objects: it is not what holds the request back while the
+// keys that can serve are rate limited. Any other key makes it false:
+// cooling on a 5xx, network error or timeout, its breaker open or a probe
+// in flight, a provisional or short dead-key verdict, benched for the
+// model, held by its budget or by another Pool.Hold reason. False when no
+// key is rate limited (Keys empty, or every key out of rotation).
 func (e *UnavailableError) KeysRateLimited(failed429 func(id string) bool) bool {
+	limited := false
 	for _, k := range e.Keys {
 		switch k.Reason {
 		case ReasonBusy, ReasonRPM, ReasonTPM, ReasonQuota, ReasonPace, ReasonLearned, ReasonCooldownAfterSuccess,
 			RateLimited.Reason():
+			limited = true
 			continue
 		case ReasonFailedThisRequest:
 			if k.State == StateSkipped && failed429 != nil && failed429(k.ID) {
+				limited = true
 				continue
 			}
 		}
-		return false
+		if !k.outOfRotation() {
+			return false
+		}
 	}
-	return len(e.Keys) > 0
+	return limited
 }
 
 // SoonestBack returns how long until the first key may serve again by

@@ -236,7 +236,11 @@ func TestUnavailableKeysRateLimited(t *testing.T) {
 		{"one provisional invalid key", []KeyStatus{limited, {State: StateCooling, Reason: InvalidKey.Reason(), Provisional: true}}, false},
 		{"one quota exhausted upstream", []KeyStatus{limited, {State: StateCooling, Reason: QuotaExhausted.Reason()}}, false},
 		{"one benched", []KeyStatus{limited, {State: StateBenched, Reason: ModelNotFound.Reason()}}, false},
-		{"one disabled", []KeyStatus{limited, {State: StateDisabled, Reason: ReasonDisabled}}, false},
+		// out of rotation: neither counts nor objects
+		{"one disabled", []KeyStatus{limited, {State: StateDisabled, Reason: ReasonDisabled}}, true},
+		{"one invalid key confirmed, an hour left", []KeyStatus{limited, {State: StateCooling, Reason: InvalidKey.Reason(), SecondsLeft: 3600}}, true},
+		{"one invalid key confirmed, 30 s left", []KeyStatus{limited, {State: StateCooling, Reason: InvalidKey.Reason(), SecondsLeft: 30}}, false},
+		{"all disabled", []KeyStatus{{State: StateDisabled, Reason: ReasonDisabled}, {State: StateDisabled, Reason: ReasonDisabled}}, false},
 		{"one budget", []KeyStatus{limited, {State: StateBudget, Reason: ReasonBudget}}, false},
 	} {
 		if got := (&UnavailableError{Keys: c.keys}).KeysRateLimited(func(string) bool { return true }); got != c.want {
