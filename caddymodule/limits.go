@@ -342,7 +342,8 @@ func retryable(status int) bool {
 // SDKs honour over their own status rules: "false" for 4xx that a retry
 // cannot change (400, 401, 403, 404, 405, 413, 422, ...), "true" for 408,
 // 409, 429 and 5xx. With withRetryAfter (the gateway's own errors), a
-// retryable answer without Retry-After gets "Retry-After: 1". Headers
+// retryable answer without Retry-After gets "Retry-After: 1", unless it
+// already says x-should-retry: false (no made-up wait beside it). Headers
 // already set (a relayed upstream answer's) are kept.
 func setRetryHeaders(hdr http.Header, status int, withRetryAfter bool) {
 	if status < 400 {
@@ -352,7 +353,9 @@ func setRetryHeaders(hdr http.Header, status int, withRetryAfter bool) {
 	if hdr.Get("X-Should-Retry") == "" {
 		hdr.Set("X-Should-Retry", strconv.FormatBool(retry))
 	}
-	if retry && withRetryAfter && hdr.Get("Retry-After") == "" {
+	if retry && withRetryAfter && hdr.Get("Retry-After") == "" && hdr.Get("X-Should-Retry") != "false" {
+		// a failure that says do not retry (every key out of rotation,
+		// the request's own error) gets no made-up wait beside it
 		hdr.Set("Retry-After", "1")
 	}
 }

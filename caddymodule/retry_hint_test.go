@@ -91,5 +91,25 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 		}
 	})
 
+	t.Run("every key disabled", func(t *testing.T) {
+		// nothing will change by itself: false, and no Retry-After beside
+		// it (a new user saw "Retry-After: 1" with "X-Should-Retry: false")
+		_, base := mock(t, mockupstream.Config{})
+		gw := gateway(t, gatewayBlock(poolBlock("off", base, 2, "")))
+		for _, id := range []string{"k1", "k2"} {
+			if !poolFor(t, "off").SetDisabled(id, true) {
+				t.Fatalf("disable %s: unknown key", id)
+			}
+		}
+		for _, c := range []string{"chat", "messages", "responses"} {
+			path, body, hdr := sessionClientBody(c, "mock-gpt", false)
+			resp, b := post(t, gw+path, []byte(body), hdr...)
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("X-Should-Retry") != "false" || resp.Header.Get("Retry-After") != "" {
+				t.Errorf("%s: %d, Retry-After %q, X-Should-Retry %q; want 503, none, false: %s", c, resp.StatusCode,
+					resp.Header.Get("Retry-After"), resp.Header.Get("X-Should-Retry"), b)
+			}
+		}
+	})
+
 	// keys merely busy (a wait of 1-3 s) still say true: TestSDKRetries
 }
