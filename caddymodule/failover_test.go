@@ -104,7 +104,10 @@ func TestAllKeysRateLimitedWaits(t *testing.T) {
 }
 
 // TestNoKeyAvailableSummary: when every key is out of rotation the client
-// gets 503 with Retry-After and a per-key summary without secrets.
+// gets an error with Retry-After and a per-key summary without secrets:
+// 503 while k1's 401 is a provisional verdict, 429 once the gateway's
+// probe has confirmed it (k1 is then out of rotation and the one key that
+// can serve is rate limited: KeysRateLimited).
 func TestNoKeyAvailableSummary(t *testing.T) {
 	_, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
 		"mk-1": {Status: 401},
@@ -112,17 +115,22 @@ func TestNoKeyAvailableSummary(t *testing.T) {
 	}})
 	gw := gateway(t, gatewayBlock(poolBlock("dead", base, 2, "\t\t\tacquire_timeout 2s\n")))
 	resp, body := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false))
-	if resp.StatusCode != 503 {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
 	if ra := resp.Header.Get("Retry-After"); ra != "90" {
 		t.Fatalf("Retry-After %q, want 90", ra)
 	}
 	// k1's 401 is provisional (60s) until the gateway's own probe
 	// confirms it (then invalid_key_cooldown, 300s)
 	msg := gjson.GetBytes(body, "error.message").String()
-	if !regexp.MustCompile(`^pool "dead": no key available: k1 cooling \(invalid_key, (60|59|300|299)s left\); k2 cooling \(rate_limited, 90s left\)$`).MatchString(msg) {
+	m := regexp.MustCompile(`^pool "dead": no key available: k1 cooling \(invalid_key, (60|59|300|299)s left\); k2 cooling \(rate_limited, 90s left\)$`).FindStringSubmatch(msg)
+	if m == nil {
 		t.Fatalf("message %q", msg)
+	}
+	want := http.StatusServiceUnavailable
+	if m[1] == "300" || m[1] == "299" {
+		want = http.StatusTooManyRequests
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("status %d with k1 %ss left, want %d: %s", resp.StatusCode, m[1], want, body)
 	}
 	if typ := gjson.GetBytes(body, "error.type").String(); typ == "" {
 		t.Fatalf("no error.type: %s", body)
