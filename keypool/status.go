@@ -486,16 +486,15 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 				// its own state does not explain why it was not used
 				st.State, st.Reason = StateSkipped, ReasonFailedThisRequest
 			}
-		} else if st.State != StateDisabled {
-			e.NoKeys = false
+		} else {
+			if st.State != StateDisabled {
+				e.NoKeys = false
+			}
+			if !st.VerdictDue.IsZero() && (wake.IsZero() || st.VerdictDue.Before(wake)) {
+				wake = st.VerdictDue // the probe may put the key back then (set only while due, after now)
+			}
 		}
 		e.Keys[i] = st
-	}
-	for i, st := range e.Keys {
-		if st.State != StateSkipped && st.Provisional && st.VerdictDue.After(now) && (wake.IsZero() || st.VerdictDue.Before(wake)) &&
-			(opts.Skip == nil || !opts.Skip(p.keys[i])) {
-			wake = st.VerdictDue // the probe may put the key back then
-		}
 	}
 	if !wake.IsZero() {
 		e.RetryAfter = max(wake.Sub(now), time.Second)
