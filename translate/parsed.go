@@ -192,11 +192,9 @@ func parseRequest(d Dialect, body []byte, checkOnly bool) (*Request, *Error) {
 		return nil, e
 	}
 	r.model, r.stream, r.conv, r.sys = strings.Clone(o.model.Str), o.stream, o.conv, o.sys
-	r.noStreamOpts = !root.get("stream_options").Exists()
-	if d == OpenAIChat && o.stream {
-		// the top level is walked already (root): no second walk of the body
-		r.usageAsked = root.get("stream_options").Get("include_usage").Type == gjson.True
-	}
+	so := root.get("stream_options") // the top level is walked already (root): no second walk of the body
+	r.noStreamOpts = !so.Exists()
+	r.usageAsked = d == OpenAIChat && o.stream && so.Get("include_usage").Type == gjson.True
 	if i, n := o.model.Index, len(o.model.Raw); i > 0 && i+n <= len(body) && string(body[i:i+n]) == o.model.Raw {
 		r.modelAt, r.modelLen = i, n
 	}
