@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 
+	"github.com/llmgateway/llm_gateway/keypool"
 	"github.com/llmgateway/llm_gateway/mockupstream"
 )
 
@@ -57,7 +58,7 @@ func TestLongWaitSaysDoNotRetry(t *testing.T) {
 			t.Fatalf("%d requests reached the gateway, want 1 (no SDK retry)", n)
 		}
 		h := apiErr.Response.Header
-		if ra, _ := strconv.Atoi(h.Get("Retry-After")); ra < 30 || h.Get("X-Should-Retry") != "false" {
+		if ra, _ := strconv.Atoi(h.Get("Retry-After")); ra <= int(keypool.MaxClientRetryAfter/time.Second) || h.Get("X-Should-Retry") != "false" {
 			t.Fatalf("Retry-After %q, X-Should-Retry %q; want the confirmed invalid-key cooldown (300 s) and false", h.Get("Retry-After"), h.Get("X-Should-Retry"))
 		}
 
