@@ -53,17 +53,14 @@ func bareError(up Dialect, ev *SSEEvent) *StreamError {
 // for its line ends.
 func strayError(up Dialect, ev *SSEEvent) (se *StreamError, first bool) {
 	raw := ev.Raw
-	at := -1 // offset of the first stray line that begins with "{"
+	at := -1                              // offset of the first stray line that begins with "{"
+	cr := bytes.IndexByte(raw, '\r') >= 0 // lines may end in CR alone (the SSE reader takes LF, CR and CRLF)
 	for i := 0; i < len(raw); {
 		if raw[i] == '{' {
 			at = i
 			break
 		}
-		j := bytes.IndexByte(raw[i:], '\n')
-		if j < 0 {
-			break
-		}
-		i += j + 1
+		_, i = rawLine(raw, i, cr)
 	}
 	if at < 0 {
 		return nil, false
@@ -71,12 +68,8 @@ func strayError(up Dialect, ev *SSEEvent) (se *StreamError, first bool) {
 	var js []byte
 	sawData, dataFirst := false, false
 	for i := 0; i < len(raw); {
-		j := bytes.IndexByte(raw[i:], '\n')
-		end := len(raw)
-		if j >= 0 {
-			end = i + j
-		}
-		line := bytes.TrimSuffix(raw[i:end], []byte("\r"))
+		end, next := rawLine(raw, i, cr)
+		line := raw[i:end]
 		switch f := sseFieldName(line); {
 		case f == "data":
 			if !sawData {
@@ -85,15 +78,31 @@ func strayError(up Dialect, ev *SSEEvent) (se *StreamError, first bool) {
 		case f == "" && len(line) > 0 && line[0] != ':' && i >= at:
 			js = append(append(js, line...), '\n')
 		}
-		if j < 0 {
-			break
-		}
-		i = end + 1
+		i = next
 	}
 	if se = bareJSONError(up, js); se == nil {
 		return nil, false
 	}
 	return se, !dataFirst
+}
+
+// rawLine returns the end of the line of raw that begins at i (before
+// its terminator) and where the next begins; cr tells whether raw holds a
+// CR at all, which a line may end in, alone or before LF.
+func rawLine(raw []byte, i int, cr bool) (end, next int) {
+	j := bytes.IndexByte(raw[i:], '\n')
+	if cr {
+		if k := bytes.IndexByte(raw[i:], '\r'); k >= 0 && (j < 0 || k < j) {
+			if k+1 == j {
+				return i + k, i + j + 1
+			}
+			return i + k, i + k + 1
+		}
+	}
+	if j < 0 {
+		return len(raw), len(raw)
+	}
+	return i + j, i + j + 1
 }
 
 // sseFieldName returns the SSE field a line sets ("data", "event", "id",

@@ -155,3 +155,20 @@ func TestBareJSONErrorBesideData(t *testing.T) {
 		}
 	}
 }
+
+// A JSON error beside an event's data is found whichever line terminator
+// the upstream uses (the SSE reader takes LF, CR and CRLF): with CR alone
+// the error line was read as part of the data line and lost.
+func TestStrayErrorLineTerminators(t *testing.T) {
+	for _, nl := range []string{"\n", "\r", "\r\n"} {
+		r := NewSSEReader(strings.NewReader(`data: {"id":"x","object":"chat.completion.chunk","choices":[]}` + nl + `{"error":{"message":"boom","code":"x"}}` + nl + nl))
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		se, first := strayError(OpenAIChat, &ev)
+		if se == nil || first || se.Message != "boom" {
+			t.Errorf("%q: strayError = %v, first %v; want the error boom after the data", nl, se, first)
+		}
+	}
+}
