@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,7 +151,7 @@ func TestNodeSDKs(t *testing.T) {
 		ct := map[bool]string{true: "text/event-stream; charset=utf-8", false: "application/json"}[stream]
 		var tools []string
 		for _, c := range tr.calls {
-			if !containsString(tools, c.name) {
+			if !slices.Contains(tools, c.name) {
 				tools = append(tools, c.name)
 			}
 		}

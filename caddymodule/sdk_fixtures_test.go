@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -377,7 +378,7 @@ func TestSDKRecordedFixtures(t *testing.T) {
 		// the tools the answer calls, declared as the request would have
 		var names []string
 		for _, c := range want.calls {
-			if !containsString(names, c.name) {
+			if !slices.Contains(names, c.name) {
 				names = append(names, c.name)
 			}
 		}
@@ -385,13 +386,13 @@ func TestSDKRecordedFixtures(t *testing.T) {
 		t.Run(f.name+"/passthrough", func(t *testing.T) {
 			var resp, body = (*httpResponse)(nil), []byte(nil)
 			if f.dialect == "openai" {
-				req := `{"model":"gpt-x","messages":[{"role":"user","content":"hi"}],"stream":` + boolStr(f.stream)
+				req := `{"model":"gpt-x","messages":[{"role":"user","content":"hi"}],"stream":` + strconv.FormatBool(f.stream)
 				if f.stream {
 					req += `,"stream_options":{"include_usage":true}`
 				}
 				resp, body = post(t, gw+"/v1/chat/completions", []byte(req+"}"))
 			} else {
-				resp, body = post(t, gw+"/v1/messages", []byte(`{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"stream":`+boolStr(f.stream)+`}`),
+				resp, body = post(t, gw+"/v1/messages", []byte(`{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"stream":`+strconv.FormatBool(f.stream)+`}`),
 					"Authorization", "", "X-Api-Key", gatewayKey, "Anthropic-Version", "2023-06-01")
 			}
 			// a last event cut off at EOF is forwarded complete, with
@@ -611,17 +612,6 @@ func countSuffix(b []byte, c byte) int {
 		n++
 	}
 	return n
-}
-
-func boolStr(b bool) string { return map[bool]string{true: "true", false: "false"}[b] }
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // firstDiff shows where two byte strings part.
