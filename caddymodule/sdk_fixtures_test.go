@@ -363,8 +363,9 @@ func TestSDKRecordedFixtures(t *testing.T) {
 	for _, f := range fixtures {
 		want := wireTruthOf(t, f)
 		// a Chat refusal ends a translated answer as a refusal: Anthropic
-		// stop_reason "refusal", Responses incomplete for content_filter,
-		// the refusal's text as the text (MAPPING.md "Refusals")
+		// stop_reason "refusal" with the refusal's text as the text,
+		// Responses incomplete for content_filter with a refusal part
+		// (MAPPING.md "Refusals")
 		crossStop, crossText := want.stop, want.text
 		if f.dialect == "openai" && want.refusal != "" && want.stop == "stop" {
 			crossStop, crossText = "content_filter", want.text+want.refusal
@@ -533,7 +534,7 @@ func TestSDKRecordedFixtures(t *testing.T) {
 				p.Tools = append(p.Tools, responses.ToolParamOfFunction(n, obj, false))
 			}
 			var res *responses.Response
-			var deltas strings.Builder
+			var deltas, refusalDeltas strings.Builder
 			args := map[string]string{}
 			if f.stream {
 				st := oc.Responses.NewStreaming(ctx, p)
@@ -541,6 +542,8 @@ func TestSDKRecordedFixtures(t *testing.T) {
 					switch ev := st.Current(); ev.Type {
 					case "response.output_text.delta":
 						deltas.WriteString(ev.Delta)
+					case "response.refusal.delta":
+						refusalDeltas.WriteString(ev.Delta)
 					case "response.function_call_arguments.delta":
 						args[ev.ItemID] += ev.Delta
 					case "response.completed", "response.incomplete":
@@ -563,9 +566,11 @@ func TestSDKRecordedFixtures(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// a Chat refusal is a refusal content part (streamed as
+			// response.refusal.delta), not output text
 			status, reason := responsesStatusFor(f.dialect, crossStop)
-			if res.OutputText() != crossText || string(res.Status) != status || res.IncompleteDetails.Reason != reason {
-				t.Fatalf("text %q status %q %q, want %q %q %q", res.OutputText(), res.Status, res.IncompleteDetails.Reason, crossText, status, reason)
+			if res.OutputText() != want.text || string(res.Status) != status || res.IncompleteDetails.Reason != reason {
+				t.Fatalf("text %q status %q %q, want %q %q %q", res.OutputText(), res.Status, res.IncompleteDetails.Reason, want.text, status, reason)
 			}
 			var refusal string
 			var calls []responses.ResponseFunctionToolCall
@@ -581,8 +586,8 @@ func TestSDKRecordedFixtures(t *testing.T) {
 					}
 				}
 			}
-			if refusal != "" {
-				t.Fatalf("refusal part %q: the refusal is the output text", refusal)
+			if refusal != want.refusal || (f.stream && refusalDeltas.String() != want.refusal) {
+				t.Fatalf("refusal part %q (deltas %q), want %q", refusal, refusalDeltas.String(), want.refusal)
 			}
 			if len(calls) != len(want.calls) {
 				t.Fatalf("function_call %+v, want %+v", calls, want.calls)

@@ -95,7 +95,7 @@ func oldDecodeChatResponse(body []byte) (*canonResponse, *Error) {
 	}
 	refused := false
 	if rf := m.Get("refusal"); rf.Type == gjson.String && rf.Str != "" {
-		resp.parts = append(resp.parts, canonPart{kind: partText, text: rf.Str})
+		resp.parts = append(resp.parts, canonPart{kind: partText, text: rf.Str, refusal: true})
 		refused = true
 	}
 	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
@@ -182,7 +182,7 @@ func oldDecodeResponsesResponse(body []byte) (*canonResponse, *Error) {
 					}
 				case "refusal":
 					if s := c.Get("refusal").String(); s != "" {
-						resp.parts = append(resp.parts, canonPart{kind: partText, text: s})
+						resp.parts = append(resp.parts, canonPart{kind: partText, text: s, refusal: true})
 						refused = true
 					}
 				}

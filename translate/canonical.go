@@ -36,6 +36,11 @@ type canonPart struct {
 	signature string      // thinking signature
 	raw       string      // exact source bytes of an Anthropic thinking block (replayed unchanged)
 	custom    bool        // a call of a custom (freeform) tool: args is {"input":…} (see custom_tools.go)
+	// refusal marks an answer's text part that is the model's refusal
+	// (Chat message.refusal, a Responses refusal content part): a Chat
+	// client gets it as message.refusal, a Responses client as a refusal
+	// part, an Anthropic client as text (Anthropic has no refusal block)
+	refusal bool
 }
 
 // canonMessage is one conversation turn. role is "user", "assistant" or

@@ -891,7 +891,7 @@ func decodeChatAnswer(a *answerRoot, stops []string) (*canonResponse, *Error) {
 	}
 	refused := false
 	if rf := mm.refusal; rf.Type == gjson.String && rf.Str != "" {
-		resp.parts = append(resp.parts, canonPart{kind: partText, text: rf.Str})
+		resp.parts = append(resp.parts, canonPart{kind: partText, text: rf.Str, refusal: true})
 		refused = true
 	}
 	mm.toolCalls.ForEach(func(_, tc gjson.Result) bool {

@@ -101,7 +101,7 @@ func decodeResponsesAnswer(a *answerRoot) (*canonResponse, *Error) {
 					}
 				case "refusal":
 					if s := refusal.String(); s != "" {
-						resp.parts = append(resp.parts, canonPart{kind: partText, text: s})
+						resp.parts = append(resp.parts, canonPart{kind: partText, text: s, refusal: true})
 						refused = true
 					}
 				}

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -334,10 +335,20 @@ func encodeChatResponse(r *canonResponse) []byte {
 	b = append(b, `,"choices":[{"index":0,"message":`...)
 	// A Chat client gets thinking as reasoning_content, signed or not, as
 	// in a stream; signed and redacted blocks also as thinking_blocks.
-	b = appendChatAssistant(b, r.parts, true)
-	if b[len(b)-1] == ':' { // no content at all
+	// A refusal goes in message.refusal, as OpenAI sends it, with
+	// content null when nothing else was said.
+	parts, refusal := splitRefusal(r.parts)
+	b = appendChatAssistant(b, parts, true)
+	switch {
+	case b[len(b)-1] == ':' && refusal != "": // a refusal alone
+		b = append(b, `{"role":"assistant","content":null,"refusal":`...)
+		b = appendString(b, refusal)
+		b = append(b, '}')
+	case b[len(b)-1] == ':': // no content at all
 		b = append(b, `{"role":"assistant","content":"","refusal":null}`...)
-	} else {
+	case refusal != "":
+		b = insertBeforeLastBrace(b, `,"refusal":`+string(appendString(nil, refusal)))
+	default:
 		b = insertBeforeLastBrace(b, `,"refusal":null`)
 	}
 	b = append(b, `,"logprobs":null,"finish_reason":"`...)
@@ -347,6 +358,31 @@ func encodeChatResponse(r *canonResponse) []byte {
 		b = appendChatUsage(appendKey(b, "usage"), r.usage)
 	}
 	return append(b, '}')
+}
+
+// splitRefusal returns parts without their refusal text parts
+// (canonPart.refusal) and the refusal text, joined; parts itself when it
+// has none.
+func splitRefusal(parts []canonPart) ([]canonPart, string) {
+	n := 0
+	for i := range parts {
+		if parts[i].refusal && parts[i].kind == partText {
+			n++
+		}
+	}
+	if n == 0 {
+		return parts, ""
+	}
+	rest := make([]canonPart, 0, len(parts)-n)
+	var refusal strings.Builder
+	for _, p := range parts {
+		if p.refusal && p.kind == partText {
+			refusal.WriteString(p.text)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return rest, refusal.String()
 }
 
 func insertBeforeLastBrace(b []byte, s string) []byte {

@@ -8,16 +8,37 @@ import "strconv"
 //	function_call: {"id":"fc_…","type":"function_call","status":…,"arguments":…,"call_id":…,"name":…}
 //	reasoning:     {"id":"rs_…","type":"reasoning","summary":[{"type":"summary_text","text":…}]}
 
-func appendRSMessageItem(b []byte, id, status string, text []byte, withContent bool) []byte {
+// appendRSMessageItem appends an assistant message item; withContent adds
+// one content part holding text, a refusal part when refusal is set
+// (appendRSContentPart).
+func appendRSMessageItem(b []byte, id, status string, text []byte, withContent, refusal bool) []byte {
+	b = appendRSMessageHead(b, id, status)
+	if withContent {
+		b = appendRSContentPart(b, text, refusal)
+	}
+	return append(b, `],"role":"assistant"}`...)
+}
+
+// appendRSMessageHead appends a message item up to its content array's
+// first element; `],"role":"assistant"}` closes it.
+func appendRSMessageHead(b []byte, id, status string) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, id)
 	b = append(b, `,"type":"message","status":"`...)
 	b = append(b, status...)
-	b = append(b, `","content":[`...)
-	if withContent {
-		b = appendRSTextPart(b, text)
+	return append(b, `","content":[`...)
+}
+
+// appendRSContentPart appends an output_text part, or with refusal a
+// refusal part {"type":"refusal","refusal":…} (OpenAI API reference,
+// "The response object", output message content).
+func appendRSContentPart(b []byte, text []byte, refusal bool) []byte {
+	if refusal {
+		b = append(b, `{"type":"refusal","refusal":`...)
+		b = appendString(b, string(text))
+		return append(b, '}')
 	}
-	return append(b, `],"role":"assistant"}`...)
+	return appendRSTextPart(b, text)
 }
 
 func appendRSTextPart(b []byte, text []byte) []byte {
@@ -115,21 +136,37 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice, echo []byte) [
 	if status == "incomplete" {
 		itemStatus = "incomplete"
 	}
-	var text []byte
-	nText := 0
+	// the text parts in a row make one message item: their text joined
+	// into one output_text part, then their refusal text into one refusal
+	// part
+	var text, refusal []byte
+	nText, nRefusal := 0, 0
 	flushText := func() {
-		if nText == 0 {
+		if nText+nRefusal == 0 {
 			return
 		}
 		out = appendComma(out)
-		out = appendRSMessageItem(out, "msg_"+base+suffix(len(out)), itemStatus, text, true)
-		text = text[:0]
-		nText = 0
+		out = appendRSMessageHead(out, "msg_"+base+suffix(len(out)), itemStatus)
+		if nText > 0 {
+			out = appendRSContentPart(out, text, false)
+		}
+		if nRefusal > 0 {
+			out = appendComma(out)
+			out = appendRSContentPart(out, refusal, true)
+		}
+		out = append(out, `],"role":"assistant"}`...)
+		text, refusal = text[:0], refusal[:0]
+		nText, nRefusal = 0, 0
 	}
 	for i := range r.parts {
 		p := &r.parts[i]
 		switch p.kind {
 		case partText:
+			if p.refusal {
+				refusal = append(refusal, p.text...)
+				nRefusal++
+				continue
+			}
 			text = append(text, p.text...)
 			nText++
 		case partThinking:

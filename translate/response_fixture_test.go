@@ -61,7 +61,15 @@ func wholeSummary(t testing.TB, d Dialect, b []byte) summary {
 		t.Fatalf("not a response: %s", b)
 	}
 	s := responsesObjectSummary(r)
-	if r.OutputText() != s.text {
+	outText := ""
+	for _, it := range r.Output {
+		for _, c := range it.Content {
+			if c.Type == "output_text" {
+				outText += c.Text
+			}
+		}
+	}
+	if r.OutputText() != outText {
 		t.Fatalf("OutputText mismatch")
 	}
 	return s

@@ -150,7 +150,7 @@ func responsesSummary(t testing.TB, b []byte) summary {
 		}
 		seq = ev.SequenceNumber
 		switch ev.Type {
-		case "response.output_text.delta":
+		case "response.output_text.delta", "response.refusal.delta":
 			deltaText.WriteString(ev.Delta)
 		case "response.completed", "response.incomplete", "response.failed":
 			r := ev.Response
@@ -177,7 +177,7 @@ func responsesObjectSummary(r responses.Response) summary {
 		switch it.Type {
 		case "message":
 			for _, c := range it.Content {
-				s.text += c.Text
+				s.text += c.Text + c.Refusal // a refusal part is the answer's text too
 			}
 		case "reasoning":
 			for _, p := range it.Summary {

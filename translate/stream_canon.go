@@ -36,6 +36,11 @@ type streamBlock struct {
 	outIdx    int         // client-side index (encoder use)
 	itemID    string      // client-side item id (encoder use)
 	custom    *customArgs // a call of a client's custom tool (Responses and Chat encoders)
+	// refusal marks a text block that carries the model's refusal (Chat
+	// delta.refusal, Responses response.refusal.delta): Chat clients get
+	// delta.refusal, Responses clients a refusal content part with
+	// response.refusal.delta / .done, Anthropic clients text
+	refusal bool
 }
 
 // streamEncoder writes one client dialect.
@@ -152,6 +157,22 @@ func (cs *canonStream) ensureStart() {
 // openBlock closes the open block and opens a new one. Content that an
 // upstream sends after its finish is ignored (nil).
 func (cs *canonStream) openBlock(kind partKind, id, name, data string) *streamBlock {
+	return cs.openBlockAs(kind, id, name, data, false)
+}
+
+// openText opens a text block, a refusal one when refusal is set, unless
+// the open block is already such a block; it returns the open block (nil
+// after the finish).
+func (cs *canonStream) openText(refusal bool) *streamBlock {
+	if b := cs.open; b != nil && b.kind == partText && b.refusal == refusal {
+		return b
+	}
+	return cs.openBlockAs(partText, "", "", "", refusal)
+}
+
+// openBlockAs is openBlock; refusal marks a text block as a refusal
+// (streamBlock.refusal) before the encoder starts it.
+func (cs *canonStream) openBlockAs(kind partKind, id, name, data string, refusal bool) *streamBlock {
 	if cs.finished || cs.closed {
 		return nil
 	}
@@ -160,7 +181,7 @@ func (cs *canonStream) openBlock(kind partKind, id, name, data string) *streamBl
 	if cs.finished {
 		return nil // closing the open block completed an emulated stop string
 	}
-	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: strings.Clone(id), name: strings.Clone(name), data: strings.Clone(data)}
+	b := &streamBlock{idx: len(cs.blocks), kind: kind, id: strings.Clone(id), name: strings.Clone(name), data: strings.Clone(data), refusal: refusal && kind == partText}
 	if kind == partToolCall {
 		cs.sawTool = true
 	}

@@ -196,25 +196,22 @@ func (d *chatStreamDecoder) delta(delta gjson.Result) {
 			cs.delta(deltaThinking, thinking)
 		}
 	}
-	text := ""
-	if res[deltaContent].Type == gjson.String {
-		text = res[deltaContent].Str
-	}
-	refusal := res[deltaRefusal].Type == gjson.String && res[deltaRefusal].Str != ""
-	if refusal {
-		text += res[deltaRefusal].Str
-		d.refusal = true
-	}
-	if text != "" {
-		if cs.open == nil || cs.open.kind != partText {
-			d.flushTools()
-			cs.openBlock(partText, "", "", "")
+	// content and refusal go to blocks of their own (streamBlock.refusal),
+	// content first when a chunk carries both
+	for _, m := range [...]int{deltaContent, deltaRefusal} {
+		v := res[m]
+		if v.Type != gjson.String || v.Str == "" {
+			continue
 		}
+		refusal := m == deltaRefusal
 		if refusal {
-			cs.delta(deltaText, text)
-		} else {
-			cs.deltaJSON(deltaText, res[deltaContent])
+			d.refusal = true
 		}
+		if o := cs.open; o == nil || o.kind != partText || o.refusal != refusal {
+			d.flushTools()
+			cs.openText(refusal)
+		}
+		cs.deltaJSON(deltaText, v)
 	}
 	res[deltaToolCalls].ForEach(func(_, tc gjson.Result) bool {
 		d.toolDelta(tc)

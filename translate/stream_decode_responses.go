@@ -122,11 +122,12 @@ func (d *responsesStreamDecoder) event(ev *SSEEvent) {
 		}
 	case "response.output_text.delta", "response.refusal.delta":
 		x := d.known(f, "message")
-		if typ == "response.refusal.delta" {
+		refusal := typ == "response.refusal.delta"
+		if refusal {
 			d.refusal = true
 		}
 		if v := f.get("delta"); v.Str != "" {
-			d.ensure(x, partText)
+			d.ensureText(x, refusal)
 			d.sendJSON(x, deltaText, v)
 		}
 	case "response.function_call_arguments.delta":
@@ -288,6 +289,15 @@ func (d *responsesStreamDecoder) closeCur() {
 
 // ensure makes x's block of kind the open one (a new block when another
 // block was opened since, or none yet).
+// ensureText is ensure for text: x's open block must be a text block
+// that is a refusal (streamBlock.refusal) exactly when refusal is set.
+func (d *responsesStreamDecoder) ensureText(x *rsStreamItem, refusal bool) {
+	if x.blk == nil || d.cs.open != x.blk || x.blk.kind != partText || x.blk.refusal != refusal {
+		d.flushAll()
+		x.blk = d.cs.openBlockAs(partText, "", "", "", refusal)
+	}
+}
+
 func (d *responsesStreamDecoder) ensure(x *rsStreamItem, kind partKind) {
 	if x.blk == nil || d.cs.open != x.blk || x.blk.kind != kind {
 		d.openItem(x, kind)
@@ -328,21 +338,23 @@ func (d *responsesStreamDecoder) itemDone(idx int64, it gjson.Result) {
 	switch res[0].Str {
 	case "message":
 		if len(x.sent) == 0 {
-			var sb strings.Builder
+			// each text or refusal part in a block of its kind, in order
 			it.Get("content").ForEach(func(_, c gjson.Result) bool {
+				var s string
+				refusal := false
 				switch c.Get("type").Str {
 				case "output_text", "text":
-					sb.WriteString(c.Get("text").String())
+					s = c.Get("text").String()
 				case "refusal":
 					d.refusal = true
-					sb.WriteString(c.Get("refusal").String())
+					s, refusal = c.Get("refusal").String(), true
+				}
+				if s != "" {
+					d.ensureText(x, refusal)
+					d.send(x, deltaText, s)
 				}
 				return true
 			})
-			if sb.Len() > 0 {
-				d.ensure(x, partText)
-				d.send(x, deltaText, sb.String())
-			}
 		}
 	case "function_call":
 		d.called = true

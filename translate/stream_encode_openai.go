@@ -86,7 +86,11 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 	b = append(b, e.prefix...)
 	switch k {
 	case deltaText:
-		b = append(b, `{"index":0,"delta":{"content":`...)
+		if blk.refusal {
+			b = append(b, `{"index":0,"delta":{"refusal":`...)
+		} else {
+			b = append(b, `{"index":0,"delta":{"content":`...)
+		}
 		b = appendString(b, s)
 		b = append(b, '}')
 	case deltaThinking:

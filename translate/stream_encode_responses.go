@@ -8,7 +8,9 @@ import "strconv"
 // response.in_progress (status "in_progress"); per text block
 // response.output_item.added (message), response.content_part.added,
 // response.output_text.delta…, response.output_text.done,
-// response.content_part.done, response.output_item.done; per thinking block
+// response.content_part.done, response.output_item.done (a refusal block:
+// a refusal part, response.refusal.delta…, response.refusal.done); per
+// thinking block
 // a reasoning item with response.reasoning_summary_part.added,
 // response.reasoning_summary_text.delta…/.done,
 // response.reasoning_summary_part.done; per tool call a function_call item
@@ -89,7 +91,7 @@ func (e *responsesStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 		b = append(b, `,"item":`...)
 		switch blk.kind {
 		case partText:
-			return appendRSMessageItem(b, blk.itemID, "in_progress", nil, false)
+			return appendRSMessageItem(b, blk.itemID, "in_progress", nil, false, false)
 		case partThinking, partRedactedThinking:
 			return appendRSReasoningItem(b, blk.itemID, nil, false, "")
 		default:
@@ -104,7 +106,7 @@ func (e *responsesStreamEncoder) blockStart(cs *canonStream, blk *streamBlock) {
 		e.emit(cs, "response.content_part.added", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"content_index":0,"part":`...)
-			return appendRSTextPart(b, nil)
+			return appendRSContentPart(b, nil, blk.refusal)
 		})
 	case partThinking:
 		e.emit(cs, "response.reasoning_summary_part.added", func(b []byte) []byte {
@@ -121,6 +123,14 @@ func (e *responsesStreamEncoder) delta(cs *canonStream, blk *streamBlock, k delt
 	}
 	switch k {
 	case deltaText:
+		if blk.refusal {
+			e.emit(cs, "response.refusal.delta", func(b []byte) []byte {
+				b = e.itemHead(b, blk)
+				b = append(b, `,"content_index":0,"delta":`...)
+				return appendString(b, s)
+			})
+			return
+		}
 		e.emit(cs, "response.output_text.delta", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"content_index":0,"delta":`...)
@@ -153,18 +163,26 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 	var item []byte
 	switch blk.kind {
 	case partText:
-		e.emit(cs, "response.output_text.done", func(b []byte) []byte {
-			b = e.itemHead(b, blk)
-			b = append(b, `,"content_index":0,"text":`...)
-			b = appendString(b, view(blk.text))
-			return append(b, `,"logprobs":[]`...)
-		})
+		if blk.refusal {
+			e.emit(cs, "response.refusal.done", func(b []byte) []byte {
+				b = e.itemHead(b, blk)
+				b = append(b, `,"content_index":0,"refusal":`...)
+				return appendString(b, view(blk.text))
+			})
+		} else {
+			e.emit(cs, "response.output_text.done", func(b []byte) []byte {
+				b = e.itemHead(b, blk)
+				b = append(b, `,"content_index":0,"text":`...)
+				b = appendString(b, view(blk.text))
+				return append(b, `,"logprobs":[]`...)
+			})
+		}
 		e.emit(cs, "response.content_part.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
 			b = append(b, `,"content_index":0,"part":`...)
-			return appendRSTextPart(b, blk.text)
+			return appendRSContentPart(b, blk.text, blk.refusal)
 		})
-		item = appendRSMessageItem(nil, blk.itemID, "completed", blk.text, true)
+		item = appendRSMessageItem(nil, blk.itemID, "completed", blk.text, true, blk.refusal)
 	case partThinking:
 		e.emit(cs, "response.reasoning_summary_text.done", func(b []byte) []byte {
 			b = e.itemHead(b, blk)
