@@ -141,12 +141,14 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice, echo []byte) [
 	// part
 	var text, refusal []byte
 	nText, nRefusal := 0, 0
+	items := 0 // output items written: each message and reasoning id is its prefix, base and itemSuffix(items)
 	flushText := func() {
 		if nText+nRefusal == 0 {
 			return
 		}
 		out = appendComma(out)
-		out = appendRSMessageHead(out, "msg_"+base+suffix(len(out)), itemStatus)
+		out = appendRSMessageHead(out, "msg_"+base+itemSuffix(items), itemStatus)
+		items++
 		if nText > 0 {
 			out = appendRSContentPart(out, text, false)
 		}
@@ -172,14 +174,17 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice, echo []byte) [
 		case partThinking:
 			flushText()
 			out = appendComma(out)
-			out = appendRSReasoningItem(out, "rs_"+base+suffix(i), []byte(p.text), true, reasoningEnc(p.kind, p.signature, ""))
+			out = appendRSReasoningItem(out, "rs_"+base+itemSuffix(items), []byte(p.text), true, reasoningEnc(p.kind, p.signature, ""))
+			items++
 		case partRedactedThinking:
 			flushText()
 			out = appendComma(out)
-			out = appendRSReasoningItem(out, "rs_"+base+suffix(i), nil, false, reasoningEnc(p.kind, "", p.data))
+			out = appendRSReasoningItem(out, "rs_"+base+itemSuffix(items), nil, false, reasoningEnc(p.kind, "", p.data))
+			items++
 		case partToolCall:
 			flushText()
 			out = appendComma(out)
+			items++ // its id is the call's own
 			if p.custom {
 				out = appendRSCustomToolCallItem(out, withPrefix("ctc_", p.id), "completed", p.id, p.name, unwrapCustomInput(p.args))
 				continue
@@ -196,8 +201,12 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice, echo []byte) [
 	return appendRSResponseEcho(make([]byte, 0, len(out)+len(tools)+len(toolChoice)+len(echo)+512), withPrefix("resp_", r.id), created, status, reason, r.model, out, r.usage, "", "", tools, toolChoice, echo)
 }
 
-func suffix(i int) string {
-	if i <= 1 {
+// itemSuffix is the end of the id of the output item at index i of a
+// whole Responses answer: none for the first, "_i" after, so that no two
+// items share an id (per OpenAI's Responses API, an input that repeats an
+// item id is refused: "Duplicate item found with id …").
+func itemSuffix(i int) string {
+	if i == 0 {
 		return ""
 	}
 	return "_" + strconv.Itoa(i)

@@ -262,3 +262,32 @@ func TestPeerToolResultSiblingsKept(t *testing.T) {
 		t.Errorf("to Responses: %s", out)
 	}
 }
+
+// vercel/ai#7883 and OpenRouterTeam/ai-sdk-provider#254: two output items
+// with one id ("Duplicate item found with id rs_…"). A whole Anthropic
+// answer whose first two blocks are reasoning (thinking, then
+// redacted_thinking) gave both reasoning items the id rs_<id>; the Vercel
+// AI SDK merges reasoning parts by item id, so the redacted block was lost
+// on replay. Every output item of a whole Responses answer has its own id.
+func TestPeerResponsesOutputItemIDsUnique(t *testing.T) {
+	whole := `{"id":"msg_p","type":"message","role":"assistant","model":"claude-x","content":[` +
+		`{"type":"thinking","thinking":"let me think","signature":"SIG1"},{"type":"redacted_thinking","data":"RED"},{"type":"text","text":"first"},` +
+		`{"type":"tool_use","id":"toolu_1","name":"now","input":{}},{"type":"thinking","thinking":"again","signature":"SIG2"},{"type":"text","text":"second"}],` +
+		`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}`
+	b, _, err := TranslateResponse(AnthropicMessages, OpenAIResponses, []byte(whole), "cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := gjson.GetBytes(b, "output").Array()
+	ids := map[string]bool{}
+	for _, it := range items {
+		id := it.Get("id").Str
+		if id == "" || ids[id] {
+			t.Errorf("item id %q empty or repeated: %s", id, b)
+		}
+		ids[id] = true
+	}
+	if len(items) != 6 || items[1].Get("encrypted_content").Str == items[0].Get("encrypted_content").Str {
+		t.Errorf("output: %s", b)
+	}
+}
