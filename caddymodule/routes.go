@@ -91,18 +91,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 	// The gateway key is read and then removed from the request headers:
 	// Caddy's access log redacts Authorization but would print X-Api-Key.
-	token := gatewayToken(r)
+	creds := readGatewayCredentials(r)
 	r.Header.Del("X-Api-Key")
 	r.Header.Del("Api-Key")
-	gk := h.lookupGatewayKey(token)
+	gk := creds.lookup(h)
 	if isPlayground(r) {
 		gk = playgroundKey // issued by the admin API, not the network
 	}
 	if gk == nil && h.Auth != "off" {
-		msg := "invalid gateway API key"
-		if token == "" {
-			msg = "missing gateway API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
-		}
+		msg := creds.rejection()
 		if len(h.gatewayKeys) == 0 {
 			msg = "this gateway has no api_key configured: add 'api_key <token>' to the llm_gateway block (or 'auth off' to allow unauthenticated use)"
 		}

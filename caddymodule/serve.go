@@ -12,19 +12,93 @@ import (
 	"github.com/llmgateway/llm_gateway/translate"
 )
 
-// gatewayToken returns the key the client presented: the Bearer token of
-// Authorization, else x-api-key (Anthropic clients), else api-key (Azure).
-func gatewayToken(r *http.Request) string {
-	if a := r.Header.Get("Authorization"); a != "" {
-		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			return strings.TrimSpace(a[7:])
+// gatewayCredentials are the gateway keys a client presented, by header.
+// A client may send more than one (an SDK's own Authorization beside the
+// x-api-key its user set, a Basic header its HTTP stack adds): the
+// request is authenticated when any of them is a gateway key.
+type gatewayCredentials struct {
+	bearer    string // the token of 'Authorization: Bearer <token>'
+	bare      string // an Authorization value of one word, sent without 'Bearer '
+	xAPIKey   string // x-api-key (Anthropic clients)
+	apiKey    string // api-key (Azure OpenAI clients)
+	authBasic bool   // Authorization uses the Basic scheme
+	authOther bool   // Authorization is some other scheme or garbage
+	emptyAuth bool   // 'Authorization: Bearer' with no token
+}
+
+// readGatewayCredentials reads the gateway key headers of a request:
+// Authorization (its Bearer token, scheme case-insensitive, or a bare
+// key), x-api-key and api-key, each trimmed of white space.
+func readGatewayCredentials(r *http.Request) gatewayCredentials {
+	var c gatewayCredentials
+	if a := strings.TrimSpace(r.Header.Get("Authorization")); a != "" {
+		scheme, rest, spaced := strings.Cut(a, " ")
+		switch {
+		case strings.EqualFold(scheme, "bearer"):
+			c.bearer = strings.TrimSpace(rest)
+			c.emptyAuth = c.bearer == ""
+		case strings.EqualFold(scheme, "basic"):
+			c.authBasic = true
+		case !spaced:
+			c.bare = a
+		default:
+			c.authOther = true
 		}
-		return ""
 	}
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return strings.TrimSpace(k)
+	c.xAPIKey = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	c.apiKey = strings.TrimSpace(r.Header.Get("Api-Key"))
+	return c
+}
+
+// lookup returns the gateway key the client presented: the first of the
+// Bearer token, the bare Authorization value, x-api-key and api-key that
+// is a gateway key, else nil.
+func (c gatewayCredentials) lookup(h *Handler) *gwKey {
+	for _, t := range [...]string{c.bearer, c.bare, c.xAPIKey, c.apiKey} {
+		if gk := h.lookupGatewayKey(t); gk != nil {
+			return gk
+		}
 	}
-	return strings.TrimSpace(r.Header.Get("Api-Key"))
+	return nil
+}
+
+// rejection is the message of the 401 for credentials that name no
+// gateway key: which headers carried a key that is not one, or why none
+// was found, e.g. "invalid gateway API key (in x-api-key)". It never
+// contains what the client sent.
+func (c gatewayCredentials) rejection() string {
+	const how = "send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+	var sent []string
+	if c.bearer != "" {
+		sent = append(sent, "Authorization: Bearer")
+	}
+	if c.bare != "" {
+		sent = append(sent, "Authorization, without 'Bearer '")
+	}
+	if c.xAPIKey != "" {
+		sent = append(sent, "x-api-key")
+	}
+	if c.apiKey != "" {
+		sent = append(sent, "api-key")
+	}
+	var auth string
+	switch {
+	case c.authBasic:
+		auth = "the Authorization header uses the Basic scheme, which the gateway does not read"
+	case c.authOther:
+		auth = "the Authorization header is not 'Bearer <key>'"
+	case c.emptyAuth:
+		auth = "the Authorization header is 'Bearer' with no key"
+	}
+	switch {
+	case len(sent) > 0 && auth != "":
+		return "invalid gateway API key (in " + strings.Join(sent, "; ") + "); " + auth
+	case len(sent) > 0:
+		return "invalid gateway API key (in " + strings.Join(sent, "; ") + ")"
+	case auth != "":
+		return "missing gateway API key: " + auth + "; " + how
+	}
+	return "missing gateway API key: " + how
 }
 
 // requestID returns the client's X-Request-Id when it is reasonable (up to
