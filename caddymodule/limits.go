@@ -136,6 +136,18 @@ func (rl *requestLog) failOverloaded(w http.ResponseWriter, d translate.Dialect,
 // body of unknown length; it doubles as the body grows.
 const chunkedBodyStart = 32 << 10
 
+// failTooLarge answers 413 for a request body over max_request_body.
+func (h *Handler) failTooLarge(w http.ResponseWriter, rl *requestLog, d translate.Dialect) {
+	rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge,
+		"request body is larger than the gateway's limit of "+strconv.FormatInt(h.MaxRequestBody, 10)+" bytes (max_request_body)")
+}
+
+// failBuffersFull answers 503 with Retry-After for a request body that
+// does not fit in what is left of max_buffered_bytes.
+func (h *Handler) failBuffersFull(w http.ResponseWriter, rl *requestLog, d translate.Dialect) {
+	rl.failOverloaded(w, d, "max_buffered_bytes ("+strconv.FormatInt(h.MaxBufferedBytes, 10)+" bytes of request bodies in memory)")
+}
+
 // readBody reads the request body into a single buffer and books its bytes
 // against MaxBufferedBytes until release is called (the caller defers it
 // once the request no longer needs the body).
@@ -144,17 +156,14 @@ const chunkedBodyStart = 32 << 10
 // body over MaxRequestBody (413) or over what is left of
 // MaxBufferedBytes (503 with Retry-After) is refused without reading a
 // byte. Without one (chunked), the buffer and the reservation grow by
-// doubling from 32 KiB as bytes arrive, up to MaxRequestBody. On failure the client has been
-// answered (or has gone: 499) and ok is false.
+// doubling from 32 KiB as bytes arrive, up to MaxRequestBody. A body with
+// a Content-Encoding of gzip, deflate or zstd is decoded
+// (readEncodedBody); another coding is refused with 415. On failure the
+// client has been answered (or has gone: 499) and ok is false.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rl *requestLog, d translate.Dialect) (body []byte, release func(), ok bool) {
 	limit := h.MaxRequestBody
-	tooLarge := func() {
-		rl.fail(w, d, http.StatusRequestEntityTooLarge, translate.ErrRequestTooLarge,
-			"request body is larger than the gateway's limit of "+strconv.FormatInt(limit, 10)+" bytes (max_request_body)")
-	}
-	full := func() {
-		rl.failOverloaded(w, d, "max_buffered_bytes ("+strconv.FormatInt(h.MaxBufferedBytes, 10)+" bytes of request bodies in memory)")
-	}
+	tooLarge := func() { h.failTooLarge(w, rl, d) }
+	full := func() { h.failBuffersFull(w, rl, d) }
 	var reserved int64
 	release = func() {
 		admission.buffered.Add(-reserved)
@@ -170,6 +179,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rl *requestLo
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return []byte{}, release, true
+	}
+	codings, unsupported := bodyCodings(r.Header.Values("Content-Encoding"))
+	if unsupported != "" {
+		rl.fail(w, d, http.StatusUnsupportedMediaType, translate.ErrInvalidRequest,
+			"request Content-Encoding "+quoteClient(unsupported)+" is not supported: send the body as is, or as gzip, deflate or zstd")
+		return nil, nil, false
+	}
+	if codings != nil {
+		return h.readEncodedBody(w, r, rl, d, codings)
 	}
 	if n := r.ContentLength; n >= 0 {
 		if n > limit {
@@ -189,8 +207,56 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rl *requestLo
 		}
 		return body, release, true
 	}
-	// chunked: grow by doubling up to limit; one byte more than limit
-	// tells that the body is too large
+	return h.readGrowing(r.Context(), w, r.Body, rl, d)
+}
+
+// readEncodedBody is readBody for a body with content codings: its wire
+// bytes (at most max_request_body of them, checked against a
+// Content-Length before any is read) are decoded as they arrive into a
+// buffer that grows as an unsized body's does, up to max_request_body of
+// decoded bytes: a body that decodes to more (a decompression bomb) is
+// refused with 413 once the limit is passed, having cost no more memory
+// than a body of that size. Corrupt or truncated data is a 400 naming
+// the coding.
+func (h *Handler) readEncodedBody(w http.ResponseWriter, r *http.Request, rl *requestLog, d translate.Dialect, codings []string) (body []byte, release func(), ok bool) {
+	if r.ContentLength > h.MaxRequestBody {
+		h.failTooLarge(w, rl, d)
+		return nil, nil, false
+	}
+	dec := newBodyDecoder(r.Body, codings, h.MaxRequestBody)
+	defer dec.Close()
+	return h.readGrowing(r.Context(), w, dec, rl, d)
+}
+
+// readGrowing reads a body of unknown length (chunked, or decoded from
+// its content codings) into a buffer that grows, and is booked against
+// max_buffered_bytes, by doubling from 32 KiB up to max_request_body.
+func (h *Handler) readGrowing(ctx context.Context, w http.ResponseWriter, src io.Reader, rl *requestLog, d translate.Dialect) (body []byte, release func(), ok bool) {
+	limit := h.MaxRequestBody
+	tooLarge := func() { h.failTooLarge(w, rl, d) }
+	full := func() { h.failBuffersFull(w, rl, d) }
+	var reserved int64
+	release = func() {
+		admission.buffered.Add(-reserved)
+		reserved = 0
+	}
+	dec, _ := src.(*bodyDecoder)
+	readErr := func(err error) {
+		release()
+		switch {
+		case ctx.Err() != nil:
+			rl.status = 499 // the client gave up while uploading
+		case dec != nil && dec.wire.err == errWireTooLarge:
+			tooLarge()
+		case dec != nil && dec.brokenEncoding(err):
+			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest,
+				"could not decode the request body as its Content-Encoding says")
+		default:
+			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest, "could not read the request body")
+		}
+	}
+	// grow by doubling up to limit; one byte more than limit tells that
+	// the body is too large
 	body = make([]byte, 0, min(chunkedBodyStart, limit))
 	if !h.reserve(int64(cap(body))) {
 		full()
@@ -202,7 +268,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rl *requestLo
 		if len(body) == cap(body) {
 			if int64(len(body)) >= limit {
 				var one [1]byte
-				n, err := io.ReadAtLeast(r.Body, one[:], 1)
+				n, err := io.ReadAtLeast(src, one[:], 1)
 				if n > 0 {
 					release()
 					tooLarge()
@@ -225,7 +291,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rl *requestLo
 			copy(nb, body)
 			body = nb
 		}
-		n, err := r.Body.Read(body[len(body):cap(body)])
+		n, err := src.Read(body[len(body):cap(body)])
 		body = body[:len(body)+n]
 		if err == io.EOF {
 			break
