@@ -11,9 +11,13 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
+// The directive is ordered before respond (and so before reverse_proxy and
+// file_server): the gateway answers its own paths and passes the others
+// on, so a "respond 404" in the same site answers only the paths that are
+// not the gateway's, with no route block.
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("llm_gateway", parseCaddyfile)
-	httpcaddyfile.RegisterDirectiveOrder("llm_gateway", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("llm_gateway", httpcaddyfile.Before, "respond")
 }
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
