@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -894,8 +895,14 @@ func decodeChatAnswer(a *answerRoot, stops []string) (*canonResponse, *Error) {
 		resp.parts = append(resp.parts, canonPart{kind: partText, text: rf.Str, refusal: true})
 		refused = true
 	}
+	nCalls := 0
 	mm.toolCalls.ForEach(func(_, tc gjson.Result) bool {
-		resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: tc.Get("id").String(),
+		id := tc.Get("id").String()
+		if id == "" {
+			id = chatCallID(resp.id, nCalls)
+		}
+		nCalls++
+		resp.parts = append(resp.parts, canonPart{kind: partToolCall, id: id,
 			name: tc.Get("function.name").String(), args: tc.Get("function.arguments").String()})
 		return true
 	})
@@ -908,6 +915,15 @@ func decodeChatAnswer(a *answerRoot, stops []string) (*canonResponse, *Error) {
 		resp.usage = chatUsage(u)
 	}
 	return resp, nil
+}
+
+// chatCallID is the id given to the n-th tool call (from 0) of a Chat
+// answer or stream with id answerID when the upstream gave that call no id
+// or "" (Gemini's OpenAI-compatible endpoint did): "call_<answer id>_<n>",
+// distinct within the answer, as Anthropic tool_use ids and Responses
+// call_ids must be.
+func chatCallID(answerID string, n int) string {
+	return "call_" + trimIDPrefix(answerID) + "_" + strconv.Itoa(n)
 }
 
 // chatAnswerMessage holds the members of a Chat answer's message that

@@ -291,3 +291,57 @@ func TestPeerResponsesOutputItemIDsUnique(t *testing.T) {
 		t.Errorf("output: %s", b)
 	}
 }
+
+// vercel/ai#7834 (Gemini's OpenAI-compatible endpoint answered tool calls
+// with id "") and diegosouzapw/OmniRoute#419 (such calls became Responses
+// function_call items with an empty call_id): a Chat upstream's tool calls
+// without an id, or with "", streamed or whole, reach Anthropic clients
+// as tool_use blocks and Responses clients as function_call items with
+// ids of their own, none empty and no two alike (BerriAI/litellm#23510:
+// Anthropic refuses repeated tool_use ids).
+func TestPeerChatToolCallsWithoutIDs(t *testing.T) {
+	stream := ccChunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"type":"function","function":{"name":"a","arguments":"{}"}}]}`, "", "") +
+		ccChunk(`{"tool_calls":[{"index":1,"id":"","type":"function","function":{"name":"b","arguments":"{}"}}]}`, "", "") +
+		ccChunk(`{}`, "tool_calls", "") + ccUsage + "data: [DONE]\n\n"
+	whole := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"a","arguments":"{}"}},{"id":"","type":"function","function":{"name":"b","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
+	check := func(label string, ids []string) {
+		t.Helper()
+		if len(ids) != 2 || ids[0] == "" || ids[1] == "" || ids[0] == ids[1] {
+			t.Errorf("%s: tool call ids %q", label, ids)
+		}
+	}
+	out, _, err := run(t, OpenAIChat, AnthropicMessages, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, v := range anthropicToolInputs(out) {
+		ids = append(ids, v[0])
+	}
+	check("stream to Anthropic", ids)
+	out, _, err = run(t, OpenAIChat, OpenAIResponses, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = nil
+	var items []string
+	for _, d := range sseData(out) {
+		if d.Get("type").Str == "response.output_item.done" {
+			ids = append(ids, d.Get("item.call_id").Str)
+			items = append(items, d.Get("item.id").Str)
+		}
+	}
+	check("stream to Responses, call_id", ids)
+	check("stream to Responses, item id", items)
+	b, _, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(whole), "cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("whole to Anthropic", []string{gjson.GetBytes(b, "content.0.id").Str, gjson.GetBytes(b, "content.1.id").Str})
+	b, _, err = TranslateResponse(OpenAIChat, OpenAIResponses, []byte(whole), "cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("whole to Responses, call_id", []string{gjson.GetBytes(b, "output.0.call_id").Str, gjson.GetBytes(b, "output.1.call_id").Str})
+	check("whole to Responses, item id", []string{gjson.GetBytes(b, "output.0.id").Str, gjson.GetBytes(b, "output.1.id").Str})
+}

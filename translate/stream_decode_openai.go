@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -239,7 +238,7 @@ func (d *chatStreamDecoder) toolDelta(tc gjson.Result) {
 	if t == nil || (id != "" && t.realID && id != t.id) {
 		t = &chatTool{index: idx, id: strings.Clone(id), realID: id != "", name: strings.Clone(tc.Get("function.name").String())}
 		if t.id == "" {
-			t.id = "call_" + trimIDPrefix(cs.id) + "_" + strconv.Itoa(len(d.tools))
+			t.id = chatCallID(cs.id, len(d.tools))
 		}
 		d.tools = append(d.tools, t)
 		if d.cur == nil && len(d.pending) == 0 && t.name != "" {
