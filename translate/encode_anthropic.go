@@ -73,6 +73,18 @@ func claudeVersion(model string) (major, minor int) {
 	return major, minor
 }
 
+// jsonObjectInstruction is the system text an Anthropic request gets for
+// an OpenAI client's JSON mode (Chat response_format, Responses
+// text.format {"type":"json_object"}). Anthropic's structured outputs
+// (output_config.format) take only a JSON schema whose objects are
+// closed, so a schema-less "any JSON object" has no parameter there; a
+// json_schema format goes to output_config.format instead. OpenAI's JSON
+// mode itself requires the word JSON in the conversation, so the client
+// already asks for JSON; the instruction keeps Claude from wrapping it
+// in prose or a Markdown fence, which a client that parses the content
+// as JSON cannot read.
+const jsonObjectInstruction = "Respond with a single valid JSON object and nothing else: no text and no Markdown code fence before or after it."
+
 // encodeAnthropicRequest builds an Anthropic Messages request from the
 // canonical form.
 func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
@@ -122,6 +134,10 @@ func encodeAnthropicRequest(r *canonRequest) ([]byte, error) {
 				appendSys(&r.messages[i].parts[j])
 			}
 		}
+	}
+	if r.formatType == "json_object" {
+		// JSON mode (see jsonObjectInstruction): the last system block
+		appendSys(&canonPart{kind: partText, text: jsonObjectInstruction})
 	}
 	if nsys > 0 {
 		b = append(b, ']')
