@@ -345,3 +345,33 @@ func TestPeerChatToolCallsWithoutIDs(t *testing.T) {
 	check("whole to Responses, call_id", []string{gjson.GetBytes(b, "output.0.call_id").Str, gjson.GetBytes(b, "output.1.call_id").Str})
 	check("whole to Responses, item id", []string{gjson.GetBytes(b, "output.0.id").Str, gjson.GetBytes(b, "output.1.id").Str})
 }
+
+// farion1231/cc-switch#5093 (SenseNova sends "finish_reason": "" on every
+// chunk; the first one was taken for the end of the turn, the thinking
+// block closed, the real finish_reason swallowed and the later blocks left
+// open, so Claude Desktop dropped the message) and ollama/ollama#4357 (the
+// same "" on every chunk): "" is no finish reason. Anthropic and Responses
+// clients get the thinking, the whole text and the real stop, every block
+// closed.
+func TestPeerEmptyFinishReasonIsNone(t *testing.T) {
+	ch := func(delta, fr string) string {
+		return `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":5,"model":"up","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + fr + `}]}` + "\n\n"
+	}
+	in := ch(`{"role":"assistant","reasoning_content":"hmm"}`, `""`) + ch(`{"reasoning_content":" more"}`, `""`) +
+		ch(`{"content":"hello"}`, `""`) + ch(`{"content":" world"}`, `""`) + ch(`{}`, `"length"`) + ccUsage + "data: [DONE]\n\n"
+	for _, to := range []Dialect{AnthropicMessages, OpenAIResponses} {
+		out, _, err := run(t, OpenAIChat, to, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := parseOK(t, to, out); s.thinking != "hmm more" || s.text != "hello world" || s.stop != "length" {
+			t.Errorf("%s: %+v\n%s", to, s, out)
+		}
+		if to == AnthropicMessages {
+			if n, m := strings.Count(out, "event: content_block_start"), strings.Count(out, "event: content_block_stop"); n != 2 || m != 2 ||
+				strings.Count(out, "event: message_delta") != 1 {
+				t.Errorf("blocks started %d, stopped %d:\n%s", n, m, out)
+			}
+		}
+	}
+}
