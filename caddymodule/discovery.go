@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,6 +226,11 @@ func (d *discovery) fetchAll(ctx context.Context, p *pool, log *zap.Logger, firs
 	sem := make(chan struct{}, discoveryParallelism)
 	var wg sync.WaitGroup
 	var failed atomic.Bool
+	// shared holds this round's name sets by listKey: keys whose lists
+	// name the same models (the usual pool: every key of one account)
+	// share one set instead of a map each. Used only inside update's
+	// change, which runs under the store's lock.
+	shared := map[string]map[string]struct{}{}
 	for _, uk := range p.keys {
 		wg.Add(1)
 		go func() {
@@ -247,9 +254,17 @@ func (d *discovery) fetchAll(ctx context.Context, p *pool, log *zap.Logger, firs
 					delete(m, uk.fp)
 					return
 				}
-				set := make(map[string]struct{}, len(r.names))
-				for _, n := range r.names {
-					set[n] = struct{}{}
+				lk := listKey(r.names)
+				set, seen := shared[lk]
+				if !seen {
+					set = make(map[string]struct{}, len(r.names))
+					for _, n := range r.names {
+						set[n] = struct{}{}
+					}
+					if old, had := m[uk.fp]; had && sameSet(old, set) {
+						set = old // the last round's set, shared by its keys then too
+					}
+					shared[lk] = set
 				}
 				if old, had := m[uk.fp]; !had || !sameSet(old, set) {
 					log.Info("models learned", zap.String("pool", p.name), zap.String("key", uk.id), zap.Int("models", len(set)))
@@ -290,7 +305,13 @@ func (s *learnedStore) update(pool string, change func(map[string]map[string]str
 		}
 	}
 	snap := &learnedSnap{keys: m, union: map[string]struct{}{}}
+	done := map[uintptr]bool{} // sets already in the union (keys share them, see fetchAll)
 	for _, set := range m {
+		id := reflect.ValueOf(set).Pointer()
+		if done[id] {
+			continue
+		}
+		done[id] = true
 		for n := range set {
 			if _, dup := snap.union[n]; !dup {
 				snap.union[n] = struct{}{}
@@ -300,6 +321,21 @@ func (s *learnedStore) update(pool string, change func(map[string]map[string]str
 	}
 	sort.Strings(snap.names)
 	s.snap.Store(snap)
+}
+
+// listKey identifies a models list by its names, sorted and each
+// prefixed by its length: two lists with one key name the same models
+// (a list naming one model twice has a key of its own, which only costs
+// the sharing).
+func listKey(names []string) string {
+	sorted := slices.Sorted(slices.Values(names))
+	var b strings.Builder
+	for _, n := range sorted {
+		b.WriteString(strconv.Itoa(len(n)))
+		b.WriteByte(':')
+		b.WriteString(n)
+	}
+	return b.String()
 }
 
 func sameSet(a, b map[string]struct{}) bool {

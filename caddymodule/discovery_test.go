@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -644,4 +645,73 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// TestDiscoverySharedLists: keys whose models lists name the same models
+// share one learned name set (a 1000-key pool of one account held a map
+// and a copy of every name per key), across refresh rounds too; a key
+// with another list keeps its own, and routing by the lists is unchanged.
+func TestDiscoverySharedLists(t *testing.T) {
+	same := []string{"s-one", "s-two", "s-three"}
+	_, base := mock(t, mockupstream.Config{
+		Default: mockupstream.KeyBehavior{Models: same},
+		Keys: map[string]mockupstream.KeyBehavior{
+			"dsx-9": {Models: []string{"s-three", "s-other"}},
+		},
+	})
+	var keys strings.Builder
+	for i := 1; i <= 8; i++ {
+		keys.WriteString(discKey(fmt.Sprintf("dsx-%d", i), base, fmt.Sprintf("x%d", i)))
+	}
+	keys.WriteString(discKey("dsx-9", base, "x9"))
+	gw := gateway(t, gatewayBlock("\t\tpool sharedlists {\n\t\t\tmodels auto\n\t\t\trefresh 100ms\n"+keys.String()+"\t\t}\n"))
+
+	// sets returns the snapshot's distinct sets and how many keys hold each
+	sets := func() (map[uintptr]int, *learnedSnap) {
+		snap := learnedFor("sharedlists").load()
+		if snap == nil {
+			return nil, nil
+		}
+		n := map[uintptr]int{}
+		for _, set := range snap.keys {
+			n[reflect.ValueOf(set).Pointer()]++
+		}
+		return n, snap
+	}
+	var first uintptr
+	eventually(t, 5*time.Second, "every key's list learned", func() bool {
+		_, snap := sets()
+		return snap != nil && len(snap.keys) == 9
+	})
+	n, snap := sets()
+	if len(n) != 2 {
+		t.Fatalf("%d distinct sets for 9 keys with 2 distinct lists: %v", len(n), n)
+	}
+	for id, c := range n {
+		if c == 8 {
+			first = id
+		}
+	}
+	if first == 0 {
+		t.Fatalf("the 8 keys with one list do not share a set: %v", n)
+	}
+	if want := []string{"s-one", "s-other", "s-three", "s-two"}; !slices.Equal(snap.names, want) {
+		t.Fatalf("learned names %v, want %v", snap.names, want)
+	}
+	// a refresh round keeps the shared set
+	before := learnedFor("sharedlists").load()
+	eventually(t, 5*time.Second, "a refresh round", func() bool {
+		return learnedFor("sharedlists").load() != before
+	})
+	if n, _ := sets(); len(n) != 2 || n[first] != 8 {
+		t.Fatalf("after a refresh: %v, want the 8 keys still on set %x", n, first)
+	}
+	for i := 0; i < 4; i++ {
+		if st, via, b := routedVia(t, gw, "s-other"); st != 200 || via != "sharedlists/x9" {
+			t.Fatalf("s-other: %d via %q %s", st, via, b)
+		}
+		if st, via, b := routedVia(t, gw, "s-one"); st != 200 || via == "sharedlists/x9" {
+			t.Fatalf("s-one: %d via %q %s", st, via, b)
+		}
+	}
 }
