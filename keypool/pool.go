@@ -251,9 +251,12 @@ var ErrNoKeys = errors.New("no usable key")
 // candidate is cooling, one request may be let through as an early probe
 // of a key whose computed cooldown is more than half over (see
 // Lease.Probe). Otherwise it waits, without polling, until a key frees up
-// or a gate opens, up to opts.Timeout or until ctx is done. It fails fast
-// when waiting cannot help (every key is skipped or disabled, or the
-// earliest gate opens after the timeout and no key is merely busy).
+// or a gate opens, up to opts.Timeout or until ctx is done; a key cooling
+// on a provisional verdict whose probe runs (SetVerifier) is waited for
+// like a busy one, since the probe's answer may put it back at once. It
+// fails fast when waiting cannot help (every key is skipped or disabled,
+// or the earliest gate opens after the timeout and no key is merely busy
+// or being probed).
 //
 // Errors: ctx.Err() when ctx ends first; *UnavailableError (with a per-key
 // summary and a suggested Retry-After) when the wait times out or cannot
@@ -375,8 +378,9 @@ func (p *Pool) pickLocked(now time.Time, opts *AcquireOptions) (cands []*Key, ea
 
 // blockedLocked is the slow path after a failed pick: it looks at every
 // key not skipped and returns the earliest time a time-bound gate (or a
-// model bench) opens, and whether any key is only busy (so a release may
-// help). A key whose gates are open but which was not yet indexed (its
+// model bench) opens, and whether any key is only busy or cooling on a
+// provisional verdict whose probe runs (so a release or the probe's
+// answer may help; the wake is then the probe's due time). A key whose gates are open but which was not yet indexed (its
 // timed-heap entry is due a few nanoseconds later, through rounding) is
 // indexed at once and retry is set.
 func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Time, anyBusy, retry bool) {
@@ -402,6 +406,12 @@ func (p *Pool) blockedLocked(now time.Time, opts *AcquireOptions) (wake time.Tim
 			anyBusy = true // eligible yet not picked: try again at once
 		case reason == reasonBusy || reason == reasonProbe:
 			anyBusy = true // a release may help (a shared one is also re-checked at until)
+		case k.probing(reason, now):
+			// the running probe of a provisional verdict may put the key
+			// back at any moment (Confirm wakes the waiters); its answer
+			// is due at verifyBy
+			anyBusy = true
+			until = k.verifyBy
 		}
 		if !ok && !until.IsZero() && (wake.IsZero() || until.Before(wake)) {
 			wake = until

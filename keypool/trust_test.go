@@ -482,3 +482,61 @@ func TestProvisionalVerdictIsAWait(t *testing.T) {
 		t.Fatalf("no verifier: %v", err)
 	}
 }
+
+// TestAcquireWaitsForRunningProbe: a request that arrives while the
+// gateway's probe of a provisional verdict runs on the only key waits
+// within its own Timeout for the probe's answer instead of being turned
+// away at once: a refuting probe hands it the key, a confirming one
+// turns it away as dead. A probe still out when the Timeout ends leaves
+// a wait until its answer is due (RetryAfter).
+func TestAcquireWaitsForRunningProbe(t *testing.T) {
+	for _, confirm := range []OutcomeKind{Success, Forbidden, Canceled} {
+		p, clk := newTestPool(t, 1, Settings{})
+		proceed := make(chan struct{})
+		p.SetVerifier(func(k *Key, o Outcome) {
+			<-proceed
+			p.Confirm(k.Fingerprint(), Outcome{Kind: confirm, Status: 403})
+		}, 10*time.Second)
+		mustAcquire(t, p).Release(Outcome{Kind: Forbidden, Status: 403})
+		type result struct {
+			l   *Lease
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			l, err := p.Acquire(context.Background(), AcquireOptions{Timeout: 5 * time.Second})
+			done <- result{l, err}
+		}()
+		waitFor(t, func() bool { return clk.pending() == 1 || len(done) == 1 })
+		select {
+		case r := <-done:
+			close(proceed)
+			t.Fatalf("confirm %v: Acquire returned during the probe (%v, %v), want it to wait", confirm, r.l, r.err)
+		default:
+		}
+		var r result
+		if confirm == Canceled {
+			clk.Advance(5 * time.Second) // the probe outlasts the request's timeout
+			r = <-done
+			close(proceed)
+		} else {
+			close(proceed)
+			r = <-done
+		}
+		var ue *UnavailableError
+		switch confirm {
+		case Success:
+			if r.err != nil || r.l == nil || r.l.Key().ID() != "k0" {
+				t.Fatalf("after a refuting probe: %v, %v; want the key", r.l, r.err)
+			}
+		case Forbidden:
+			if !errors.As(r.err, &ue) || !ue.KeysDead() {
+				t.Fatalf("after a confirming probe: %v; want the pool dead", r.err)
+			}
+		default:
+			if !errors.As(r.err, &ue) || ue.KeysDead() || ue.RetryAfter != 5*time.Second {
+				t.Fatalf("probe past the timeout: %v; want a wait of 5s until its answer is due", r.err)
+			}
+		}
+	}
+}

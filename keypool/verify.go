@@ -219,12 +219,22 @@ func (s *Settings) deadCooldown(o *Outcome, now time.Time) (time.Duration, strin
 }
 
 // runVerifier runs fn for k and marks the key's verification done when it
-// returns.
+// returns, waking the requests that waited for the probe's answer.
 func (p *Pool) runVerifier(fn func(*Key, Outcome), k *Key, o Outcome) {
 	defer func() {
 		p.mu.Lock()
 		k.verifying, k.verifyBy = false, time.Time{}
+		p.wakeWaitersLocked()
 		p.mu.Unlock()
 	}()
 	fn(k, o)
+}
+
+// probing reports whether k, whose gate is shut for reason, cools on a
+// provisional verdict whose verifier's probe runs and answers before the
+// cooldown ends: a request may wait for that answer (Acquire) instead of
+// being turned away.
+func (k *Key) probing(reason string, now time.Time) bool {
+	return k.verifying && k.cooldownProvisional() && reason == k.cooldownReason &&
+		now.Before(k.cooldownUntil) && now.Before(k.verifyBy) && k.verifyBy.Before(k.cooldownUntil)
 }
