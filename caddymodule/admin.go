@@ -295,6 +295,13 @@ type keyView struct {
 	// own probe has not confirmed yet; it lasts provisional_cooldown at
 	// most.
 	Provisional bool `json:"provisional,omitempty"`
+	// VerdictDue, while Provisional and the gateway's probe of the key
+	// runs, is when the probe's answer is due (its start plus the probe
+	// timeout, keypool.KeyStatus.VerdictDue): the key is back in rotation
+	// then if the probe refutes the verdict, else cooling for the long
+	// cooldown. Requests turned away meanwhile are told to come back then.
+	// Absent otherwise.
+	VerdictDue *time.Time `json:"verdict_due,omitempty"`
 	// BenchedModels maps each model the key is benched for (its upstream
 	// answered 404 or a model-level 403 for it several times) to when the
 	// bench ends; other models keep using the key.
@@ -392,6 +399,10 @@ func viewPool(kp *keypool.Pool) poolView {
 		if !st.LastUsed.IsZero() {
 			u := st.LastUsed.UTC()
 			kv.LastUsed = &u
+		}
+		if !st.VerdictDue.IsZero() {
+			u := st.VerdictDue.UTC()
+			kv.VerdictDue = &u
 		}
 		if uk := prov.keyByID(st.ID); uk != nil {
 			kv.Host, kv.Dialect = uk.hostAndDialect()

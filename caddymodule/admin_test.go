@@ -693,3 +693,35 @@ func TestAdminDiagnoseParallelism(t *testing.T) {
 		t.Errorf("took %v, want about %v", elapsed, 3*probeTimeout)
 	}
 }
+
+// TestAdminPoolsVerdictDue: while the gateway's probe of a key's
+// provisional verdict (a 401 a client's request met) runs, GET
+// /llm_gateway/pools shows when its answer is due (verdict_due: the
+// probe's start plus probe_timeout, before the provisional cooldown
+// ends); once the probe has confirmed the verdict the field is gone.
+func TestAdminPoolsVerdictDue(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{"mk-1": {Status: 401, Latency: 2 * time.Second}}})
+	gw, admin := adminGateway(t, gatewayBlock(poolBlock("adm-due", base, 1, "\t\t\tprobe_timeout 10s\n")), "")
+	sent := time.Now()
+	if resp, b := post(t, gw+"/v1/chat/completions", chatBody("mock-gpt", "hi", false)); resp.StatusCode < 400 {
+		t.Fatalf("client request: %d %s", resp.StatusCode, b)
+	}
+	var k1 keyView
+	eventually(t, 5*time.Second, "the probe running", func() bool {
+		k1 = findKeyView(t, adminPools(t, admin), "adm-due", "k1")
+		return k1.VerdictDue != nil || m.Stats("mk-1").Requests == 2 && m.Stats("mk-1").InFlight == 0
+	})
+	if !k1.Provisional || k1.VerdictDue == nil || k1.CooldownUntil == nil {
+		t.Fatalf("k1 while probed: %+v", k1)
+	}
+	if due := *k1.VerdictDue; due.Before(sent) || due.After(time.Now().Add(10*time.Second)) || !due.Before(*k1.CooldownUntil) || due.Location() != time.UTC {
+		t.Errorf("verdict_due %v (cooldown until %v), want the probe's start plus 10s, before the cooldown ends", due, *k1.CooldownUntil)
+	}
+	if _, b := adminDo(t, http.MethodGet, admin+"/llm_gateway/pools?pool=adm-due"); !gjson.GetBytes(b, "0.keys.0.verdict_due").Exists() {
+		t.Errorf("no verdict_due member: %s", b)
+	}
+	eventually(t, 10*time.Second, "verdict confirmed", func() bool { return !keyStatus(t, "adm-due", "k1").Provisional })
+	if k1 = findKeyView(t, adminPools(t, admin), "adm-due", "k1"); k1.VerdictDue != nil || k1.Reason != "invalid_key" {
+		t.Errorf("k1 after the probe: %+v", k1)
+	}
+}
