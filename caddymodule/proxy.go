@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -396,10 +397,19 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	var failed, limited []*keypool.Key
 	var hostsDown []string
 	avoidLimited := false
+	// serves reports whether uk can serve this request at all (its
+	// endpoint and model); a key that cannot is skipped, and is no part
+	// of why the request found no key (unavailable)
+	serves := func(uk *upstreamKey) bool {
+		if c.kind == kindPassthrough && !c.pass.servedBy(uk) {
+			return false // a passthrough endpoint goes to the keys that serve it
+		}
+		return !p.keyLacksModel(uk, c.upstreamModel) // a learned model goes to the keys that list it
+	}
 	skip := func(k *keypool.Key) bool {
 		uk, ok := p.keys[k.Fingerprint()]
-		if !ok {
-			return true // a key of a newer config this instance cannot route
+		if !ok || !serves(uk) {
+			return true // a key of a newer config this instance cannot route, or one that cannot serve the request
 		}
 		for _, f := range failed {
 			if f == k {
@@ -421,13 +431,18 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 		if uk.egress != nil && uk.egress.exhausted(c.exitsTried) {
 			return true // every exit of the key failed in this request
 		}
-		if c.kind == kindPassthrough && !c.pass.servedBy(uk) {
-			return true // a passthrough endpoint goes to the keys that serve it
+		return c.skipOverLimit(k) // its limit is known to be no larger than one that refused the request
+	}
+	// unfit reports whether the key with log id id cannot serve this
+	// request (serves), or is one of a newer config this instance
+	// cannot route
+	unfit := func(id string) bool {
+		for _, uk := range p.keys {
+			if uk.id == id {
+				return !serves(uk)
+			}
 		}
-		if c.skipOverLimit(k) {
-			return true // its limit is known to be no larger than one that refused the request
-		}
-		return p.keyLacksModel(uk, c.upstreamModel) // a learned model goes to the keys that list it
+		return true
 	}
 	transientLeft := p.maxRetries
 	maxAttempts := 2*len(p.keys) + p.maxRetries + 1
@@ -465,7 +480,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if f := exitsFailure(last); f != nil {
 				return f
 			}
-			return unavailable(err, last, rl, rl.attempts[first:])
+			return unavailable(err, last, rl, rl.attempts[first:], c.clientModel, unfit)
 		}
 		uk := p.keys[lease.Key().Fingerprint()]
 		res := h.attempt(w, r, p, uk, lease, c, rl, deadline)
@@ -497,7 +512,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if c.relayKept(w, rl, p, last) {
 				return nil
 			}
-			f := exhausted(last, rl, rl.attempts[first:])
+			f := exhausted(last, rl, rl.attempts[first:], p.kp)
 			f.msg += "; total_timeout reached"
 			return f
 		}
@@ -508,7 +523,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	if f := exitsFailure(last); f != nil {
 		return f
 	}
-	return exhausted(last, rl, rl.attempts[first:])
+	return exhausted(last, rl, rl.attempts[first:], p.kp)
 }
 
 // relayKept writes the upstream's own answer kept from the last attempt
@@ -921,13 +936,19 @@ func scrubbedError(up, client translate.Dialect, status int, errBody []byte, f *
 }
 
 // unavailable is the failure when no key could be leased: 429 (class
-// rate_limited) when every key is held by a rate limit (busy, over its
-// rpm, tpm, quota or pace, cooling on its upstream's 429, or skipped
-// after a 429 in this request: keypool.UnavailableError.KeysRateLimited),
-// else 503; either with Retry-After and a per-key summary (masked ids);
-// or the last upstream failure when every key already failed this request.
-// tried are the attempts of this pool in this request.
-func unavailable(err error, last *attemptResult, rl *requestLog, tried []attemptLog) *loopFailure {
+// rate_limited) when every key that can serve the request is held by a
+// rate limit (busy, over its rpm, tpm, quota or pace, cooling on its
+// upstream's 429, or skipped after a 429 in this request:
+// keypool.UnavailableError.KeysRateLimited); 404 model_not_found in the
+// client's dialect when every such key is benched for the model (its
+// upstream answered 404 for it again and again); else 503; either with
+// Retry-After and a per-key summary (masked ids); or the last upstream
+// failure when every key already failed this request. tried are the
+// attempts of this pool in this request; model is the client's model
+// name; unfit(id) reports whether the key with log id id cannot serve
+// the request at all (its endpoint or model): such a key is left out of
+// the decision and named as such in the summary.
+func unavailable(err error, last *attemptResult, rl *requestLog, tried []attemptLog, model string, unfit func(id string) bool) *loopFailure {
 	var ue *keypool.UnavailableError
 	if !errors.As(err, &ue) {
 		return &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: "no upstream key available"}
@@ -935,12 +956,29 @@ func unavailable(err error, last *attemptResult, rl *requestLog, tried []attempt
 	if last != nil && ue.NoKeys && last.outcome.Kind.Transient() {
 		// every key failed this request with a 5xx, network error or
 		// timeout: a gateway error naming the last failure
-		return exhausted(last, rl, tried)
+		return exhausted(last, rl, tried, nil)
+	}
+	// the keys that could serve the request decide; one that does not
+	// serve its endpoint or model is not why it failed
+	fit := *ue
+	fit.Keys = make([]keypool.KeyStatus, 0, len(ue.Keys))
+	shown := *ue
+	shown.Keys = slices.Clone(ue.Keys)
+	for i, k := range ue.Keys {
+		if k.State == keypool.StateSkipped && unfit != nil && unfit(k.ID) {
+			shown.Keys[i].Reason = reasonUnfit
+			continue
+		}
+		fit.Keys = append(fit.Keys, k)
+	}
+	if modelMissing(fit.Keys) {
+		return &loopFailure{status: http.StatusNotFound, class: translate.ErrNotFound, param: "model", code: "model_not_found",
+			msg: "model " + quoteClient(model) + " was not found by the upstreams: " + shown.Error()}
 	}
 	// a rate limit is the client's to wait out: the official SDKs raise
 	// their RateLimitError for a 429 and retry it after Retry-After, as
 	// they would the vendor's own
-	limited := ue.KeysRateLimited(func(id string) bool { return lastRateLimited(tried, id) })
+	limited := fit.KeysRateLimited(func(id string) bool { return lastRateLimited(tried, id) })
 	ra := ue.RetryAfter
 	if ra == 0 {
 		// every key skipped in this request: the soonest end of a
@@ -963,11 +1001,27 @@ func unavailable(err error, last *attemptResult, rl *requestLog, tried []attempt
 	// provisional is a wait (ra: until its probe's answer is due). Not in
 	// exhausted: there Retry-After is the last key's, another may be back
 	// sooner.
-	f := &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: ue.Error(), retryAfter: ra, noRetry: ue.KeysDead() || ra > keypool.MaxClientRetryAfter}
+	f := &loopFailure{status: http.StatusServiceUnavailable, class: translate.ErrUpstreamUnavailable, msg: shown.Error(), retryAfter: ra, noRetry: fit.KeysDead() || ra > keypool.MaxClientRetryAfter}
 	if limited {
 		f.status, f.class = http.StatusTooManyRequests, translate.ErrRateLimited
 	}
 	return f
+}
+
+// reasonUnfit is the summary's reason for a key skipped because it cannot
+// serve the request at all (its endpoint or model; see unavailable).
+const reasonUnfit keypool.Reason = "does not serve this request"
+
+// modelMissing reports whether every one of keys (at least one) is
+// benched for the request's model: each key's upstream answered 404 (or
+// a model-level 403) for it repeatedly, so no key serves the model.
+func modelMissing(keys []keypool.KeyStatus) bool {
+	for _, k := range keys {
+		if k.State != keypool.StateBenched {
+			return false
+		}
+	}
+	return len(keys) > 0
 }
 
 // lastRateLimited reports whether the last of attempts on the key with
@@ -995,8 +1049,11 @@ func allRateLimited(attempts []attemptLog) bool {
 // exhausted is the failure when attempts ran out: a gateway error naming
 // the last upstream failure (never its raw body, which may be from any
 // key); 429 (class rate_limited) when every attempt of this pool (tried)
-// was refused with a 429, else 502, 503 or 504.
-func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog) *loopFailure {
+// was refused with a 429, else 502, 503 or 504. A last 429 carries the
+// upstream's Retry-After, or, when it named none, when the soonest of
+// kp's keys is back by its own cooldown (soonestKeyBack; kp may be nil),
+// at most keypool.MaxClientRetryAfter.
+func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog, kp *keypool.Pool) *loopFailure {
 	f := &loopFailure{status: http.StatusBadGateway, class: translate.ErrUpstreamUnavailable, msg: "all upstream attempts failed"}
 	if last != nil {
 		f.msg += " (" + strconv.Itoa(len(rl.attempts)) + " attempts; last: " + last.outcome.Message + ")"
@@ -1010,8 +1067,27 @@ func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog) *loopFai
 			}
 			if last.outcome.HasRetryAfter {
 				f.retryAfter = max(time.Second, last.outcome.RetryAfter)
+			} else if kp != nil {
+				// the keys' own cooldowns (the pool's backoff after a 429
+				// that named no wait) say when one is back; a heuristic, so
+				// never more than a client honours
+				f.retryAfter = min(soonestKeyBack(kp), keypool.MaxClientRetryAfter)
 			}
 		}
 	}
 	return f
+}
+
+// soonestKeyBack returns how long until the first of kp's keys may serve
+// again by itself (keypool.UnavailableError.SoonestBack over its
+// snapshot); zero when a key is ready now or no key tells.
+func soonestKeyBack(kp *keypool.Pool) time.Duration {
+	now := time.Now()
+	keys := kp.Snapshot()
+	for _, k := range keys {
+		if k.State == keypool.StateReady {
+			return 0
+		}
+	}
+	return (&keypool.UnavailableError{Keys: keys}).SoonestBack(now)
 }
