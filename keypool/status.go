@@ -147,7 +147,10 @@ type KeyStatus struct {
 	// key, is when the probe's answer is due (Pool.SetVerifier's bound
 	// after it started): the key is back in rotation then if the probe
 	// refutes the verdict, and cooling for the long cooldown if it
-	// confirms it. Zero otherwise.
+	// confirms it. Zero otherwise, and zero while something else keeps
+	// the key out past then (disabled, a hold, an open breaker, its rpm,
+	// tpm or quota limit; in an UnavailableError, a bench for the
+	// request's model): the key would not serve at the probe's answer.
 	VerdictDue time.Time `json:"verdict_due,omitzero"`
 	// CooldownStatus is the upstream HTTP status that started the current
 	// cooldown (0: none or not cooling).
@@ -254,7 +257,7 @@ func (p *Pool) statusLocked(k *Key, now time.Time) KeyStatus {
 		st.State = StateCooling
 		st.Source, st.CooldownStatus = k.cooldownSource, k.cooldownStatus
 		st.Provisional = k.cooldownProvisional() && now.Before(k.cooldownUntil) && reason == k.cooldownReason
-		if st.Provisional && k.verifying && now.Before(k.verifyBy) && k.verifyBy.Before(k.cooldownUntil) {
+		if st.Provisional && k.probing(reason, now) {
 			st.VerdictDue = k.verifyBy
 		}
 	}
@@ -480,6 +483,9 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 		if b, until := k.benched(opts.Model, now); b && (st.State == StateReady || st.State == StateBusy || until.After(st.Until)) {
 			st.State, st.Reason, st.Until = StateBenched, ModelNotFound.Reason(), until
 			st.SecondsLeft = int(math.Ceil(until.Sub(now).Seconds()))
+			st.Source, st.CooldownStatus, st.Provisional, st.VerdictDue = "", 0, false, time.Time{}
+		} else if b && until.After(st.VerdictDue) {
+			st.VerdictDue = time.Time{} // benched for the model past the probe's answer
 		}
 		if opts.Skip != nil && opts.Skip(k) {
 			if st.State == StateReady || st.State == StateBusy {

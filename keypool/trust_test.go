@@ -540,3 +540,59 @@ func TestAcquireWaitsForRunningProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterNotBeforeKeyCanServe: a key whose provisional verdict's
+// probe runs is not said to be back when the probe's answer is due
+// (VerdictDue, RetryAfter) while something else keeps it out past then:
+// a bench for the request's model (the wait is the bench's end), or an
+// open breaker (the wait is the provisional cooldown's end). A refuting
+// probe would leave the key still benched or still open, so a client sent
+// back at the answer's due time would be refused again.
+func TestRetryAfterNotBeforeKeyCanServe(t *testing.T) {
+	block := func(p *Pool) chan struct{} {
+		proceed := make(chan struct{})
+		p.SetVerifier(func(k *Key, o Outcome) { <-proceed }, 10*time.Second)
+		return proceed
+	}
+	t.Run("benched for the model", func(t *testing.T) {
+		p, _ := newTestPool(t, 1, Settings{ModelNotFoundCooldown: 10 * time.Minute})
+		proceed := block(p)
+		defer close(proceed)
+		for range DefaultModelNotFoundThreshold {
+			l, err := p.Acquire(context.Background(), AcquireOptions{Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Release(Outcome{Kind: ModelNotFound, Status: 404})
+		}
+		mustAcquire(t, p).Release(Outcome{Kind: Forbidden, Status: 403})
+		if st := status(p, "k0"); st.VerdictDue.IsZero() {
+			t.Fatalf("another model: no VerdictDue: %+v", st)
+		}
+		_, err := p.Acquire(context.Background(), AcquireOptions{Model: "m"})
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.RetryAfter != 10*time.Minute || ue.Keys[0].State != StateBenched || !ue.Keys[0].VerdictDue.IsZero() || ue.Keys[0].Provisional {
+			t.Fatalf("model m: %v (RetryAfter %v, %+v); want the bench's 10m", err, ue.RetryAfter, ue.Keys[0])
+		}
+		if d := ue.SoonestBack(p.clock.Now()); d != 10*time.Minute {
+			t.Errorf("SoonestBack %v, want 10m", d)
+		}
+	})
+	t.Run("breaker open", func(t *testing.T) {
+		p, _ := newTestPool(t, 1, Settings{MaxConcurrencyPerKey: 2, FailureThreshold: 1, BreakerOpen: 30 * time.Second})
+		proceed := block(p)
+		defer close(proceed)
+		l1, l2 := mustAcquire(t, p), mustAcquire(t, p)
+		l1.Release(Outcome{Kind: ServerError, Status: 500})
+		l2.Release(Outcome{Kind: Forbidden, Status: 403})
+		st := status(p, "k0")
+		if !st.Provisional || !st.VerdictDue.IsZero() {
+			t.Fatalf("status: %+v; want provisional with no VerdictDue (the breaker stays open past it)", st)
+		}
+		_, err := p.Acquire(context.Background(), AcquireOptions{})
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.RetryAfter < 30*time.Second {
+			t.Fatalf("%v (RetryAfter %v); want at least the breaker's 30s", err, ue.RetryAfter)
+		}
+	})
+}

@@ -232,9 +232,42 @@ func (p *Pool) runVerifier(fn func(*Key, Outcome), k *Key, o Outcome) {
 
 // probing reports whether k, whose gate is shut for reason, cools on a
 // provisional verdict whose verifier's probe runs and answers before the
-// cooldown ends: a request may wait for that answer (Acquire) instead of
-// being turned away.
+// cooldown ends, with nothing else keeping the key out past the answer
+// (heldPast): a request may wait for that answer (Acquire) instead of
+// being turned away, and one turned away may come back then
+// (KeyStatus.VerdictDue).
 func (k *Key) probing(reason string, now time.Time) bool {
 	return k.verifying && k.cooldownProvisional() && reason == k.cooldownReason &&
-		now.Before(k.cooldownUntil) && now.Before(k.verifyBy) && k.verifyBy.Before(k.cooldownUntil)
+		now.Before(k.cooldownUntil) && now.Before(k.verifyBy) && k.verifyBy.Before(k.cooldownUntil) &&
+		!k.heldPast(k.verifyBy, now)
+}
+
+// heldPast reports whether, as far as now tells, a gate of k other than
+// its cooldown keeps it out of rotation past t even if the cooldown ended
+// then: disabled, a hold, an open breaker, or its rpm, tpm or quota
+// limit. (A shared mirror of another instance's verdict is not counted:
+// the probe's refutation clears it cluster-wide.)
+func (k *Key) heldPast(t, now time.Time) bool {
+	if k.disabled {
+		return true
+	}
+	if _, until := k.held(now); until.After(t) {
+		return true
+	}
+	if k.breaker == BreakerOpen && k.breakerUntil.After(t) {
+		return true
+	}
+	if until, ok := k.lim.rpmGate(k.rpm, now); !ok && until.After(t) {
+		return true
+	}
+	if until, ok := k.lim.tpmGate(k.tpm, now); !ok && until.After(t) {
+		return true
+	}
+	if k.quota.set() {
+		k.lim.roll(&k.quota, now)
+		if k.lim.quotaSpent(&k.quota) && k.lim.periodEnd(&k.quota).After(t) {
+			return true
+		}
+	}
+	return false
 }
