@@ -278,7 +278,7 @@ func anthropicScalars(root objFields, r *canonRequest, c *checker) *Error {
 	}
 	if oc.IsObject() {
 		res := getMany(&[4]gjson.Result{}, oc.Raw, "effort", "format")
-		effort, e := c.strEnum(res[0], top("output_config.effort"), "low", "medium", "high", "max")
+		effort, e := c.strEnum(res[0], top("output_config.effort"), "low", "medium", "high", "xhigh", "max")
 		if e != nil {
 			return e
 		}

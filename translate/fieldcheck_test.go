@@ -146,7 +146,7 @@ var anthropicFieldCases = []fieldCase{
 	{`"thinking":true`, "thinking", "", "thinking: Input should be a valid dictionary", same},
 	{`"metadata":{"user_id":5}`, "metadata.user_id", "", "metadata.user_id: Input should be a valid string", same},
 	{`"metadata":{"x":"y"}`, "metadata.x", "", "metadata.x: Extra inputs are not permitted", ""},
-	{`"output_config":{"effort":"extreme"}`, "output_config.effort", "", "output_config.effort: Input should be 'low', 'medium', 'high' or 'max'", ""},
+	{`"output_config":{"effort":"extreme"}`, "output_config.effort", "", "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'", ""},
 	{`"output_config":{"format":{"type":"json_schema","schema":"x"}}`, "output_config.format.schema", "", "output_config.format.schema: Input should be a valid dictionary", same},
 }
 

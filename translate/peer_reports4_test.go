@@ -375,3 +375,31 @@ func TestPeerEmptyFinishReasonIsNone(t *testing.T) {
 		}
 	}
 }
+
+// looplj/axonhub#1412, raine/claude-code-proxy#20 and
+// farion1231/cc-switch#2851: Claude Code sends output_config.effort
+// "xhigh" (its default for Claude Opus 4.7, per Anthropic's effort docs:
+// low, medium, high, xhigh, max), and translating gateways refused it as
+// not one of low, medium, high, max. Translated to an OpenAI upstream it
+// is reasoning effort "xhigh", which OpenAI has too; passed through to
+// Anthropic it is unchanged.
+func TestPeerAnthropicEffortXHigh(t *testing.T) {
+	body := `{"model":"claude-opus-4-7","max_tokens":1000,"thinking":{"type":"adaptive"},"output_config":{"effort":"xhigh"},"messages":[{"role":"user","content":"hi"}]}`
+	for to, path := range map[Dialect]string{OpenAIChat: "reasoning_effort", OpenAIResponses: "reasoning.effort"} {
+		out, err := TranslateRequest(AnthropicMessages, to, []byte(body), "gpt-5")
+		if err != nil || gjson.GetBytes(out, path).Str != "xhigh" {
+			t.Errorf("to %s: %v %s", to, err, out)
+		}
+	}
+	out, err := TranslateRequest(AnthropicMessages, AnthropicMessages, []byte(body), "claude-opus-4-7")
+	if err != nil || gjson.GetBytes(out, "output_config.effort").Str != "xhigh" {
+		t.Errorf("to Anthropic: %v %s", err, out)
+	}
+	if err := ValidateRequest(AnthropicMessages, []byte(body)); err != nil {
+		t.Errorf("validate: %v", err)
+	}
+	bad := strings.Replace(body, `"xhigh"`, `"extreme"`, 1)
+	if _, err := TranslateRequest(AnthropicMessages, OpenAIChat, []byte(bad), "gpt-5"); err == nil || !strings.Contains(err.Error(), "'xhigh'") {
+		t.Errorf("an unknown effort: %v", err)
+	}
+}
