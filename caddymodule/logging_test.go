@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,36 @@ func TestSecretPlaceholderErrors(t *testing.T) {
 	err := loadCaddyfileErr(cf)
 	if err == nil || !strings.Contains(err.Error(), `pool "p": key #1: {env.LLMGW_DEFINITELY_UNSET} is unset or empty`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestConnectTimeLogged: an attempt that opened a connection to its
+// upstream logs the set-up time ("connect", in the entry and its
+// attempt_log), one on a kept-alive connection logs none (the attempt's
+// trace hooks, see exchange.trace).
+func TestConnectTimeLogged(t *testing.T) {
+	_, base := mock(t, mockupstream.Config{})
+	appLog := filepath.Join(t.TempDir(), "app.log")
+	gw := gateway(t, gatewayBlock("\t\tpool conntime {\n\t\t\tkey sk-conntime-1 "+base+"\n\t\t}\n"),
+		"\tlog {\n\t\toutput file "+appLog+"\n\t\tformat json\n\t\tlevel INFO\n\t}")
+	for i, stream := range []bool{false, true, false} {
+		if resp, body := post(t, gw+"/v1/chat/completions", chatBody("gpt-4o", "connect "+strconv.Itoa(i), stream)); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	entries := requestEntries(t, appLog, 3)
+	for i, e := range entries {
+		al, _ := e["attempt_log"].([]any)
+		if len(al) != 1 {
+			t.Fatalf("entry %d: attempt_log %v", i, e["attempt_log"])
+		}
+		got, _ := e["connect"].(float64)
+		gotAttempt, _ := al[0].(map[string]any)["connect"].(float64)
+		if i == 0 && (got <= 0 || gotAttempt != got) {
+			t.Errorf("first request (new connection): connect %v, attempt's %v, want the same > 0", e["connect"], al[0])
+		}
+		if i > 0 && (e["connect"] != nil || gotAttempt != 0) {
+			t.Errorf("request %d (kept-alive connection): connect %v, attempt's %v, want none", i, e["connect"], al[0])
+		}
 	}
 }

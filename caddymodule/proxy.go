@@ -603,6 +603,13 @@ type exchange struct {
 	rearmed  atomic.Bool       // the first wait is over: request_timeout runs between reads
 	d        translate.Dialect // the upstream's (upstreamFor)
 	exit     *egressExit       // the egress exit that carried the attempt, nil: direct
+	// trace is the attempt's connection-timing and wrote hooks, set in
+	// the attempt's context by start (part of the exchange's one
+	// allocation); connStart and connDur are the Unix ns of a new
+	// connection's dial and its set-up time (the hooks may run on the
+	// transport's dialing goroutine)
+	trace              httptrace.ClientTrace
+	connStart, connDur atomic.Int64
 }
 
 // start picks the key's upstream and arms the attempt's timer: until the
@@ -612,7 +619,9 @@ type exchange struct {
 // request_timeout between reads (idleReader). It returns the attempt's
 // context and the upstream URL.
 func (x *exchange) start(deadline time.Time) (actx context.Context, url string) {
-	actx, cancel := context.WithCancel(context.WithValue(x.r.Context(), connectTimeoutKey{}, x.p.connectTimeout))
+	x.trace = httptrace.ClientTrace{ConnectStart: x.connectStart, ConnectDone: x.connectDone, WroteRequest: x.wroteRequest}
+	actx, cancel := context.WithCancel(httptrace.WithClientTrace(
+		context.WithValue(x.r.Context(), connectTimeoutKey{}, x.p.connectTimeout), &x.trace))
 	x.cancel = cancel
 	firstWait := x.uk.attemptTimeout
 	if firstWait <= 0 {
@@ -752,25 +761,28 @@ func (x *exchange) build(actx context.Context, url string) (req *http.Request, r
 	return req, attemptResult{}, true
 }
 
-// send sends the request, timing a new connection's set-up for the log
-// (the trace hooks may run on the transport's dialing goroutine).
+// connectStart, connectDone and wroteRequest are the attempt's trace
+// hooks (x.trace): the first new connection's set-up time for the log,
+// and whether the whole request went to the upstream.
+func (x *exchange) connectStart(string, string) { x.connStart.CompareAndSwap(0, time.Now().UnixNano()) }
+
+func (x *exchange) connectDone(_, _ string, err error) {
+	if st := x.connStart.Load(); err == nil && st != 0 {
+		x.connDur.CompareAndSwap(0, time.Now().UnixNano()-st)
+	}
+}
+
+func (x *exchange) wroteRequest(i httptrace.WroteRequestInfo) {
+	if i.Err == nil {
+		x.wrote.Store(true)
+	}
+}
+
+// send sends the request (its context carries the attempt's trace, see
+// start), timing a new connection's set-up for the log.
 func (x *exchange) send(req *http.Request) (*http.Response, attemptResult, bool) {
-	var connStart, connDur atomic.Int64
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		ConnectStart: func(string, string) { connStart.CompareAndSwap(0, time.Now().UnixNano()) },
-		ConnectDone: func(_, _ string, err error) {
-			if st := connStart.Load(); err == nil && st != 0 {
-				connDur.CompareAndSwap(0, time.Now().UnixNano()-st)
-			}
-		},
-		WroteRequest: func(i httptrace.WroteRequestInfo) {
-			if i.Err == nil {
-				x.wrote.Store(true)
-			}
-		},
-	}))
 	resp, exit, err := egressDo(x.uk.egress, req, x.c.session, &x.c.exitsTried, x.attemptEnded)
-	x.connect = time.Duration(connDur.Load())
+	x.connect = time.Duration(x.connDur.Load())
 	x.exit = exit
 	x.rl.exit = exit.label()
 	if err != nil {
