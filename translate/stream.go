@@ -304,11 +304,10 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 			t.bareErrorEvent(bare)
 		} else if t.from == t.to {
 			t.passEvent(&t.ev)
+		} else if len(t.ev.Data) == 0 && t.bareFrames() {
+			// JSON objects without data: (stream_bare_frames.go), read
 		} else {
-			if d, copied := lenientStrings(t.ev.Data, t.strBuf); copied {
-				t.strBuf, t.ev.Data, t.ev.dataOff = d, d, -1 // its text as the upstream wrote it (stream_strings.go)
-			}
-			t.dec.event(&t.ev)
+			t.decode()
 		}
 		if bare != nil && len(t.ev.Data) != 0 && !strayFirst && t.werr == nil && !t.stopped && !(t.from != t.to && t.cs.closed) && !(t.from == t.to && t.pt.done) {
 			t.bareErrorEvent(bare) // after the block's data, as written
@@ -341,6 +340,14 @@ func (t *StreamTranslator) Run(upstream io.Reader) error {
 		return fmt.Errorf("%w: %w", ErrNotCommitted, t.failed)
 	}
 	return readErr
+}
+
+// decode hands t.ev to the upstream decoder of a translated stream.
+func (t *StreamTranslator) decode() {
+	if d, copied := lenientStrings(t.ev.Data, t.strBuf); copied {
+		t.strBuf, t.ev.Data, t.ev.dataOff = d, d, -1 // its text as the upstream wrote it (stream_strings.go)
+	}
+	t.dec.event(&t.ev)
 }
 
 // write sends one client event. While the commit point is not reached, a
