@@ -306,3 +306,61 @@ func TestClusterInterruptedProbeThenFailureReopens(t *testing.T) {
 		t.Fatalf("a failed half-open probe did not reopen the shared breaker (doubled): %+v", st[0])
 	}
 }
+
+// TestClusterProvisionalVerdictShared: a provisional verdict one instance
+// made (a 403 a client's request met, its probe running) reaches the
+// others until the probe's answer is due, not for the whole provisional
+// cooldown: another instance tells its client to come back then (not in
+// 60 s), and a request there waits for the answer within its timeout: it
+// gets the key when the probe refutes the verdict, and the pool is dead
+// when the probe confirms it.
+func TestClusterProvisionalVerdictShared(t *testing.T) {
+	for _, confirm := range []OutcomeKind{Success, Forbidden} {
+		ps, _, clk := cluster(t, 2, Settings{}, keys(1), time.Minute)
+		proceed := make(chan struct{})
+		ps[0].SetVerifier(func(k *Key, o Outcome) {
+			<-proceed
+			ps[0].Confirm(k.Fingerprint(), Outcome{Kind: confirm, Status: 403})
+		}, 10*time.Second)
+		mustAcquire(t, ps[0]).Release(Outcome{Kind: Forbidden, Status: 403})
+		if st := status(ps[0], "k0"); !st.Provisional || st.SecondsLeft != 60 || st.VerdictDue.IsZero() {
+			close(proceed)
+			t.Fatalf("A's view: %+v", st)
+		}
+		_, err := tryAcquire(ps[1])
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.RetryAfter != 10*time.Second || ue.KeysDead() {
+			close(proceed)
+			t.Fatalf("confirm %v: B during the probe: %v (RetryAfter %v); want a wait of 10s until the probe's answer", confirm, err, ue.RetryAfter)
+		}
+		type result struct {
+			l   *Lease
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			l, err := ps[1].Acquire(context.Background(), AcquireOptions{Timeout: 30 * time.Second})
+			done <- result{l, err}
+		}()
+		waitFor(t, func() bool { return clk.pending() == 1 || len(done) == 1 })
+		select {
+		case r := <-done:
+			close(proceed)
+			t.Fatalf("confirm %v: B's request returned during the probe (%v); want it to wait", confirm, r.err)
+		default:
+		}
+		close(proceed)
+		r := <-done
+		switch confirm {
+		case Success:
+			if r.err != nil || r.l == nil {
+				t.Fatalf("B after a refuting probe: %v", r.err)
+			}
+			r.l.Release(Outcome{Kind: Success})
+		default:
+			if !errors.As(r.err, &ue) || !ue.KeysDead() {
+				t.Fatalf("B after a confirming probe: %v; want the pool dead", r.err)
+			}
+		}
+	}
+}

@@ -247,12 +247,12 @@ func (p *Pool) sharedReleaseLocked(l *Lease, o *Outcome, before keyView, now tim
 }
 
 // sharedEffectsLocked returns what changed on k since before (its state
-// when the change began) that the cluster must learn: a longer cooldown, a
-// newly opened breaker, a pending probe.
+// when the change began) that the cluster must learn: a longer cooldown
+// (up to sharedCooldownEnd), a newly opened breaker, a pending probe.
 func (p *Pool) sharedEffectsLocked(k *Key, before keyView, now time.Time) SharedEffects {
 	var e SharedEffects
 	if k.cooldownUntil.After(before.cooldownUntil) && k.cooldownUntil.After(now) {
-		e.Cooldown = k.cooldownUntil.Sub(now)
+		e.Cooldown = k.sharedCooldownEnd(now).Sub(now)
 		e.Reason, e.Heuristic = k.cooldownReason, k.cooldownHeuristic
 	}
 	if k.breaker == BreakerOpen && !k.breakerUntil.Equal(before.breakerUntil) && k.breakerUntil.After(now) {
@@ -260,6 +260,23 @@ func (p *Pool) sharedEffectsLocked(k *Key, before keyView, now time.Time) Shared
 	}
 	e.ProbePending = k.probePending && !before.probePending
 	return e
+}
+
+// sharedCooldownEnd returns the end of k's cooldown (running at now) as
+// the cluster learns it: a provisional verdict whose probe runs
+// (KeyStatus.VerdictDue) is shared until the probe's answer is due, not
+// for the whole provisional cooldown. Other instances then tell their
+// clients to come back at the answer, or wait for it within their
+// acquire timeout, and the probe's Confirm shares the answer (a Clear
+// when it refutes the verdict, the long cooldown when it confirms it).
+// The rest of the provisional cooldown is this instance's alone: should
+// the probe tell nothing, another instance's request meets the key's
+// answer itself, and starts its own probe.
+func (k *Key) sharedCooldownEnd(now time.Time) time.Time {
+	if k.cooldownProvisional() && k.verifying && now.Before(k.verifyBy) && k.verifyBy.Before(k.cooldownUntil) {
+		return k.verifyBy
+	}
+	return k.cooldownUntil
 }
 
 // keyView is the part of a key's state a release may change and the
@@ -350,7 +367,7 @@ func (p *Pool) Resync(ctx context.Context) error {
 		s := SharedSync{Fingerprint: k.fingerprint, Leases: byKey[k], LeaseTTL: p.leaseTTL}
 		s.ProbePending = k.probePending
 		if now.Before(k.cooldownUntil) {
-			s.Cooldown = k.cooldownUntil.Sub(now)
+			s.Cooldown = k.sharedCooldownEnd(now).Sub(now)
 			s.Reason, s.Heuristic = k.cooldownReason, k.cooldownHeuristic
 		}
 		if k.breaker == BreakerOpen && now.Before(k.breakerUntil) {
