@@ -364,3 +364,46 @@ func TestClusterProvisionalVerdictShared(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterResetNotUndoneByOlderRelease: an operator resets a key on
+// instance A (say after topping up its credit) while a request B sent
+// before the reset is still out; that request's 402 arrives after the
+// reset. It is counted, but neither B nor the cluster cools the key for
+// it: a failure older than the reset does not undo it. A request sent
+// after the reset still cools the key for its 402.
+func TestClusterResetNotUndoneByOlderRelease(t *testing.T) {
+	ps, _, _ := cluster(t, 2, Settings{MaxConcurrencyPerKey: 2}, keys(1), time.Minute)
+	old := mustAcquire(t, ps[1])
+	if n := ps[0].ClearCooldown("k0"); n != 1 {
+		t.Fatalf("ClearCooldown cleared %d keys", n)
+	}
+	old.Release(Outcome{Kind: NoCredit, Status: 402})
+	for i, p := range ps {
+		if st := status(p, "k0"); st.State != StateReady {
+			t.Fatalf("instance %d after the older 402: %+v; want ready", i, st)
+		}
+		l, err := tryAcquire(p)
+		if err != nil {
+			t.Fatalf("instance %d after the older 402: %v", i, err)
+		}
+		l.Release(Outcome{Kind: Success})
+	}
+	if st := status(ps[1], "k0"); st.Failures != 1 {
+		t.Errorf("B's failures %d, want the older 402 counted", st.Failures)
+	}
+	// a request sent after the reset cools the key for its 402
+	mustAcquire(t, ps[1]).Release(Outcome{Kind: NoCredit, Status: 402})
+	for i, p := range ps {
+		if _, err := tryAcquire(p); err == nil {
+			t.Fatalf("instance %d leased the key after a newer 402", i)
+		}
+	}
+	// the same on one instance: a lease taken before the operator's reset
+	p, _ := newTestPool(t, 1, Settings{})
+	l := mustAcquire(t, p)
+	p.ClearCooldown("")
+	l.Release(Outcome{Kind: ServerError, Status: 500})
+	if st := status(p, "k0"); st.State != StateReady || st.ConsecutiveFailures != 0 {
+		t.Fatalf("one instance after an older 500: %+v; want ready", st)
+	}
+}

@@ -88,7 +88,12 @@ type Key struct {
 	shUntil  time.Time
 	shReason string
 	shEpoch  uint64 // bumped by every event, so a stale refusal is not mirrored
-	degReq   int64  // quota requests and tokens counted while the Backend was unreachable
+	// resetSeq is the pool's lease sequence number (Pool.seq) when the
+	// key was last reset (ClearCooldown, or a Reset event from another
+	// instance): a lease numbered up to it began before the reset, and its
+	// failure must not undo it (Lease.Release)
+	resetSeq uint64
+	degReq   int64 // quota requests and tokens counted while the Backend was unreachable
 	degTok   int64
 
 	requests  int64

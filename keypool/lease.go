@@ -140,6 +140,11 @@ func (p *Pool) leaseLocked(k *Key, now time.Time, opts *AcquireOptions, early bo
 //     model and may bench the key for that model only.
 //   - ClientError and Canceled only free the slot.
 //
+// A failure of a lease taken before the key was last reset (ClearCooldown
+// here, or a Reset from another instance: an operator's, or a probe that
+// refuted a verdict) is counted (Failures) but changes nothing else: the
+// request was sent before the reset, and must not undo it.
+//
 // Cooldowns only lengthen; a failed early probe (Lease.Probe on a cooling
 // key) does not lengthen the cooldown but pushes the next early probe
 // back by ProbeBackoff x 2^n (capped by MaxProbeBackoff). Outcome.Tokens
@@ -215,6 +220,16 @@ func (l *Lease) releaseLocked(o Outcome) (verify bool) {
 		k.noteFailure(now) // the smart strategy's recent-failure penalty
 	}
 
+	if l.seq <= k.resetSeq && o.Kind != Success && o.Kind != ClientError && o.Kind != Canceled {
+		// a request sent before the key was reset (by an operator, or by
+		// the gateway's probe refuting a verdict, here or on another
+		// instance): its failure is older than the reset and must not
+		// undo it
+		k.failures++
+		p.refreshLocked(k, now)
+		p.wakeWaitersLocked()
+		return false
+	}
 	if l.early && o.Kind != Success && !o.Kind.Dead() && o.Kind != ClientError && o.Kind != Canceled && o.Kind != ModelNotFound {
 		// a failed early probe: the cooldown stands as it was
 		k.failures++

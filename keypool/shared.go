@@ -315,6 +315,7 @@ func (p *Pool) Notify(ev SharedEvent) {
 		k.breaker, k.breakerTrips, k.consecFailures, k.consec429 = BreakerClosed, 0, 0, 0
 		k.probePending = false
 		k.pending = nil
+		k.resetSeq = p.seq // a lease out now must not undo the reset with its failure
 	case ev.Clear && !k.staleClear(&ev):
 		k.shUntil, k.shReason = time.Time{}, ""
 		if !k.deadCooldown() {

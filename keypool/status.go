@@ -513,7 +513,9 @@ func (p *Pool) unavailableLocked(now time.Time, opts *AcquireOptions, wake time.
 // ClearCooldown ends the cooldown, resets the breaker and lifts the
 // per-model benches of the key with the given id or fingerprint ("" clears
 // all keys). It returns how many keys were cleared. Rate and quota usage
-// are kept. In cluster mode (SetBackend) the shared state of those keys is
+// are kept. A failure released later by a lease taken before the reset
+// is counted but changes nothing on the key (the request was sent before
+// the operator's reset; see Lease.Release). In cluster mode (SetBackend) the shared state of those keys is
 // cleared too and every instance is told.
 func (p *Pool) ClearCooldown(key string) int {
 	p.mu.Lock()
@@ -529,6 +531,7 @@ func (p *Pool) ClearCooldown(key string) int {
 		k.pending = nil
 		k.models = nil
 		k.shUntil, k.shReason = time.Time{}, ""
+		k.resetSeq = p.seq // a request in flight now must not undo the reset
 		p.refreshLocked(k, p.clock.Now())
 		n++
 		if p.backend != nil {
