@@ -977,8 +977,10 @@ func unavailable(err error, last *attemptResult, rl *requestLog, tried []attempt
 	shown := *ue
 	shown.Keys = slices.Clone(ue.Keys)
 	for i, k := range ue.Keys {
-		if k.State == keypool.StateSkipped && unfit != nil && unfit(k.ID) {
-			shown.Keys[i].Reason = reasonUnfit
+		if unfit != nil && unfit(k.ID) {
+			// whatever its own state (ready, or cooling on another
+			// model's failure), it is not why this request failed
+			shown.Keys[i] = keypool.KeyStatus{ID: k.ID, State: keypool.StateSkipped, Reason: reasonUnfit}
 			continue
 		}
 		fit.Keys = append(fit.Keys, k)
@@ -995,7 +997,7 @@ func unavailable(err error, last *attemptResult, rl *requestLog, tried []attempt
 	if ra == 0 {
 		// every key skipped in this request: the soonest end of a
 		// cooldown, or of a running probe of a provisional verdict
-		ra = ue.SoonestBack(time.Now())
+		ra = fit.SoonestBack(time.Now())
 	}
 	if ra == 0 && limited {
 		ra = time.Second // a 429 always says when to come back

@@ -152,3 +152,39 @@ func TestAllAttempts429RetryAfterFromCooldowns(t *testing.T) {
 		}
 	}
 }
+
+// TestUnfitCoolingKeyBesideRateLimited: a key that does not list the
+// learned model and cools on its own upstream's 500 (for the model it
+// does serve) is no more part of the decision than a ready one: the
+// request for the model only the rate-limited key lists gets 429
+// rate_limit_error with that key's wait, not 503, and the summary says
+// the cooling key does not serve the request.
+func TestUnfitCoolingKeyBesideRateLimited(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"unfitc-lrn-one": {Models: []string{"lrnc-limited"}},
+		"unfitc-lrn-two": {Models: []string{"lrnc-other"}},
+	}})
+	gw := gateway(t, gatewayBlock(
+		"\t\tpool lrn {\n\t\t\tmodels auto\n\t\t\tacquire_timeout 100ms\n\t\t\tmax_retries 0\n"+
+			discKey("unfitc-lrn-one", base, "l1")+discKey("unfitc-lrn-two", base, "l2")+"\t\t}\n"))
+	eventually(t, 5*time.Second, "learned models listed", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return len(ids) == 2
+	})
+	// l2 cools on a 500 for the model it lists
+	m.SetKey("unfitc-lrn-two", mockupstream.KeyBehavior{Models: []string{"lrnc-other"}, Status: 500})
+	if resp, b := post(t, gw+"/v1/chat/completions", chatBody("lrnc-other", "hi", false)); resp.StatusCode < 500 {
+		t.Fatalf("lrnc-other: %d %s; want a 5xx", resp.StatusCode, b)
+	}
+	m.SetKey("unfitc-lrn-one", mockupstream.KeyBehavior{Models: []string{"lrnc-limited"}, Status: 429, RetryAfter: "30"})
+	for _, cd := range []string{"chat", "anthropic", "responses"} {
+		o := sdkCall(gw, cd, "lrnc-limited", false)
+		ra, _ := strconv.Atoi(o.retryAfter)
+		if o.ok || o.status != http.StatusTooManyRequests || o.typ != "rate_limit_error" || ra < 28 || ra > 30 {
+			t.Fatalf("%s: %s; want 429 rate_limit_error with Retry-After 28..30", cd, o)
+		}
+		if !strings.Contains(o.msg, "l1 cooling (rate_limited, ") || !strings.Contains(o.msg, "l2 skipped (does not serve this request)") {
+			t.Errorf("%s: message %q", cd, o.msg)
+		}
+	}
+}
