@@ -287,8 +287,6 @@ func (d *responsesStreamDecoder) closeCur() {
 	d.cur = nil
 }
 
-// ensure makes x's block of kind the open one (a new block when another
-// block was opened since, or none yet).
 // ensureText is ensure for text: x's open block must be a text block
 // that is a refusal (streamBlock.refusal) exactly when refusal is set.
 func (d *responsesStreamDecoder) ensureText(x *rsStreamItem, refusal bool) {
@@ -298,6 +296,8 @@ func (d *responsesStreamDecoder) ensureText(x *rsStreamItem, refusal bool) {
 	}
 }
 
+// ensure makes x's block of kind the open one (a new block when another
+// block was opened since, or none yet).
 func (d *responsesStreamDecoder) ensure(x *rsStreamItem, kind partKind) {
 	if x.blk == nil || d.cs.open != x.blk || x.blk.kind != kind {
 		d.openItem(x, kind)
