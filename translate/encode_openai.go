@@ -338,7 +338,12 @@ func encodeChatResponse(r *canonResponse) []byte {
 	// A refusal goes in message.refusal, as OpenAI sends it, with
 	// content null when nothing else was said.
 	parts, refusal := splitRefusal(r.parts)
+	start := len(b)
 	b = appendChatAssistant(b, parts, true)
+	if empty := `{"role":"assistant","content":""`; refusal != "" && len(b) > start+len(empty) && string(b[start:start+len(empty)]) == empty {
+		// reasoning beside the refusal, no text: content null all the same
+		b = splice(b, start+len(empty)-2, 2, []byte("null"))
+	}
 	switch {
 	case b[len(b)-1] == ':' && refusal != "": // a refusal alone
 		b = append(b, `{"role":"assistant","content":null,"refusal":`...)

@@ -79,6 +79,18 @@ func TestRefusalStaysARefusal(t *testing.T) {
 		}
 	})
 
+	t.Run("whole reasoning and refusal to chat", func(t *testing.T) {
+		body := `{"id":"resp_r","object":"response","created_at":1,"status":"completed","model":"o3","output":[{"id":"rs_r","type":"reasoning","summary":[{"type":"summary_text","text":"Not allowed."}]},{"id":"msg_r","type":"message","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]}`
+		out, _, err := TranslateResponse(OpenAIResponses, OpenAIChat, []byte(body), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := gjson.GetBytes(out, "choices.0.message")
+		if m.Get("content").Type != gjson.Null || m.Get("refusal").Str != "No." || m.Get("reasoning_content").Str != "Not allowed." || !json.Valid(out) {
+			t.Errorf("message %s", m.Raw)
+		}
+	})
+
 	t.Run("whole text and refusal to chat", func(t *testing.T) {
 		body := `{"id":"resp_r","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"msg_r","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Well.","annotations":[]},{"type":"refusal","refusal":"No."}]}]}`
 		out, _, err := TranslateResponse(OpenAIResponses, OpenAIChat, []byte(body), "m")
