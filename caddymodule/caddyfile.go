@@ -102,6 +102,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        max_retries <n>
 //	        acquire_timeout <duration>
 //	        request_timeout <duration>
+//	        stream_idle_timeout <duration>
 //	        attempt_timeout <duration>
 //	        connect_timeout <duration>
 //	        total_timeout <duration>

@@ -114,6 +114,17 @@ type PoolConfig struct {
 	// Default: 120s.
 	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
 
+	// StreamIdleTimeout bounds how long a stream that has begun may go
+	// without a data line: SSE comments (": ping", OpenRouter's
+	// ": OPENROUTER PROCESSING") and blank lines re-arm RequestTimeout
+	// but not this one, so an upstream that sends only keep-alives after
+	// its content cannot hold the client's stream and the key's slot for
+	// ever. When it passes, the client's stream ends with an error in its
+	// dialect (never as a success); the key is not blamed (the upstream
+	// may be a model thinking for that long). Default: 5m; it should be
+	// longer than the longest pause between data a healthy stream makes.
+	StreamIdleTimeout caddy.Duration `json:"stream_idle_timeout,omitempty"`
+
 	// AttemptTimeout bounds each attempt's wait for the upstream's
 	// response headers, streamed or not, and a stream's wait for its first
 	// content event (time to first byte); when it passes, the next key is

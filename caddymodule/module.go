@@ -161,9 +161,12 @@ const (
 	DefaultMaxRetries     = 3
 	DefaultAcquireTimeout = 30 * time.Second
 	DefaultRequestTimeout = 120 * time.Second
-	DefaultAttemptTimeout = 15 * time.Second
-	DefaultConnectTimeout = 10 * time.Second
-	DefaultTotalTimeout   = 45 * time.Second
+	// DefaultStreamIdleTimeout is the default of
+	// PoolConfig.StreamIdleTimeout.
+	DefaultStreamIdleTimeout = 5 * time.Minute
+	DefaultAttemptTimeout    = 15 * time.Second
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultTotalTimeout      = 45 * time.Second
 )
 
 // CaddyModule returns the Caddy module information.
@@ -186,6 +189,7 @@ type pool struct {
 	maxRetries     int
 	acquireTimeout time.Duration
 	requestTimeout time.Duration
+	streamIdle     time.Duration // stream_idle_timeout
 	attemptTimeout time.Duration
 	connectTimeout time.Duration
 	totalTimeout   time.Duration
@@ -301,6 +305,7 @@ func (h *Handler) provisionPool(pc *PoolConfig, repl *caddy.Replacer, loadID any
 		maxRetries:     DefaultMaxRetries,
 		acquireTimeout: durationOr(pc.AcquireTimeout, DefaultAcquireTimeout),
 		requestTimeout: durationOr(pc.RequestTimeout, DefaultRequestTimeout),
+		streamIdle:     durationOr(pc.StreamIdleTimeout, DefaultStreamIdleTimeout),
 		attemptTimeout: durationOr(pc.AttemptTimeout, DefaultAttemptTimeout),
 		connectTimeout: durationOr(pc.ConnectTimeout, DefaultConnectTimeout),
 		totalTimeout:   durationOr(pc.TotalTimeout, DefaultTotalTimeout),

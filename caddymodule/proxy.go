@@ -610,6 +610,11 @@ type exchange struct {
 	// transport's dialing goroutine)
 	trace              httptrace.ClientTrace
 	connStart, connDur atomic.Int64
+
+	// a committed stream's stream_idle_timeout (streaming.go, checkStall)
+	stallTimer atomic.Pointer[time.Timer]
+	lastData   atomic.Int64 // when the stream's last data line was read, Unix ns
+	stalled    atomic.Bool  // the stream sent no data for stream_idle_timeout
 }
 
 // start picks the key's upstream and arms the attempt's timer: until the

@@ -160,6 +160,8 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 	// (translate.MaxDrainAfterError), the timeout running is not re-armed
 	body.armed = st.Live
 	body.sniff = true // an error object sent instead of events (settled below)
+	body.dataAt, body.stalled = &x.lastData, &x.stalled
+	defer x.stopStall()
 	runErr := st.Run(&flushBeforeRead{r: body, fw: fw, st: st, x: x})
 	fw.flush()
 	rl.usage = st.Usage()
@@ -226,6 +228,14 @@ func (x *exchange) relayStream(resp *http.Response, body *idleReader) attemptRes
 		}
 		x.finish(o)
 		rl.streamError, rl.streamOutcome = "truncated", streamTruncated
+	case x.stalled.Load():
+		// only keep-alives for stream_idle_timeout: the client was told in
+		// its dialect that the stream stalled; the key is not blamed (a
+		// model may think that long; no answer says the key is at fault)
+		x.finish(keypool.Outcome{Kind: keypool.Canceled, Status: resp.StatusCode,
+			Message: "stream stalled: no data for " + x.p.streamIdle.String() + " (stream_idle_timeout), only keep-alives"})
+		rl.streamError, rl.streamOutcome = "stream_idle_timeout", streamInterrupted
+		rl.errMsg = "the upstream sent no data, only keep-alives, for " + x.p.streamIdle.String() + " (stream_idle_timeout); stream cut"
 	case runErr != nil:
 		// the upstream broke off mid-stream; the client got its dialect's
 		// error, the key gets the blame
@@ -246,6 +256,8 @@ func (x *exchange) commitStream(status int) {
 	x.upTTFB = time.Since(x.t0)
 	x.rearmed.Store(true)
 	x.timer.Reset(x.p.requestTimeout)
+	x.lastData.Store(time.Now().UnixNano())
+	x.stallTimer.Store(time.AfterFunc(x.p.streamIdle, x.checkStall))
 	x.rl.key, x.rl.status = x.uk.id, status
 	hdr := x.w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -254,6 +266,27 @@ func (x *exchange) commitStream(status int) {
 	hdr.Set("X-Routed-Via", x.routedVia())
 	hdr.Del("Content-Length")
 	x.w.WriteHeader(http.StatusOK)
+}
+
+// checkStall ends a committed stream whose last data line is
+// stream_idle_timeout old (its upstream sends only keep-alives, which
+// re-arm request_timeout), else waits for the rest of that time. The
+// stream's reads then fail with translate.ErrStreamStalled (idleReader).
+func (x *exchange) checkStall() {
+	idle := time.Since(time.Unix(0, x.lastData.Load()))
+	if left := x.p.streamIdle - idle; left > 0 {
+		x.stallTimer.Load().Reset(left)
+		return
+	}
+	x.stalled.Store(true)
+	x.cancel()
+}
+
+// stopStall stops the stream_idle_timeout of a stream that has ended.
+func (x *exchange) stopStall() {
+	if t := x.stallTimer.Load(); t != nil {
+		t.Stop()
+	}
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream: its
@@ -297,6 +330,14 @@ type idleReader struct {
 	rearmed *atomic.Bool
 	sniff   bool   // look at the first byte for a JSON object
 	head    []byte // the body's first bytes when it starts with '{'
+	// dataAt, when set (a stream), is stamped with the time of every read
+	// that carries a line other than a comment or a blank line
+	// (stream_idle_timeout counts from it); midLine says the last read
+	// ended inside a line. A read that fails once stalled is set fails
+	// with translate.ErrStreamStalled.
+	dataAt  *atomic.Int64
+	stalled *atomic.Bool
+	midLine bool
 }
 
 func (i *idleReader) Read(p []byte) (int, error) {
@@ -307,10 +348,47 @@ func (i *idleReader) Read(p []byte) (int, error) {
 		}
 		i.timer.Reset(i.d)
 	}
+	if i.dataAt != nil {
+		if n > 0 && i.carriesData(p[:n]) {
+			i.dataAt.Store(time.Now().UnixNano())
+		}
+		if err != nil && err != io.EOF && i.stalled.Load() {
+			err = translate.ErrStreamStalled
+		}
+	}
 	if i.sniff && n > 0 {
 		i.sniffed(p[:n])
 	}
 	return n, err
+}
+
+// carriesData reports whether a read of an event stream holds a line
+// other than a comment (": ping", per the HTML Living Standard,
+// server-sent events) or a blank line: a field (data, event, id, retry).
+// A line split across reads is judged by its start; a read is usually
+// told by its first byte.
+func (i *idleReader) carriesData(b []byte) bool {
+	last := b[len(b)-1]
+	defer func() { i.midLine = last != '\n' && last != '\r' }()
+	for len(b) > 0 {
+		if i.midLine {
+			k := bytes.IndexAny(b, "\r\n")
+			if k < 0 {
+				return false
+			}
+			b, i.midLine = b[k+1:], false
+			continue
+		}
+		switch b[0] {
+		case '\n', '\r':
+			b = b[1:]
+		case ':':
+			i.midLine = true
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // blank reports whether b is white space only (spaces, tabs, CR, LF).

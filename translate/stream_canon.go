@@ -300,7 +300,7 @@ func (cs *canonStream) endOrFail(readErr error) {
 	switch {
 	case cs.closed:
 	case readErr != nil:
-		cs.fail(ErrUpstreamUnavailable, msgInterrupted, readErr)
+		cs.fail(ErrUpstreamUnavailable, interruptedMsg(readErr), readErr)
 	case !cs.started:
 		cs.t.truncated = true
 		cs.fail(ErrUpstreamUnavailable, msgEmpty, io.ErrUnexpectedEOF)

@@ -268,11 +268,28 @@ func errStr(r gjson.Result) string {
 	return ""
 }
 
+// ErrStreamStalled is the error the upstream reader given to
+// StreamTranslator.Run returns when the caller ended a stream that has
+// sent no data for too long, only keep-alives (SSE comments, blank
+// lines): the client's stream then ends with an error event saying it
+// stalled, instead of a connection error's.
+var ErrStreamStalled = errors.New("translate: upstream stream stalled: no data, only keep-alives, for too long")
+
+// interruptedMsg is the message of the error event that ends a stream
+// whose upstream read failed with readErr.
+func interruptedMsg(readErr error) string {
+	if errors.Is(readErr, ErrStreamStalled) {
+		return msgStalled
+	}
+	return msgInterrupted
+}
+
 // Messages of the error forms the gateway writes itself.
 const (
 	msgTruncated   = "upstream stream ended without a finish reason; the answer is incomplete"
 	msgFinishError = "upstream ended the answer with finish_reason error: the generation failed"
 	msgInterrupted = "upstream stream interrupted: connection error"
+	msgStalled     = "upstream stream stalled: it sent no data, only keep-alives, for too long; the answer is incomplete"
 	msgEmpty       = "upstream closed the stream without sending any event"
 	// a Chat chunk whose "choices" is not an array (malformedChoices)
 	msgMalformedChoices = "upstream sent a malformed chunk: its choices is not an array"

@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -230,6 +231,32 @@ func TestReadErrorMidStream(t *testing.T) {
 			}
 			assertErrorForm(t, label, to, out, "")
 			if !strings.Contains(string(out), msgInterrupted) {
+				t.Errorf("%s: %s", label, out)
+			}
+		}
+	}
+}
+
+// TestStalledMidStream: a read that fails with ErrStreamStalled (the
+// caller's stream idle bound: keep-alives and no data) ends the client's
+// stream with the stalled message in its error form, not a connection
+// error's, in every direction, and Run returns the error.
+func TestStalledMidStream(t *testing.T) {
+	stalled := fmt.Errorf("reading the upstream: %w", ErrStreamStalled)
+	ins := map[Dialect]string{
+		OpenAIChat:        ccChunk(`{"role":"assistant","content":"par"}`, "", ""),
+		AnthropicMessages: amStart + amText("par"),
+		OpenAIResponses:   rsPreamble + rsContent,
+	}
+	for from, in := range ins {
+		for _, to := range allDialects {
+			label := from.String() + "→" + to.String()
+			out, _, _, err := collect(t, from, to, "m", io.MultiReader(strings.NewReader(in), iotest.ErrReader(stalled)))
+			if !errors.Is(err, ErrStreamStalled) {
+				t.Errorf("%s: err %v", label, err)
+			}
+			assertErrorForm(t, label, to, out, "")
+			if !strings.Contains(string(out), msgStalled) || strings.Contains(string(out), msgInterrupted) {
 				t.Errorf("%s: %s", label, out)
 			}
 		}

@@ -855,7 +855,7 @@ func (t *StreamTranslator) passEnd(readErr error) {
 		return
 	}
 	if readErr != nil {
-		t.passFail(msgInterrupted, readErr)
+		t.passFail(interruptedMsg(readErr), readErr)
 		return
 	}
 	t.passTruncated()
