@@ -26,9 +26,10 @@ var gatewayPoolFields = map[string]bool{
 	"Priority": true, "Name": true, "Models": true, "Refresh": true, "ModelMap": true, "DefaultModel": true,
 	"Keys": true, "MaxRetries": true, "AcquireTimeout": true, "RequestTimeout": true, "AttemptTimeout": true,
 	"ConnectTimeout": true, "ReasoningContent": true, "TotalTimeout": true, "Budget": true, "Egress": true,
-	"Prices":      true,
-	"Affinity":    true, // as AffinityTTL, through Affinity.TTL
-	"LearnLimits": true, // as LearnLimitsOff
+	"StreamIdleTimeout": true,
+	"Prices":            true,
+	"Affinity":          true, // as AffinityTTL, through Affinity.TTL
+	"LearnLimits":       true, // as LearnLimitsOff
 }
 
 // keypoolOnlySettings are keypool.Settings fields the gateway does not
@@ -182,7 +183,7 @@ func TestPoolDefaultsDocumented(t *testing.T) {
 	// the gateway's own pool settings: their defaults are the Default*
 	// constants provisionPool and discovery apply
 	for field, v := range map[string]any{
-		"AcquireTimeout": DefaultAcquireTimeout, "RequestTimeout": DefaultRequestTimeout,
+		"AcquireTimeout": DefaultAcquireTimeout, "RequestTimeout": DefaultRequestTimeout, "StreamIdleTimeout": DefaultStreamIdleTimeout,
 		"AttemptTimeout": DefaultAttemptTimeout, "ConnectTimeout": DefaultConnectTimeout,
 		"TotalTimeout": DefaultTotalTimeout, "MaxRetries": DefaultMaxRetries, "Refresh": DefaultRefresh,
 	} {
