@@ -512,7 +512,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 			if c.relayKept(w, rl, p, last) {
 				return nil
 			}
-			f := exhausted(last, rl, rl.attempts[first:], p.kp)
+			f := exhausted(last, rl, rl.attempts[first:], p.kp, unfit)
 			f.msg += "; total_timeout reached"
 			return f
 		}
@@ -523,7 +523,7 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	if f := exitsFailure(last); f != nil {
 		return f
 	}
-	return exhausted(last, rl, rl.attempts[first:], p.kp)
+	return exhausted(last, rl, rl.attempts[first:], p.kp, unfit)
 }
 
 // relayKept writes the upstream's own answer kept from the last attempt
@@ -973,7 +973,7 @@ func unavailable(err error, last *attemptResult, rl *requestLog, tried []attempt
 	if last != nil && ue.NoKeys && last.outcome.Kind.Transient() {
 		// every key failed this request with a 5xx, network error or
 		// timeout: a gateway error naming the last failure
-		return exhausted(last, rl, tried, nil)
+		return exhausted(last, rl, tried, nil, nil)
 	}
 	// the keys that could serve the request decide; one that does not
 	// serve its endpoint or model is not why it failed
@@ -1070,9 +1070,10 @@ func allRateLimited(attempts []attemptLog) bool {
 // key); 429 (class rate_limited) when every attempt of this pool (tried)
 // was refused with a 429, else 502, 503 or 504. A last 429 carries the
 // upstream's Retry-After, or, when it named none, when the soonest of
-// kp's keys is back by its own cooldown (soonestKeyBack; kp may be nil),
-// at most keypool.MaxClientRetryAfter.
-func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog, kp *keypool.Pool) *loopFailure {
+// kp's keys that can serve the request (unfit(id) false; unfit may be
+// nil) is back by its own cooldown (soonestKeyBack; kp may be nil), at
+// most keypool.MaxClientRetryAfter.
+func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog, kp *keypool.Pool, unfit func(id string) bool) *loopFailure {
 	f := &loopFailure{status: http.StatusBadGateway, class: translate.ErrUpstreamUnavailable, msg: "all upstream attempts failed"}
 	if last != nil {
 		f.msg += " (" + strconv.Itoa(len(rl.attempts)) + " attempts; last: " + last.outcome.Message + ")"
@@ -1090,19 +1091,20 @@ func exhausted(last *attemptResult, rl *requestLog, tried []attemptLog, kp *keyp
 				// the keys' own cooldowns (the pool's backoff after a 429
 				// that named no wait) say when one is back; a heuristic, so
 				// never more than a client honours
-				f.retryAfter = min(soonestKeyBack(kp), keypool.MaxClientRetryAfter)
+				f.retryAfter = min(soonestKeyBack(kp, unfit), keypool.MaxClientRetryAfter)
 			}
 		}
 	}
 	return f
 }
 
-// soonestKeyBack returns how long until the first of kp's keys may serve
+// soonestKeyBack returns how long until the first of kp's keys that can
+// serve the request (unfit(its id) false; unfit may be nil) may serve
 // again by itself (keypool.UnavailableError.SoonestBack over its
-// snapshot); zero when a key is ready now or no key tells.
-func soonestKeyBack(kp *keypool.Pool) time.Duration {
+// snapshot); zero when such a key is ready now or none tells.
+func soonestKeyBack(kp *keypool.Pool, unfit func(id string) bool) time.Duration {
 	now := time.Now()
-	keys := kp.Snapshot()
+	keys := slices.DeleteFunc(kp.Snapshot(), func(k keypool.KeyStatus) bool { return unfit != nil && unfit(k.ID) })
 	for _, k := range keys {
 		if k.State == keypool.StateReady {
 			return 0

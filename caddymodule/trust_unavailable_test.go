@@ -188,3 +188,37 @@ func TestUnfitCoolingKeyBesideRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestAll429RetryAfterIgnoresUnfitKeys: when every attempt got a 429
+// naming no wait, Retry-After is when the soonest key that can serve the
+// request is back by its own cooldown; a ready key that does not list
+// the learned model does not make it the generic 1 s. (Anthropic keys:
+// the mock's Anthropic 429 names no wait of any kind.)
+func TestAll429RetryAfterIgnoresUnfitKeys(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{Keys: map[string]mockupstream.KeyBehavior{
+		"ladderu-one": {Models: []string{"ladderu-limited"}},
+		"ladderu-two": {Models: []string{"ladderu-other"}},
+	}})
+	root := strings.TrimSuffix(base, "/v1")
+	gw := gateway(t, gatewayBlock(
+		"\t\tpool lrn {\n\t\t\tmodels auto\n\t\t\tacquire_timeout 10s\n\t\t\tmax_retries 0\n\t\t\trate_limit_cooldown 150ms\n"+
+			"\t\t\tkey ladderu-one "+root+" {\n\t\t\t\tid l1\n\t\t\t\tdialect anthropic\n\t\t\t}\n"+
+			"\t\t\tkey ladderu-two "+root+" {\n\t\t\t\tid l2\n\t\t\t\tdialect anthropic\n\t\t\t}\n\t\t}\n"))
+	eventually(t, 5*time.Second, "learned models listed", func() bool {
+		ids, _ := listModels(t, gw, "/v1/models", false)
+		return len(ids) == 2
+	})
+	m.SetKey("ladderu-one", mockupstream.KeyBehavior{Models: []string{"ladderu-limited"}, Status: 429, RetryAfter: "none"})
+	listed := m.Stats("ladderu-two").Requests
+	resp, b := post(t, gw+"/v1/chat/completions", chatBody("ladderu-limited", "hi", false))
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "all upstream attempts failed (5 attempts") {
+		t.Fatalf("%d %s; want 429 after 5 attempts", resp.StatusCode, b)
+	}
+	// the fifth 429 started l1's fifth backoff: 150 ms x 2^4 = 2.4 s
+	if ra := resp.Header.Get("Retry-After"); ra != "2" && ra != "3" {
+		t.Errorf("Retry-After %q, want 3 (l1's cooldown; 2 on a slow machine)", ra)
+	}
+	if n := m.Stats("ladderu-two").Requests - listed; n != 0 {
+		t.Errorf("the key that does not list the model was sent %d requests", n)
+	}
+}
