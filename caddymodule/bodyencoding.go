@@ -81,21 +81,34 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errDecoderMemory is the error of a zstd decoder whose window does not
+// fit in what is left of max_buffered_bytes.
+var errDecoderMemory = errors.New("the zstd window of the request body does not fit in max_buffered_bytes")
+
 // bodyDecoder is a request body's decoded bytes: the codings undone in
 // reverse order over the wire bytes.
 type bodyDecoder struct {
 	io.Reader
 	wire    *wireReader
 	closers []func()
+	// reserve books n bytes of decoder memory against
+	// max_buffered_bytes, false when they do not fit; release gives back
+	// what was booked (reserved bytes) at Close
+	reserve  func(n int64) bool
+	release  func(n int64)
+	reserved int64
 }
 
 // newBodyDecoder returns the decoder of body for codings (as bodyCodings
 // returns them), with at most limit wire bytes read. A zstd frame may ask
 // for a window of at most the larger of 8 MiB and limit (rounded up to a
 // power of two), so a hostile frame header cannot make the decoder
-// allocate more. Headers are read at the first Read, not here.
-func newBodyDecoder(body io.Reader, codings []string, limit int64) *bodyDecoder {
-	d := &bodyDecoder{wire: &wireReader{r: body, limit: limit}}
+// allocate more; what its decoder allocates for the window the first
+// frame asks for is booked with reserve (and given back with release at
+// Close), and a later frame may not ask for more. Headers are read at the
+// first Read, not here.
+func newBodyDecoder(body io.Reader, codings []string, limit int64, reserve func(int64) bool, release func(int64)) *bodyDecoder {
+	d := &bodyDecoder{wire: &wireReader{r: body, limit: limit}, reserve: reserve, release: release}
 	var r io.Reader = d.wire
 	for i := len(codings) - 1; i >= 0; i-- {
 		r = &lazyDecoder{src: r, coding: codings[i], limit: limit, d: d}
@@ -104,10 +117,15 @@ func newBodyDecoder(body io.Reader, codings []string, limit int64) *bodyDecoder 
 	return d
 }
 
-// Close releases the decoders' resources.
+// Close releases the decoders' resources and gives back the memory
+// booked for them.
 func (d *bodyDecoder) Close() {
 	for _, c := range d.closers {
 		c()
+	}
+	if d.reserved > 0 && d.release != nil {
+		d.release(d.reserved)
+		d.reserved = 0
 	}
 }
 
@@ -169,11 +187,40 @@ func (l *lazyDecoder) start() (io.Reader, error) {
 		window = 1 << bits.Len64(uint64(l.limit-1))
 	}
 	window = min(window, zstd.MaxWindowSize)
-	zr, err := zstd.NewReader(l.src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+	// the decoder allocates its window (and more) at the first block,
+	// whatever the frame holds: a few bytes of header may ask for the
+	// whole of it, so it is booked like a body buffer
+	br := bufio.NewReaderSize(l.src, zstd.HeaderMaxSize)
+	head, _ := br.Peek(zstd.HeaderMaxSize)
+	var zh zstd.Header
+	if zh.Decode(head) == nil && !zh.Skippable {
+		w := zh.WindowSize
+		if zh.SingleSegment {
+			w = zh.FrameContentSize
+		}
+		window = min(window, max(w, zstd.MinWindowSize))
+	}
+	if need := zstdDecoderMemory(window); l.d.reserve != nil {
+		if !l.d.reserve(need) {
+			return nil, errDecoderMemory
+		}
+		l.d.reserved += need
+	}
+	zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 		zstd.WithDecoderMaxWindow(window))
 	if err != nil {
 		return nil, err
 	}
 	l.d.closers = append(l.d.closers, zr.Close)
 	return zr, nil
+}
+
+// zstdDecoderMemory is what a low-memory zstd decoder allocates for a
+// frame's window of window bytes: twice the window below a block's
+// largest size (2 MiB), else the window and 1 MiB.
+func zstdDecoderMemory(window uint64) int64 {
+	if window < 2<<20 {
+		return int64(2 * window)
+	}
+	return int64(window + 1<<20)
 }

@@ -239,3 +239,46 @@ func TestCompressedRequestBodyBomb(t *testing.T) {
 		t.Fatalf("upstream asked %d times, want 0", n)
 	}
 }
+
+// zstdFrameHeader returns a zstd frame of one raw block holding b whose
+// header asks for a window of 1<<windowLog bytes, with no content size:
+// what an encoder at a high level writes for a small body, or a hostile
+// client for a large allocation (RFC 8878, section 3.1.1).
+func zstdFrameHeader(windowLog int, b []byte) []byte {
+	f := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, byte(windowLog-10) << 3}
+	h := uint32(1 | len(b)<<3) // last block, raw
+	return append(append(f, byte(h), byte(h>>8), byte(h>>16)), b...)
+}
+
+// TestZstdWindowBooked: a zstd decoder allocates the window its frame's
+// header asks for (up to the larger of 8 MiB and max_request_body) as
+// soon as the first block comes, so a few bytes of body can cost 9 MiB:
+// that memory is booked against max_buffered_bytes like a body buffer.
+// A frame whose window does not fit in what is left is a 503 with
+// Retry-After (as a body that does not fit), never read, and the
+// booking is given back: a frame with a small window is then served.
+func TestZstdWindowBooked(t *testing.T) {
+	m, base := mock(t, mockupstream.Config{})
+	gw := gateway(t, "\tllm_gateway {\n\t\tapi_key "+gatewayKey+"\n\t\tmax_request_body 1MiB\n\t\tmax_buffered_bytes 4MiB\n"+
+		poolBlock("main", base, 1, "\t\t\tmodels *\n")+"\t}\n")
+	body := chatBody("gpt-4o-mini", "hi", false)
+	for i := range 3 {
+		r, b := sendEncoded(t, gw+"/v1/chat/completions", "zstd", zstdFrameHeader(23, body), i == 1)
+		if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" ||
+			!strings.Contains(gjson.GetBytes(b, "error.message").Str, "max_buffered_bytes") {
+			t.Fatalf("8 MiB window %d: %d Retry-After %q %s; want 503 naming max_buffered_bytes", i, r.StatusCode, r.Header.Get("Retry-After"), b)
+		}
+	}
+	if n := m.Stats("mk-1").Requests; n != 0 {
+		t.Fatalf("upstream asked %d times, want 0", n)
+	}
+	for i := range 3 {
+		r, b := sendEncoded(t, gw+"/v1/chat/completions", "zstd", zstdFrameHeader(20, body), i == 1)
+		if r.StatusCode != http.StatusOK || gjson.GetBytes(b, "object").Str != "chat.completion" {
+			t.Fatalf("1 MiB window %d: %d %s; want 200", i, r.StatusCode, b)
+		}
+	}
+	if n := m.Stats("mk-1").Requests; n != 3 {
+		t.Errorf("upstream asked %d times, want 3", n)
+	}
+}

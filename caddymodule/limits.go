@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -223,7 +224,7 @@ func (h *Handler) readEncodedBody(w http.ResponseWriter, r *http.Request, rl *re
 		h.failTooLarge(w, rl, d)
 		return nil, nil, false
 	}
-	dec := newBodyDecoder(r.Body, codings, h.MaxRequestBody)
+	dec := newBodyDecoder(r.Body, codings, h.MaxRequestBody, h.reserve, func(n int64) { admission.buffered.Add(-n) })
 	defer dec.Close()
 	return h.readGrowing(r.Context(), w, dec, rl, d)
 }
@@ -248,6 +249,8 @@ func (h *Handler) readGrowing(ctx context.Context, w http.ResponseWriter, src io
 			rl.status = 499 // the client gave up while uploading
 		case dec != nil && dec.wire.err == errWireTooLarge:
 			tooLarge()
+		case errors.Is(err, errDecoderMemory):
+			full()
 		case dec != nil && dec.brokenEncoding(err):
 			rl.fail(w, d, http.StatusBadRequest, translate.ErrInvalidRequest,
 				"could not decode the request body as its Content-Encoding says")
