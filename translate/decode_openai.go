@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -921,9 +923,20 @@ func decodeChatAnswer(a *answerRoot, stops []string) (*canonResponse, *Error) {
 // answer or stream with id answerID when the upstream gave that call no id
 // or "" (Gemini's OpenAI-compatible endpoint did): "call_<answer id>_<n>",
 // distinct within the answer, as Anthropic tool_use ids and Responses
-// call_ids must be.
+// call_ids must be. An answer without an id of its own ("", or the
+// stream's stand-in "gateway": Gemini's endpoint sent none either,
+// softwaremill/sttp-ai#338) gets 12 random hex digits in its place, so
+// that the calls of one conversation's turns do not all share
+// "call__0": Anthropic refuses a history that repeats a tool_use id,
+// OpenAI one that repeats an item id.
 func chatCallID(answerID string, n int) string {
-	return "call_" + trimIDPrefix(answerID) + "_" + strconv.Itoa(n)
+	base := trimIDPrefix(answerID)
+	if base == "" || answerID == "gateway" {
+		var r [6]byte
+		_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24)
+		base = hex.EncodeToString(r[:])
+	}
+	return "call_" + base + "_" + strconv.Itoa(n)
 }
 
 // chatAnswerMessage holds the members of a Chat answer's message that

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -401,5 +402,39 @@ func TestPeerAnthropicEffortXHigh(t *testing.T) {
 	bad := strings.Replace(body, `"xhigh"`, `"extreme"`, 1)
 	if _, err := TranslateRequest(AnthropicMessages, OpenAIChat, []byte(bad), "gpt-5"); err == nil || !strings.Contains(err.Error(), "'xhigh'") {
 		t.Errorf("an unknown effort: %v", err)
+	}
+}
+
+// softwaremill/sttp-ai#338 (Gemini's OpenAI-compatible endpoint answered
+// without a top-level id) with vercel/ai#7834 (and tool calls with id
+// ""): the ids the gateway gives such calls differ from one answer to the
+// next, whole or streamed, so a conversation's turns do not all carry
+// call__0 (Anthropic refuses a history that repeats a tool_use id, OpenAI
+// one that repeats an item id), and they stay valid tool ids.
+func TestPeerChatToolCallIDsWithoutAnswerID(t *testing.T) {
+	whole := `{"object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"a","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
+	stream := `data: {"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"","type":"function","function":{"name":"a","arguments":"{}"}}]},"finish_reason":null}]}` + "\n\n" +
+		`data: {"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
+	valid := regexp.MustCompile(`^call_[a-zA-Z0-9_-]+_0$`)
+	seen := map[string]bool{}
+	for turn := 0; turn < 2; turn++ {
+		b, _, err := TranslateResponse(OpenAIChat, AnthropicMessages, []byte(whole), "cm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := run(t, OpenAIChat, AnthropicMessages, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins := anthropicToolInputs(out)
+		if len(ins) != 1 {
+			t.Fatalf("stream: %s", out)
+		}
+		for _, id := range []string{gjson.GetBytes(b, "content.0.id").Str, ins[0][0]} {
+			if !valid.MatchString(id) || seen[id] {
+				t.Errorf("turn %d: tool_use id %q invalid or already given (%v)", turn, id, seen)
+			}
+			seen[id] = true
+		}
 	}
 }
