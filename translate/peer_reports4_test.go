@@ -387,7 +387,7 @@ func TestPeerEmptyFinishReasonIsNone(t *testing.T) {
 func TestPeerAnthropicEffortXHigh(t *testing.T) {
 	body := `{"model":"claude-opus-4-7","max_tokens":1000,"thinking":{"type":"adaptive"},"output_config":{"effort":"xhigh"},"messages":[{"role":"user","content":"hi"}]}`
 	for to, path := range map[Dialect]string{OpenAIChat: "reasoning_effort", OpenAIResponses: "reasoning.effort"} {
-		out, err := TranslateRequest(AnthropicMessages, to, []byte(body), "gpt-5")
+		out, err := TranslateRequest(AnthropicMessages, to, []byte(body), "gpt-5.2")
 		if err != nil || gjson.GetBytes(out, path).Str != "xhigh" {
 			t.Errorf("to %s: %v %s", to, err, out)
 		}

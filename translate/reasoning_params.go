@@ -181,6 +181,9 @@ func openAIRequestParams(r *canonRequest) openAIParams {
 	if f.noEffort || f.effortOnly != "" && p.effort != f.effortOnly {
 		p.effort = ""
 	}
+	if p.effort == "xhigh" && !takesXHigh(baseModelID(r.model)) {
+		p.effort = "high"
+	}
 	p.stop = !f.noStop
 	if f.sampling == samplingRefused || f.sampling == samplingNoEffort && p.effort != "" && p.effort != "none" {
 		if !isOne(p.temperature) {
@@ -189,6 +192,32 @@ func openAIRequestParams(r *canonRequest) openAIParams {
 		p.topP = ""
 	}
 	return p
+}
+
+// takesXHigh reports whether the lower-case OpenAI model id, of a known
+// reasoning family, accepts reasoning effort "xhigh": gpt-5.1-codex-max
+// and every model after it (gpt-5.2 and later, their -codex, -mini and
+// -pro variants), per Azure OpenAI's ReasoningEffort ("xhigh is supported
+// for all models after gpt-5.1-codex-max") and Codex's config docs
+// ("xhigh only on gpt-5.1-codex-max" when 5.1 was current). The o-series,
+// gpt-5, gpt-5-mini, gpt-5-nano, gpt-5-codex and the other gpt-5.1 models
+// refuse it with a 400, so openAIRequestParams sends them "high", the
+// most they take (an Anthropic client's effort "xhigh" or "max", Claude
+// Code's default on Claude Opus 4.7, would otherwise fail every request).
+func takesXHigh(id string) bool {
+	if strings.HasPrefix(id, "gpt-5.1-codex-max") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(id, "gpt-5.")
+	if !ok {
+		return false
+	}
+	n := 0
+	for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
+		n++
+	}
+	minor, err := strconv.Atoi(rest[:n])
+	return err == nil && minor >= 2
 }
 
 // isOne reports whether the raw JSON number n is 1 (1, 1.0, 1e0, …).

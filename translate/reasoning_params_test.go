@@ -187,3 +187,51 @@ func TestOpenAIModelFamily(t *testing.T) {
 		}
 	}
 }
+
+// An Anthropic client's effort "xhigh" (Claude Code's default on Claude
+// Opus 4.7) or "max" reaches an OpenAI model as "xhigh" only where the
+// model takes it (gpt-5.1-codex-max and every model after it); the models
+// before refuse it with a 400 and get "high", the most they take. A model
+// of no known family keeps "xhigh" (a relay's own model may take it).
+func TestXHighEffortPerModel(t *testing.T) {
+	const body = `{"model":"claude-opus-4-7","max_tokens":1000,"thinking":{"type":"adaptive"},"output_config":{"effort":"EFFORT"},"messages":[{"role":"user","content":"hi"}]}`
+	want := map[string]string{
+		"gpt-5":                 "high",
+		"gpt-5-mini":            "high",
+		"gpt-5-codex":           "high",
+		"gpt-5.1":               "high",
+		"gpt-5.1-2025-11-13":    "high",
+		"gpt-5.1-codex":         "high",
+		"gpt-5.1-codex-mini":    "high",
+		"o3":                    "high",
+		"o4-mini":               "high",
+		"openai/o1":             "high",
+		"gpt-5.1-codex-max":     "xhigh",
+		"gpt-5.2":               "xhigh",
+		"gpt-5.2-2025-12-11":    "xhigh",
+		"azure/gpt-5.2-codex":   "xhigh",
+		"gpt-5.4-mini":          "xhigh",
+		"gpt-5.5-pro":           "xhigh",
+		"deepseek-reasoner":     "xhigh",
+		"some-relay-model-name": "xhigh",
+	}
+	for _, effort := range []string{"xhigh", "max"} {
+		b := strings.Replace(body, "EFFORT", effort, 1)
+		for model, w := range want {
+			for to, path := range map[Dialect]string{OpenAIChat: "reasoning_effort", OpenAIResponses: "reasoning.effort"} {
+				out, err := TranslateRequest(AnthropicMessages, to, []byte(b), model)
+				if err != nil {
+					t.Fatalf("%s %s to %s: %v", effort, model, to, err)
+				}
+				if got := gjson.GetBytes(out, path).Str; got != w {
+					t.Errorf("effort %s, model %s, to %s: %s = %q, want %q", effort, model, to, path, got, w)
+				}
+			}
+		}
+	}
+	// an effort below xhigh is never changed
+	out, err := TranslateRequest(AnthropicMessages, OpenAIChat, []byte(strings.Replace(body, "EFFORT", "high", 1)), "gpt-5.2")
+	if err != nil || gjson.GetBytes(out, "reasoning_effort").Str != "high" {
+		t.Errorf("high to gpt-5.2: %v %s", err, out)
+	}
+}
