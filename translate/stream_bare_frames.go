@@ -18,7 +18,7 @@ import (
 // answer was. A translated stream reads them: a block without data whose
 // lines other than SSE fields and comments are each a whole JSON object
 // is read as one data event per such line, in order, as if each had come
-// with "data:". A block with any other line (a JSON value cut over
+// with "data:" (a bare [DONE] line among them too). A block with any other line (a JSON value cut over
 // several lines, text) is read as before, without data; a JSON error
 // object without data is the upstream's error (stream_bare_error.go),
 // read before this. A passthrough relays such blocks byte for byte, as
@@ -43,6 +43,9 @@ func (t *StreamTranslator) bareFrames() bool {
 		case len(line) == 0 || line[0] == ':' || sseFieldName(line) != "":
 		case isJSONObjectLine(line):
 			n++
+		case bytes.Equal(bytes.TrimSpace(line), doneMarker):
+			// a relay's bare end marker after its bare frames, read as
+			// data: [DONE] when the block has a frame
 		default:
 			return false
 		}

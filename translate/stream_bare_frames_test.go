@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,8 +43,13 @@ func TestBareFramesRead(t *testing.T) {
 		{"chat, blank lines", OpenAIChat, chatFrames, "\n\n"},
 		{"chat, one line each", OpenAIChat, chatFrames, "\n"},
 		{"chat, CRLF", OpenAIChat, chatFrames, "\r\n\r\n"},
+		// a relay's bare end marker, in a block of its own or in the
+		// frames' one block
+		{"chat, blank lines, [DONE]", OpenAIChat, append(slices.Clone(chatFrames), "[DONE]"), "\n\n"},
+		{"chat, one line each, [DONE]", OpenAIChat, append(slices.Clone(chatFrames), "[DONE]"), "\n"},
 		{"anthropic, blank lines", AnthropicMessages, anthropicFrames, "\n\n"},
 		{"anthropic, one line each", AnthropicMessages, anthropicFrames, "\n"},
+		{"anthropic, one line each, [DONE]", AnthropicMessages, append(slices.Clone(anthropicFrames), "[DONE]"), "\n"},
 	} {
 		body := strings.Join(c.frames, c.sep) + c.sep
 		for _, to := range allDialects {
