@@ -71,7 +71,12 @@ func clientWant(up, cd string, tr wireTruth) nodeWant {
 	}
 	stop, fromResponses := tr.stop, up == "responses" // (a Responses truth has no reasoning text)
 	if up == "openai" && tr.refusal != "" && tr.stop == "stop" && cd != "chat" {
-		stop, w.Text = "content_filter", tr.text+tr.refusal
+		// an Anthropic client's answer stops for a refusal; a Responses
+		// client's is completed with its refusal part, as OpenAI ends one
+		w.Text = tr.text + tr.refusal
+		if cd == "anthropic" {
+			stop = "content_filter"
+		}
 	}
 	if up == "responses" {
 		// tr.stop holds status/reason

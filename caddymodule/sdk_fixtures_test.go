@@ -362,10 +362,11 @@ func TestSDKRecordedFixtures(t *testing.T) {
 
 	for _, f := range fixtures {
 		want := wireTruthOf(t, f)
-		// a Chat refusal ends a translated answer as a refusal: Anthropic
-		// stop_reason "refusal" with the refusal's text as the text,
-		// Responses incomplete for content_filter with a refusal part
-		// (MAPPING.md "Refusals")
+		// a Chat refusal ends an Anthropic client's answer as a refusal:
+		// stop_reason "refusal" with the refusal's text as the text
+		// (MAPPING.md "Refusals"); a Responses client's is completed with
+		// a refusal part, as OpenAI ends one (MAPPING.md §3.3, CC stop →
+		// RS completed)
 		crossStop, crossText := want.stop, want.text
 		if f.dialect == "openai" && want.refusal != "" && want.stop == "stop" {
 			crossStop, crossText = "content_filter", want.text+want.refusal
@@ -568,7 +569,7 @@ func TestSDKRecordedFixtures(t *testing.T) {
 			}
 			// a Chat refusal is a refusal content part (streamed as
 			// response.refusal.delta), not output text
-			status, reason := responsesStatusFor(f.dialect, crossStop)
+			status, reason := responsesStatusFor(f.dialect, want.stop)
 			if res.OutputText() != want.text || string(res.Status) != status || res.IncompleteDetails.Reason != reason {
 				t.Fatalf("text %q status %q %q, want %q %q %q", res.OutputText(), res.Status, res.IncompleteDetails.Reason, want.text, status, reason)
 			}

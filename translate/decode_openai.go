@@ -1037,6 +1037,22 @@ func isRequestStop(s string, stops []string) bool {
 	return false
 }
 
+// refusalStop is the stop reason an OpenAI client (Chat Completions or
+// Responses) is told for an answer that stopped with stop, refusalPart
+// saying whether the answer carries a refusal part (Chat's
+// message.refusal, a Responses refusal content part): OpenAI ends such
+// an answer as a normal finish (finish_reason "stop", status
+// "completed": per the OpenAI Structured Outputs guide, "Refusals"), so
+// the refusal the part already says is not told again as a content
+// filter. A refusal without a part (Anthropic's stop_reason "refusal",
+// a content filter) keeps stopRefusal.
+func refusalStop(stop string, refusalPart bool) string {
+	if stop == stopRefusal && refusalPart {
+		return stopEndTurn
+	}
+	return stop
+}
+
 // chatFinish maps a canonical stop reason to an OpenAI finish_reason
 // (MAPPING.md §3.3, "AM → CC").
 func chatFinish(stop string) string {

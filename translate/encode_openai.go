@@ -357,7 +357,7 @@ func encodeChatResponse(r *canonResponse) []byte {
 		b = insertBeforeLastBrace(b, `,"refusal":null`)
 	}
 	b = append(b, `,"logprobs":null,"finish_reason":"`...)
-	b = append(b, chatFinish(r.stop)...)
+	b = append(b, chatFinish(refusalStop(r.stop, refusal != ""))...)
 	b = append(b, `"}]`...)
 	if !r.usage.IsZero() {
 		b = appendChatUsage(appendKey(b, "usage"), r.usage)

@@ -1,6 +1,9 @@
 package translate
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Responses output items (OpenAI API reference, "The response object"):
 //
@@ -131,7 +134,7 @@ func encodeResponsesResponse(r *canonResponse, tools, toolChoice, echo []byte) [
 	}
 	out := make([]byte, 0, answerSize(r))
 	out = append(out, '[')
-	status, reason := rsStatus(r.stop)
+	status, reason := rsStatus(refusalStop(r.stop, slices.ContainsFunc(r.parts, func(p canonPart) bool { return p.refusal && p.kind == partText })))
 	itemStatus := "completed"
 	if status == "incomplete" {
 		itemStatus = "incomplete"

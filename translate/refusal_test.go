@@ -187,3 +187,62 @@ func TestRefusalStaysARefusal(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusalEndsAsOpenAIEndsIt: an answer that carries its refusal as a
+// refusal part ends between the OpenAI dialects as OpenAI ends one, a
+// normal finish: a Chat refusal (finish_reason "stop") reaches a Responses
+// client as status "completed" with no incomplete_details (streamed:
+// response.completed), and a Responses refusal (status "completed") a
+// Chat client with finish_reason "stop" (MAPPING.md §3.3: CC stop → RS
+// completed, RS completed → CC stop; OpenAI Structured Outputs guide,
+// "Refusals"). An Anthropic refusal, which has no refusal part, still
+// ends as content_filter for both.
+func TestRefusalEndsAsOpenAIEndsIt(t *testing.T) {
+	chatWhole := `{"id":"chatcmpl-r","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"No."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}`
+	rsWhole := `{"id":"resp_r","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"msg_r","type":"message","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}],"usage":{"input_tokens":5,"output_tokens":4,"total_tokens":9}}`
+	amWhole := `{"id":"msg_r","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"I can't."}],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":4}}`
+
+	status := func(out []byte) string {
+		return gjson.GetBytes(out, "status").Str + "/" + gjson.GetBytes(out, "incomplete_details.reason").Str
+	}
+	for _, c := range []struct {
+		name     string
+		from, to Dialect
+		body     string
+		get      func([]byte) string
+		want     string
+	}{
+		{"chat refusal to responses", OpenAIChat, OpenAIResponses, chatWhole, status, "completed/"},
+		{"responses refusal to chat", OpenAIResponses, OpenAIChat, rsWhole, func(b []byte) string { return gjson.GetBytes(b, "choices.0.finish_reason").Str }, "stop"},
+		{"anthropic refusal to responses", AnthropicMessages, OpenAIResponses, amWhole, status, "incomplete/content_filter"},
+		{"anthropic refusal to chat", AnthropicMessages, OpenAIChat, amWhole, func(b []byte) string { return gjson.GetBytes(b, "choices.0.finish_reason").Str }, "content_filter"},
+	} {
+		out, _, err := TranslateResponse(c.from, c.to, []byte(c.body), "m")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := c.get(out); got != c.want {
+			t.Errorf("whole %s: %q, want %q:\n%s", c.name, got, c.want, out)
+		}
+	}
+
+	// streamed: the terminal event and the finish_reason chunk
+	out, _, _, err := collect(t, OpenAIChat, OpenAIResponses, "m", strings.NewReader(chatRefusalStream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "event: response.completed\n") || strings.Contains(string(out), "response.incomplete") || strings.Contains(string(out), "content_filter") {
+		t.Errorf("stream chat refusal to responses: want response.completed without content_filter:\n%s", out)
+	}
+	body, err := os.ReadFile(filepath.Join(testdataDir(t), "openai-responses", "refusal.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _, err = collect(t, OpenAIResponses, OpenAIChat, "m", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"finish_reason":"stop"`) || strings.Contains(string(out), "content_filter") {
+		t.Errorf("stream responses refusal to chat: want finish_reason stop:\n%s", out)
+	}
+}

@@ -172,12 +172,13 @@ func responsesSummary(t testing.TB, b []byte) summary {
 
 func responsesObjectSummary(r responses.Response) summary {
 	var s summary
-	hasCall := false
+	hasCall, refused := false, false
 	for _, it := range r.Output {
 		switch it.Type {
 		case "message":
 			for _, c := range it.Content {
 				s.text += c.Text + c.Refusal // a refusal part is the answer's text too
+				refused = refused || c.Type == "refusal"
 			}
 		case "reasoning":
 			for _, p := range it.Summary {
@@ -195,6 +196,10 @@ func responsesObjectSummary(r responses.Response) summary {
 		s.stop = "length"
 	case hasCall:
 		s.stop = "tool"
+	case refused:
+		// a completed answer with a refusal part, as OpenAI ends one
+		// (the Chat summary reads message.refusal the same way)
+		s.stop = "refusal"
 	default:
 		s.stop = "stop"
 	}

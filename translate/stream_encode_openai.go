@@ -17,6 +17,8 @@ type chatStreamEncoder struct {
 	buf    []byte
 	tmp    []byte // scratch for a delta being built
 	tools  int
+	// refused: a delta.refusal was sent (refusalStop)
+	refused bool
 }
 
 func (e *chatStreamEncoder) start(cs *canonStream) {
@@ -87,6 +89,7 @@ func (e *chatStreamEncoder) delta(cs *canonStream, blk *streamBlock, k deltaKind
 	switch k {
 	case deltaText:
 		if blk.refusal {
+			e.refused = true
 			b = append(b, `{"index":0,"delta":{"refusal":`...)
 		} else {
 			b = append(b, `{"index":0,"delta":{"content":`...)
@@ -142,7 +145,7 @@ func (e *chatStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 }
 
 func (e *chatStreamEncoder) finish(cs *canonStream) {
-	e.choice(cs, `{}`, chatFinish(cs.stop))
+	e.choice(cs, `{}`, chatFinish(refusalStop(cs.stop, e.refused)))
 }
 
 func (e *chatStreamEncoder) end(cs *canonStream) {

@@ -29,6 +29,8 @@ type responsesStreamEncoder struct {
 	// the usage that may follow it is read (failed)
 	failPending       bool
 	failCode, failMsg string
+	// refused: a refusal content part was sent (refusalStop)
+	refused bool
 }
 
 func (e *responsesStreamEncoder) emit(cs *canonStream, name string, fill func(b []byte) []byte) {
@@ -164,6 +166,7 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 	switch blk.kind {
 	case partText:
 		if blk.refusal {
+			e.refused = true
 			e.emit(cs, "response.refusal.done", func(b []byte) []byte {
 				b = e.itemHead(b, blk)
 				b = append(b, `,"content_index":0,"refusal":`...)
@@ -235,7 +238,7 @@ func (e *responsesStreamEncoder) blockStop(cs *canonStream, blk *streamBlock) {
 func (e *responsesStreamEncoder) finish(cs *canonStream) {}
 
 func (e *responsesStreamEncoder) end(cs *canonStream) {
-	status, reason := rsStatus(cs.stop)
+	status, reason := rsStatus(refusalStop(cs.stop, e.refused))
 	name := "response.completed"
 	if status == "incomplete" {
 		name = "response.incomplete"

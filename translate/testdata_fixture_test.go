@@ -57,8 +57,9 @@ var testdataStreams = map[string]streamWant{
 	"openai-responses/parallel-function-calls.sse": {tools: []toolSum{{"get_weather", `{"location":"Paris, FR"}`}, {"get_time", `{"timezone":"Asia/Tokyo"}`}}, stop: "tool", usage: "in=150 out=46 cache_read=0 cache_write=- reasoning=0"},
 	"openai-responses/reasoning.sse":               {text: "17 × 23 = **391**.", thinking: true, stop: "stop", usage: "in=22 out=210 cache_read=0 cache_write=- reasoning=192"},
 	"openai-responses/incomplete.sse":              {text: "Once upon a time", stop: "length", usage: "in=15 out=16 cache_read=0 cache_write=- reasoning=0"},
-	// the SDK summary reads output_text and refusal parts alike
-	"openai-responses/refusal.sse": {text: "I'm sorry, but I can't help with that.", stop: "stop", usage: "in=41 out=11 cache_read=0 cache_write=- reasoning=0"},
+	// the SDK summary reads output_text and refusal parts alike, and a
+	// completed answer with a refusal part as a refusal (as Chat's)
+	"openai-responses/refusal.sse": {text: "I'm sorry, but I can't help with that.", stop: "refusal", usage: "in=41 out=11 cache_read=0 cache_write=- reasoning=0"},
 }
 
 // clientUsage reads the usage a client of dialect d finds in stream out:
