@@ -932,11 +932,21 @@ func decodeChatAnswer(a *answerRoot, stops []string) (*canonResponse, *Error) {
 func chatCallID(answerID string, n int) string {
 	base := trimIDPrefix(answerID)
 	if base == "" || answerID == "gateway" {
-		var r [6]byte
-		_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24)
-		base = hex.EncodeToString(r[:])
+		base = idBase()
 	}
 	return "call_" + base + "_" + strconv.Itoa(n)
+}
+
+// idBase gives chatCallID the stand-in for an answer's missing id:
+// randomIDBase. The package's tests fix it (TestMain), as they compare
+// the outputs of two runs of one input.
+var idBase = randomIDBase
+
+// randomIDBase returns 12 random lower-case hex digits.
+func randomIDBase() string {
+	var r [6]byte
+	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(r[:])
 }
 
 // chatAnswerMessage holds the members of a Chat answer's message that

@@ -412,6 +412,9 @@ func TestPeerAnthropicEffortXHigh(t *testing.T) {
 // call__0 (Anthropic refuses a history that repeats a tool_use id, OpenAI
 // one that repeats an item id), and they stay valid tool ids.
 func TestPeerChatToolCallIDsWithoutAnswerID(t *testing.T) {
+	fixed := idBase
+	idBase = randomIDBase
+	t.Cleanup(func() { idBase = fixed })
 	whole := `{"object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"a","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
 	stream := `data: {"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"","type":"function","function":{"name":"a","arguments":"{}"}}]},"finish_reason":null}]}` + "\n\n" +
 		`data: {"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
