@@ -77,28 +77,7 @@ func sendEncoded(t testing.TB, url, coding string, body []byte, chunked bool, hd
 	if chunked {
 		rd = io.MultiReader(rd) // no length: sent chunked
 	}
-	req, err := http.NewRequest(http.MethodPost, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+gatewayKey)
-	if coding != "" {
-		req.Header.Set("Content-Encoding", coding)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return postReader(t, url, rd, append([]string{"Content-Encoding", coding}, hdr...)...)
 }
 
 // TestCompressedRequestBodies: request bodies with Content-Encoding gzip,

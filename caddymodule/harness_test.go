@@ -133,10 +133,19 @@ func chatBody(model, msg string, stream bool) []byte {
 	return b
 }
 
-// post sends a request with the gateway key as Bearer token.
+// post sends a request with the gateway key as Bearer token; hdr holds
+// header name and value pairs to set (an empty value deletes the header).
 func post(t testing.TB, url string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	return postReader(t, url, bytes.NewReader(body), hdr...)
+}
+
+// postReader is post with the body read from rd (sent chunked when rd is
+// not a *bytes.Reader, *bytes.Buffer or *strings.Reader, whose length
+// net/http knows).
+func postReader(t testing.TB, url string, rd io.Reader, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
