@@ -49,11 +49,11 @@ func TestGatewayKeyHeaderCombinations(t *testing.T) {
 			"missing gateway API key: the Authorization header is not 'Bearer <key>'; send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"},
 		{"wrong Bearer", []string{"Authorization", "Bearer " + wrong}, "invalid gateway API key (in Authorization: Bearer)"},
 		{"wrong bare key", []string{"Authorization", wrong}, "invalid gateway API key (in Authorization, without 'Bearer ')"},
-		{"wrong x-api-key", []string{"X-Api-Key", wrong}, "invalid gateway API key (in x-api-key)"},
+		{"wrong x-api-key", []string{"X-Api-Key", wrong}, "invalid gateway API key (in the Anthropic API key header)"},
 		{"wrong everywhere", []string{"Authorization", "Bearer " + wrong, "X-Api-Key", wrong + "x", "Api-Key", wrong + "y"},
-			"invalid gateway API key (in Authorization: Bearer; x-api-key; api-key)"},
+			"invalid gateway API key (in Authorization: Bearer; the Anthropic API key header; api-key)"},
 		{"basic beside wrong x-api-key", []string{"Authorization", basic, "X-Api-Key", wrong},
-			"invalid gateway API key (in x-api-key); the Authorization header uses the Basic scheme, which the gateway does not read"},
+			"invalid gateway API key (in the Anthropic API key header); the Authorization header uses the Basic scheme, which the gateway does not read"},
 	}
 	successes := int64(0)
 	for _, c := range cases {
@@ -84,6 +84,11 @@ func TestGatewayKeyHeaderCombinations(t *testing.T) {
 			}
 			if !anthropic && gjson.GetBytes(b, "error.code").Str != "invalid_api_key" {
 				t.Errorf("%s %s: OpenAI error without code invalid_api_key: %s", c.name, path, b)
+			}
+			// Claude Code shows its own "Invalid API key" text in place of
+			// any error message that names x-api-key (any letter case)
+			if strings.HasPrefix(got, "invalid gateway API key") && strings.Contains(strings.ToLower(got), "x-api-key") {
+				t.Errorf("%s %s: Claude Code would hide this message: %q", c.name, path, got)
 			}
 			if strings.Contains(string(b), wrong) || strings.Contains(string(b), "dXNlcjpwYXNzd29yZA") {
 				t.Errorf("%s %s: the answer repeats what was sent: %s", c.name, path, b)

@@ -64,8 +64,12 @@ func (c gatewayCredentials) lookup(h *Handler) *gwKey {
 
 // rejection is the message of the 401 for credentials that name no
 // gateway key: which headers carried a key that is not one, or why none
-// was found, e.g. "invalid gateway API key (in x-api-key)". It never
-// contains what the client sent.
+// was found, e.g. "invalid gateway API key (in the Anthropic API key
+// header)". It never contains what the client sent. When a key was sent
+// it does not name the header "x-api-key" either: Claude Code shows its
+// own "Invalid API key · Fix external API key" in place of any error
+// message that contains "x-api-key" (in any letter case), and the user
+// would not see the gateway's.
 func (c gatewayCredentials) rejection() string {
 	const how = "send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
 	var sent []string
@@ -76,7 +80,7 @@ func (c gatewayCredentials) rejection() string {
 		sent = append(sent, "Authorization, without 'Bearer '")
 	}
 	if c.xAPIKey != "" {
-		sent = append(sent, "x-api-key")
+		sent = append(sent, "the Anthropic API key header")
 	}
 	if c.apiKey != "" {
 		sent = append(sent, "api-key")
