@@ -435,14 +435,20 @@ func (h *Handler) attemptLoop(w http.ResponseWriter, r *http.Request, p *pool, c
 	}
 	// unfit reports whether the key with log id id cannot serve this
 	// request (serves), or is one of a newer config this instance
-	// cannot route
+	// cannot route; unavailable and exhausted ask it of every key, so
+	// the keys are indexed by id once, when first asked
+	var byID map[string]*upstreamKey
 	unfit := func(id string) bool {
-		for _, uk := range p.keys {
-			if uk.id == id {
-				return !serves(uk)
+		if byID == nil {
+			byID = make(map[string]*upstreamKey, len(p.keys))
+			for _, uk := range p.keys {
+				if _, dup := byID[uk.id]; !dup {
+					byID[uk.id] = uk
+				}
 			}
 		}
-		return true
+		uk, ok := byID[id]
+		return !ok || !serves(uk)
 	}
 	transientLeft := p.maxRetries
 	maxAttempts := 2*len(p.keys) + p.maxRetries + 1
